@@ -1,0 +1,234 @@
+import type { z } from 'zod';
+import { CompactorError, fieldError } from './errors.js';
+import { detectFormat } from './formats/detect.js';
+import { formatByName } from './formats/registry.js';
+import type { FormatAdapter } from './formats/types.js';
+import { buildGroups, firstUserTurn, groupIndexOf, headLength, runStarts } from './history/groups.js';
+import type { Action, Item, Violation, Warning } from './history/types.js';
+import type { HistoryRequest } from './schemas/common.js';
+import type { PreparedHistory, Strategy } from './strategies/types.js';
+import { keepAll } from './strategies/types.js';
+import type { TokenCounter } from './tokens/counter.js';
+import { type ModelProfile, resolveModel } from './tokens/models.js';
+import { occupancyFromUsage } from './tokens/occupancy.js';
+
+type Request = Omit<HistoryRequest, 'trigger' | 'dry_run'> & Partial<Pick<HistoryRequest, 'trigger' | 'dry_run'>>;
+
+export type Counting = 'exact' | 'estimated' | 'usage+exact' | 'usage+estimated';
+
+export interface Prepared extends PreparedHistory {
+  readonly profile: ModelProfile;
+  readonly system: number;
+  readonly tools: number;
+  /** Counted tokens of everything: messages, system, tools and request framing. */
+  readonly total: number;
+  /** What triggers compare against and `tokens.before` reports. */
+  readonly occupancy: number;
+  readonly counting: Counting;
+  readonly warnings: Warning[];
+}
+
+export interface StrategyResponse<Extra> {
+  messages: unknown[];
+  format: string;
+  applied: boolean;
+  reason?: string;
+  tokens: { before: number; after: number; saved: number; counting: Counting; tokenizer: string };
+  usage: {
+    input_tokens: number;
+    output_tokens: number;
+    total_tokens: number;
+    cached_input_tokens: number;
+    calls: number;
+    model: string | null;
+  };
+  actions: Action[];
+  warnings: Warning[];
+  extra: Extra;
+}
+
+const NO_USAGE = { input_tokens: 0, output_tokens: 0, total_tokens: 0, cached_input_tokens: 0, calls: 0, model: null };
+
+/** Logs what happened, never what was said: counts, codes and rule names only. */
+export interface CompactorLogger {
+  error(obj: Record<string, unknown>, msg: string): void;
+}
+
+/**
+ * The service core, free of HTTP: reads a request's history (detect, parse, check, count), runs a
+ * strategy, validates what it produced and reports tokens and actions. Routes call into it.
+ */
+export class Compactor {
+  constructor(
+    private readonly counter: TokenCounter,
+    private readonly logger?: CompactorLogger,
+  ) {}
+
+  /** Detects (or takes) the format and parses every message; a malformed one is a 400. */
+  parse(req: Pick<Request, 'messages' | 'format'>): { format: FormatAdapter; items: Item[]; warnings: Warning[] } {
+    const format = req.format ? formatByName(req.format) : detectFormat(req.messages);
+    if (!format) throw fieldError('CMP_ERR_REQUEST_VALIDATION', 'format', `unknown format ${JSON.stringify(req.format)}`);
+    const { items, warnings } = format.parse(req.messages);
+    return { format, items, warnings };
+  }
+
+  /** The structural-rule check of `/v1/validate`: violations are reported, not thrown. */
+  validate(req: Request): { valid: boolean; format: string; violations: Violation[]; warnings: Warning[] } {
+    const { format, items, warnings } = this.parse(req);
+    const violations = format.violations(items);
+    return { valid: violations.length === 0, format: format.name, violations, warnings };
+  }
+
+  /** Parses, rejects a history that breaks its format's rules, groups and counts it. */
+  prepare(req: Request): Prepared {
+    const { format, items, warnings } = this.parse(req);
+    const violations = format.violations(items);
+    if (violations.length > 0) {
+      throw new CompactorError(
+        'CMP_ERR_HISTORY_STRUCTURE',
+        `the history breaks ${violations.length} structural rule(s) of ${format.name}; first: messages[${violations[0]?.index}] ${violations[0]?.rule}`,
+        violations.map((v) => ({ path: `messages[${v.index}]`, message: `${v.rule}: ${v.message}` })),
+      );
+    }
+    if (req.run_ids && req.run_ids.length !== items.length) {
+      throw fieldError('CMP_ERR_OPTIONS_INVALID', 'run_ids', `has ${req.run_ids.length} entries for ${items.length} messages`);
+    }
+    const profile = resolveModel(req.model, req.context_window);
+    const counts = this.counter.countMessages(format, profile, req.messages);
+    const system = this.counter.countSystem(format, profile, req.system);
+    const tools = this.counter.countTools(profile, req.tools);
+    let total = system + tools + format.framing.perRequest;
+    for (const c of counts) total += c;
+    const groups = buildGroups(items);
+    const head = headLength(groups);
+    const starts = runStarts(items, head, req.run_ids);
+    const runOf = new Int32Array(items.length).fill(-1);
+    starts.forEach((start, r) => {
+      const end = starts[r + 1] ?? items.length;
+      for (let i = start; i < end; i++) runOf[i] = r;
+    });
+    const occupancy = req.usage ? occupancyFromUsage(req.usage, counts) : total;
+    const base = profile.exact ? 'exact' : 'estimated';
+    return {
+      format,
+      messages: req.messages,
+      items,
+      groups,
+      groupOf: groupIndexOf(groups, items.length),
+      head,
+      firstUser: firstUserTurn(items, head),
+      runStarts: starts,
+      runOf,
+      runIds: req.run_ids,
+      counts,
+      profile,
+      system,
+      tools,
+      total,
+      occupancy,
+      counting: req.usage ? `usage+${base}` : base,
+      warnings,
+    };
+  }
+
+  /** `/v1/tokens`: counts per message and in total, as the strategies count them. */
+  tokens(req: Request) {
+    const h = this.prepare(req);
+    return {
+      total: h.total,
+      messages: [...h.counts],
+      system: h.system,
+      tools: h.tools,
+      occupancy: h.occupancy,
+      counting: h.counting,
+      tokenizer: h.profile.tokenizer,
+      format: h.format.name,
+      context_window: h.profile.contextWindow ?? null,
+    };
+  }
+
+  private triggered(req: Request, h: Prepared): boolean {
+    const t = req.trigger;
+    if (!t) return true;
+    if (t.tokens !== undefined && h.occupancy >= t.tokens) return true;
+    if (t.messages !== undefined && h.items.length >= t.messages) return true;
+    if (t.fraction !== undefined) {
+      const window = h.profile.contextWindow;
+      if (window === undefined) {
+        throw fieldError(
+          'CMP_ERR_OPTIONS_INVALID',
+          'trigger.fraction',
+          `the context window of model ${JSON.stringify(req.model ?? null)} is unknown; set context_window`,
+        );
+      }
+      if (h.occupancy >= t.fraction * window) return true;
+    }
+    return false;
+  }
+
+  /**
+   * Runs a strategy: trigger check, the strategy itself, then the format's rules over its output.
+   * An output that breaks a rule is never returned (500 `CMP_ERR_INTERNAL_INVALID_OUTPUT`).
+   */
+  async run<O extends z.ZodObject, E>(
+    strategy: Strategy<O, E>,
+    req: Request,
+    options: z.output<O>,
+    signal?: AbortSignal,
+  ): Promise<StrategyResponse<E>> {
+    const h = this.prepare(req);
+    const tokens = (saved: number) => ({
+      before: h.occupancy,
+      after: h.occupancy - saved,
+      saved,
+      counting: h.counting,
+      tokenizer: h.profile.tokenizer,
+    });
+    const unchanged = (reason: string, warnings: Warning[], extra: E): StrategyResponse<E> => ({
+      messages: req.messages,
+      format: h.format.name,
+      applied: false,
+      reason,
+      tokens: tokens(0),
+      usage: { ...NO_USAGE },
+      actions: keepAll(h.items.length),
+      warnings,
+      extra,
+    });
+    if (!this.triggered(req, h)) return unchanged('below_trigger', h.warnings, strategy.idle(h));
+
+    const out = await strategy.run(h, options, {
+      counter: this.counter,
+      profile: h.profile,
+      ...(signal ? { signal } : {}),
+    });
+    const warnings = [...h.warnings, ...out.warnings];
+    if (out.reason) return unchanged(out.reason, warnings, out.extra);
+    this.checkOutput(strategy.kind, h.format, out.messages);
+    let freed = 0;
+    for (const a of out.actions) freed += a.tokens_freed;
+    const saved = Math.max(0, freed - out.addedTokens);
+    const dryRun = req.dry_run === true;
+    return {
+      messages: dryRun ? req.messages : out.messages,
+      format: h.format.name,
+      applied: !dryRun,
+      ...(dryRun ? { reason: 'dry_run' } : {}),
+      tokens: tokens(saved),
+      usage: { ...NO_USAGE },
+      actions: out.actions,
+      warnings,
+      extra: out.extra,
+    };
+  }
+
+  private checkOutput(kind: string, format: FormatAdapter, messages: readonly unknown[]): void {
+    const violations = format.violations(format.parse(messages).items);
+    if (violations.length === 0) return;
+    this.logger?.error(
+      { strategy: kind, format: format.name, rules: violations.map((v) => `${v.index}:${v.rule}`) },
+      'strategy output broke a structural rule',
+    );
+    throw new CompactorError('CMP_ERR_INTERNAL_INVALID_OUTPUT', 'the strategy produced an invalid history; nothing was returned');
+  }
+}

@@ -1,0 +1,64 @@
+import { z } from 'zod';
+
+const intFromEnv = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
+
+/**
+ * The environment the service reads, parsed once at boot. This is the only module that reads
+ * `process.env`; everything else receives a `Config`. Names are part of the public contract
+ * (API.md, "Configuration names").
+ */
+export const ConfigSchema = z.object({
+  HOST: z.string().min(1).default('127.0.0.1'),
+  PORT: intFromEnv(0, 65535).default(8080),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  COMPACTOR_BODY_LIMIT: intFromEnv(1024, 1024 * 1024 * 1024).default(32 * 1024 * 1024),
+  /** Idle keep-alive connections are closed after this long. */
+  COMPACTOR_KEEP_ALIVE_TIMEOUT_MS: intFromEnv(1000, 600_000).default(72_000),
+  /** A request must arrive whole (headers and body) within this time. */
+  COMPACTOR_REQUEST_TIMEOUT_MS: intFromEnv(1000, 3_600_000).default(120_000),
+  /** On SIGTERM/SIGINT, in-flight requests get this long to finish before the process exits. */
+  COMPACTOR_SHUTDOWN_GRACE_MS: intFromEnv(0, 600_000).default(10_000),
+  /** How many per-message token counts the count cache keeps (least recently used go first). */
+  COMPACTOR_TOKEN_CACHE_ENTRIES: intFromEnv(0, 10_000_000).default(200_000),
+});
+
+export type Config = z.infer<typeof ConfigSchema>;
+
+/** Every variable with its one-line meaning, in the order `.env.example` and the README list them. */
+export const CONFIG_DOCS: Record<keyof Config, string> = {
+  HOST: 'Listen address (the container image sets 0.0.0.0)',
+  PORT: 'Listen port',
+  LOG_LEVEL: 'pino log level: fatal, error, warn, info, debug, trace or silent',
+  COMPACTOR_BODY_LIMIT: 'Largest request body in bytes (413 above it)',
+  COMPACTOR_KEEP_ALIVE_TIMEOUT_MS: 'Idle keep-alive connections are closed after this many ms',
+  COMPACTOR_REQUEST_TIMEOUT_MS: 'A request must arrive whole within this many ms (408 after)',
+  COMPACTOR_SHUTDOWN_GRACE_MS: 'On SIGTERM/SIGINT, in-flight requests get this many ms to finish',
+  COMPACTOR_TOKEN_CACHE_ENTRIES: 'Per-message token counts kept in the count cache (0 = no cache)',
+};
+
+/** Thrown at boot when a variable is invalid; its message names every offending variable. */
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+/**
+ * Parses the environment. Empty strings count as unset, so `PORT=` in an env file means the
+ * default rather than an error.
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const known = Object.keys(ConfigSchema.shape) as (keyof Config)[];
+  const input: Record<string, string> = {};
+  for (const key of known) {
+    const value = env[key];
+    if (value !== undefined && value !== '') input[key] = value;
+  }
+  const parsed = ConfigSchema.safeParse(input);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((issue) => {
+      const name = String(issue.path[0] ?? '(environment)');
+      return `${name}=${JSON.stringify(input[name] ?? '')}: ${issue.message}`;
+    });
+    throw new ConfigError(`invalid configuration: ${lines.join('; ')}`);
+  }
+  return parsed.data;
+}

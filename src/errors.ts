@@ -1,0 +1,71 @@
+/**
+ * Every error the service can answer with, made once: a stable `CMP_ERR_<AREA>_<WHAT>` code, its
+ * HTTP status and a short title. Codes are never reused or renamed; the README documents each one
+ * and a test keeps that table, this catalogue and the thrown errors in sync.
+ */
+export const ERRORS = {
+  CMP_ERR_REQUEST_VALIDATION: { status: 400, title: 'The request does not match its schema' },
+  CMP_ERR_REQUEST_INVALID_JSON: { status: 400, title: 'The request body is not valid JSON' },
+  CMP_ERR_REQUEST_FORBIDDEN_KEY: {
+    status: 400,
+    title: 'The request body contains a forbidden key (__proto__ or constructor.prototype)',
+  },
+  CMP_ERR_REQUEST_TOO_DEEP: { status: 400, title: 'The request body is nested too deeply' },
+  CMP_ERR_REQUEST_EMPTY_BODY: { status: 400, title: 'The request body is empty' },
+  CMP_ERR_REQUEST_BODY_TOO_LARGE: { status: 413, title: 'The request body is larger than the limit' },
+  CMP_ERR_REQUEST_UNSUPPORTED_MEDIA_TYPE: {
+    status: 415,
+    title: 'The request body must be application/json',
+  },
+  CMP_ERR_FORMAT_UNDETECTED: { status: 400, title: 'The history fits no supported format' },
+  CMP_ERR_FORMAT_MIXED: { status: 400, title: 'The history mixes messages of different formats' },
+  CMP_ERR_HISTORY_MALFORMED: {
+    status: 400,
+    title: 'A message is malformed for its format',
+  },
+  CMP_ERR_HISTORY_STRUCTURE: {
+    status: 400,
+    title: 'The history breaks a structural rule of its format',
+  },
+  CMP_ERR_OPTIONS_INVALID: { status: 400, title: 'The options cannot be applied to this history' },
+  CMP_ERR_ROUTE_NOT_FOUND: { status: 404, title: 'No such endpoint' },
+  CMP_ERR_METHOD_NOT_ALLOWED: { status: 405, title: 'Method not allowed on this endpoint' },
+  CMP_ERR_SERVICE_UNAVAILABLE: { status: 503, title: 'The service is shutting down or not ready' },
+  CMP_ERR_REQUEST_TIMEOUT: { status: 408, title: 'The request took too long to arrive' },
+  CMP_ERR_INTERNAL: { status: 500, title: 'Internal error' },
+  CMP_ERR_INTERNAL_INVALID_OUTPUT: {
+    status: 500,
+    title: 'The strategy produced a history that breaks a structural rule; nothing was returned',
+  },
+} as const satisfies Record<string, { status: number; title: string }>;
+
+export type ErrorCode = keyof typeof ERRORS;
+
+/** One field-level problem, as listed under `errors` in a problem document. */
+export interface FieldError {
+  path: string;
+  message: string;
+}
+
+/**
+ * The one error class the service throws on purpose. The problem+json handler turns it into a
+ * response; anything else that escapes is an internal error and is reported without details.
+ */
+export class CompactorError extends Error {
+  readonly code: ErrorCode;
+  readonly status: number;
+  readonly errors: FieldError[] | undefined;
+
+  constructor(code: ErrorCode, detail: string, errors?: FieldError[]) {
+    super(detail);
+    this.name = 'CompactorError';
+    this.code = code;
+    this.status = ERRORS[code].status;
+    this.errors = errors;
+  }
+}
+
+/** Builds a `CompactorError` for one field: the path leads the detail so the reader finds it. */
+export function fieldError(code: ErrorCode, path: string, message: string): CompactorError {
+  return new CompactorError(code, `${path}: ${message}`, [{ path, message }]);
+}

@@ -1,0 +1,68 @@
+import { fieldError } from '../errors.js';
+import type { Countable } from './types.js';
+
+export type JsonObject = Record<string, unknown>;
+
+/** A plain JSON object (not null, not an array). */
+export function isRecord(value: unknown): value is JsonObject {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** Throws the malformed-message error for one field of the history. */
+export function malformed(path: string, message: string): never {
+  throw fieldError('CMP_ERR_HISTORY_MALFORMED', path, message);
+}
+
+/** A short name of a JSON value's type, for error messages. */
+export function typeName(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'array';
+  return typeof value;
+}
+
+export function expectString(value: unknown, path: string): string {
+  if (typeof value !== 'string') malformed(path, `must be a string, got ${typeName(value)}`);
+  return value;
+}
+
+export function expectOptionalString(value: unknown, path: string): void {
+  if (value !== undefined) expectString(value, path);
+}
+
+export function expectRecord(value: unknown, path: string): JsonObject {
+  if (!isRecord(value)) malformed(path, `must be an object, got ${typeName(value)}`);
+  return value;
+}
+
+export function expectArray(value: unknown, path: string): unknown[] {
+  if (!Array.isArray(value)) malformed(path, `must be an array, got ${typeName(value)}`);
+  return value;
+}
+
+/** Accumulates a message's countable content. */
+export class CountableBuilder {
+  private readonly parts: string[] = [];
+  images = 0;
+  documents = 0;
+  audio = 0;
+
+  text(value: unknown): this {
+    if (typeof value === 'string' && value.length > 0) this.parts.push(value);
+    return this;
+  }
+
+  /** Counts an unrecognised value by its JSON text: unknown content still occupies context. */
+  json(value: unknown): this {
+    if (value !== undefined) this.parts.push(typeof value === 'string' ? value : JSON.stringify(value));
+    return this;
+  }
+
+  build(): Countable {
+    return { text: this.parts.join('\n'), images: this.images, documents: this.documents, audio: this.audio };
+  }
+}
+
+/** Whether a content value is empty: an empty string or an empty array. */
+export function isEmptyContent(content: unknown): boolean {
+  return content === '' || (Array.isArray(content) && content.length === 0);
+}

@@ -1,0 +1,81 @@
+import type { Group, GroupKind, Item } from './types.js';
+
+/**
+ * Splits a history into groups (STRATEGIES.md): the head of leading system messages, user turns,
+ * assistant messages without tool calls, and tool exchanges (one assistant message with calls
+ * plus every following message that carries their results). A trailing exchange whose calls are
+ * not all answered yet is the in-flight group. Cuts are safe only at group starts.
+ *
+ * Assumes the pairing rules hold (the service rejects a history that breaks them before any
+ * strategy runs); on a broken history it still returns a partition, never throws.
+ */
+export function buildGroups(items: readonly Item[]): Group[] {
+  const groups: Group[] = [];
+  const n = items.length;
+  let i = 0;
+  while (i < n && items[i]?.role === 'system') i++;
+  if (i > 0) groups.push({ kind: 'head', start: 0, end: i });
+  while (i < n) {
+    const item = items[i] as Item;
+    if (item.calls.length > 0) {
+      const pending = new Set(item.calls);
+      let j = i + 1;
+      while (j < n) {
+        const next = items[j] as Item;
+        if (next.results.length === 0 || next.calls.length > 0) break;
+        for (const id of next.results) pending.delete(id);
+        j++;
+      }
+      const kind: GroupKind = pending.size > 0 && j === n ? 'in_flight' : 'tool_exchange';
+      groups.push({ kind, start: i, end: j });
+      i = j;
+      continue;
+    }
+    let kind: GroupKind = 'other';
+    if (item.role === 'user' && item.userTurn) kind = 'user';
+    else if (item.role === 'assistant') kind = 'assistant';
+    groups.push({ kind, start: i, end: i + 1 });
+    i++;
+  }
+  return groups;
+}
+
+/** For each message, the index of the group that holds it. */
+export function groupIndexOf(groups: readonly Group[], length: number): Int32Array {
+  const out = new Int32Array(length);
+  groups.forEach((group, g) => {
+    for (let i = group.start; i < group.end; i++) out[i] = g;
+  });
+  return out;
+}
+
+/** Number of leading system messages: the head, which every strategy keeps verbatim. */
+export function headLength(groups: readonly Group[]): number {
+  const first = groups[0];
+  return first?.kind === 'head' ? first.end : 0;
+}
+
+/**
+ * Run starts, oldest first (message indexes, after the head). A run is a contiguous block of
+ * messages with the same run id (an id that reappears later starts a new run); without
+ * `runIds`, a run starts at every real user turn. Messages between the head and the first user
+ * turn form a run of their own.
+ */
+export function runStarts(items: readonly Item[], head: number, runIds?: readonly string[]): number[] {
+  const starts: number[] = [];
+  for (let i = head; i < items.length; i++) {
+    if (i === head) {
+      starts.push(i);
+      continue;
+    }
+    const startsRun = runIds ? runIds[i] !== runIds[i - 1] : (items[i] as Item).userTurn;
+    if (startsRun) starts.push(i);
+  }
+  return starts;
+}
+
+/** Index of the first real user turn after the head, or -1. */
+export function firstUserTurn(items: readonly Item[], head: number): number {
+  for (let i = head; i < items.length; i++) if ((items[i] as Item).userTurn) return i;
+  return -1;
+}

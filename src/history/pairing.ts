@@ -1,0 +1,75 @@
+import type { Item, Violation } from './types.js';
+
+/**
+ * The pairing rule every format shares (API.md rule 1): the results of a message's tool calls
+ * come in the contiguous block of result-carrying messages right after it, each call is answered
+ * exactly once, and no result stands without its call. A trailing block whose calls are not all
+ * answered yet is in flight and allowed.
+ */
+export function pairingViolations(items: readonly Item[]): Violation[] {
+  const violations: Violation[] = [];
+  const n = items.length;
+  let i = 0;
+  while (i < n) {
+    const item = items[i] as Item;
+    if (item.results.length > 0) {
+      for (const id of item.results) {
+        violations.push({
+          index: i,
+          rule: 'orphan_tool_result',
+          message: `result for tool call ${JSON.stringify(id)} does not follow the message that made the call`,
+        });
+      }
+      i++;
+      continue;
+    }
+    if (item.calls.length === 0) {
+      i++;
+      continue;
+    }
+    const pending = new Set<string>();
+    for (const id of item.calls) {
+      if (pending.has(id)) {
+        violations.push({
+          index: i,
+          rule: 'duplicate_tool_call_id',
+          message: `tool call id ${JSON.stringify(id)} appears twice in one message`,
+        });
+      }
+      pending.add(id);
+    }
+    const answered = new Set<string>();
+    let j = i + 1;
+    for (; j < n; j++) {
+      const next = items[j] as Item;
+      if (next.results.length === 0 || next.calls.length > 0) break;
+      for (const id of next.results) {
+        if (answered.has(id)) {
+          violations.push({
+            index: j,
+            rule: 'duplicate_tool_result',
+            message: `tool call ${JSON.stringify(id)} is answered more than once`,
+          });
+        } else if (!pending.has(id)) {
+          violations.push({
+            index: j,
+            rule: 'orphan_tool_result',
+            message: `result for tool call ${JSON.stringify(id)}, which message ${i} did not make`,
+          });
+        } else {
+          pending.delete(id);
+          answered.add(id);
+        }
+      }
+    }
+    if (pending.size > 0 && j < n) {
+      violations.push({
+        index: i,
+        rule: 'unanswered_tool_call',
+        message: `tool call(s) ${[...pending].map((id) => JSON.stringify(id)).join(', ')} have no result before message ${j}`,
+      });
+    }
+    i = j;
+  }
+  return violations;
+}

@@ -1,0 +1,60 @@
+/**
+ * The format-free history model. A format adapter turns each wire message into one `Item` that
+ * records only what the strategies cut on (role, tool-call pairing, thinking) and keeps the
+ * message's original JSON value untouched; content is read from that value lazily, when counting
+ * or rendering needs it.
+ */
+
+/** Normalized role: `developer` reads as `system`, legacy `function` results as `tool`. */
+export type Role = 'system' | 'user' | 'assistant' | 'tool';
+
+export interface Item {
+  /** Position in the request's `messages`. */
+  readonly index: number;
+  readonly role: Role;
+  /** A real user turn (not a carrier of tool results): starts a run when no `run_ids` are given. */
+  readonly userTurn: boolean;
+  /** Ids of client-side tool calls this message makes; their results must follow it. */
+  readonly calls: readonly string[];
+  /** Ids of the tool calls this message answers. */
+  readonly results: readonly string[];
+  /** Whether the message carries thinking/reasoning blocks (kept or removed whole, never edited). */
+  readonly thinking: boolean;
+  /** The message exactly as it came in. Never mutated. */
+  readonly original: unknown;
+}
+
+export type GroupKind = 'head' | 'user' | 'assistant' | 'tool_exchange' | 'in_flight' | 'other';
+
+/**
+ * The unit every strategy cuts on (STRATEGIES.md, "Groups"). `end` is exclusive. A tool exchange
+ * is one assistant message with tool calls plus every message that carries their results.
+ */
+export interface Group {
+  readonly kind: GroupKind;
+  readonly start: number;
+  readonly end: number;
+}
+
+/** A structural-rule violation, as `/v1/validate` lists them. */
+export interface Violation {
+  readonly index: number;
+  readonly rule: string;
+  readonly message: string;
+}
+
+/** A warning in a response: something done differently from what was asked, and why. */
+export interface Warning {
+  readonly code: string;
+  readonly message: string;
+}
+
+export type ActionKind = 'keep' | 'rewrite' | 'clear' | 'offload' | 'truncate' | 'summarize' | 'drop';
+
+/** One entry per input message: the record of what was lost. */
+export interface Action {
+  index: number;
+  action: ActionKind;
+  tokens_freed: number;
+  artifact_id?: string;
+}

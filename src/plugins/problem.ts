@@ -1,0 +1,107 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
+import { CompactorError, ERRORS, type ErrorCode, type FieldError } from '../errors.js';
+
+/** Fastify's own error codes, translated to ours. */
+const FASTIFY_CODES: Record<string, ErrorCode> = {
+  FST_ERR_CTP_BODY_TOO_LARGE: 'CMP_ERR_REQUEST_BODY_TOO_LARGE',
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: 'CMP_ERR_REQUEST_UNSUPPORTED_MEDIA_TYPE',
+  FST_ERR_CTP_EMPTY_JSON_BODY: 'CMP_ERR_REQUEST_EMPTY_BODY',
+  FST_ERR_CTP_INVALID_JSON_BODY: 'CMP_ERR_REQUEST_INVALID_JSON',
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'CMP_ERR_REQUEST_VALIDATION',
+  FST_ERR_VALIDATION: 'CMP_ERR_REQUEST_VALIDATION',
+};
+
+export interface ProblemDocument {
+  type: string;
+  title: string;
+  status: number;
+  detail: string;
+  code: ErrorCode;
+  request_id: string;
+  errors?: FieldError[];
+}
+
+/** Sends an RFC 9457 problem document for one of our codes. */
+export function sendProblem(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  code: ErrorCode,
+  detail: string,
+  errors?: FieldError[],
+): FastifyReply {
+  const { status, title } = ERRORS[code];
+  const body: ProblemDocument = {
+    type: `urn:compactor:error:${code}`,
+    title,
+    status,
+    detail,
+    code,
+    request_id: String(request.id),
+    ...(errors && errors.length > 0 ? { errors } : {}),
+  };
+  return reply.code(status).type('application/problem+json').send(body);
+}
+
+/** Zod paths such as `/messages/3/role` or `["keep"]` become `messages[3].role`. */
+function formatPath(parts: readonly (string | number)[]): string {
+  return parts.reduce<string>((out, part) => {
+    if (typeof part === 'number' || /^\d+$/.test(part)) return `${out}[${part}]`;
+    return out ? `${out}.${part}` : part;
+  }, '');
+}
+
+function classify(error: FastifyError & { validation?: unknown }): { code: ErrorCode; detail: string; errors?: FieldError[] } {
+  if (error instanceof CompactorError) {
+    return { code: error.code, detail: error.message, ...(error.errors ? { errors: error.errors } : {}) };
+  }
+  if (hasZodFastifySchemaValidationErrors(error)) {
+    const errors = error.validation.map((v) => {
+      const issue = v.params?.issue as { path?: (string | number)[] } | undefined;
+      const path = issue?.path ? formatPath(issue.path) : formatPath(v.instancePath.split('/').filter(Boolean));
+      return { path: path || '(body)', message: v.message ?? 'invalid' };
+    });
+    const first = errors[0];
+    return {
+      code: 'CMP_ERR_REQUEST_VALIDATION',
+      detail: first ? `${first.path}: ${first.message}` : 'the request does not match its schema',
+      errors,
+    };
+  }
+  if (error instanceof SyntaxError && /prototype/i.test(error.message)) {
+    return {
+      code: 'CMP_ERR_REQUEST_FORBIDDEN_KEY',
+      detail: 'the body contains __proto__ or constructor.prototype, which are refused',
+    };
+  }
+  const mapped = error.code ? FASTIFY_CODES[error.code] : undefined;
+  if (mapped) return { code: mapped, detail: error.message };
+  if (error.statusCode === 408) return { code: 'CMP_ERR_REQUEST_TIMEOUT', detail: 'the request did not arrive in time' };
+  if (error.statusCode === 503) return { code: 'CMP_ERR_SERVICE_UNAVAILABLE', detail: 'the service is not accepting requests' };
+  if (error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500) {
+    return { code: 'CMP_ERR_REQUEST_VALIDATION', detail: error.message };
+  }
+  return { code: 'CMP_ERR_INTERNAL', detail: 'an internal error occurred; the request id identifies it in the logs' };
+}
+
+/**
+ * Every error leaves as `application/problem+json` with a stable code. Client errors are logged
+ * by code only (their messages can quote the request); internal errors are logged with their
+ * stack, and their details never reach the client.
+ */
+export default fp(
+  async (app: FastifyInstance) => {
+    app.setErrorHandler((error: FastifyError, request, reply) => {
+      const problem = classify(error);
+      const status = ERRORS[problem.code].status;
+      if (status >= 500) request.log.error({ err: error, code: problem.code }, 'request failed');
+      else request.log.info({ code: problem.code, status }, 'request rejected');
+      return sendProblem(request, reply, problem.code, problem.detail, problem.errors);
+    });
+    app.setNotFoundHandler((request, reply) =>
+      sendProblem(request, reply, 'CMP_ERR_ROUTE_NOT_FOUND', `no endpoint ${request.method} ${request.url.split('?')[0]}`),
+    );
+  },
+  { name: 'problem' },
+);

@@ -1,0 +1,34 @@
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import type { FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
+import { jsonSchemaTransform, jsonSchemaTransformObject } from 'fastify-type-provider-zod';
+
+export const API_DESCRIPTION = `Compactor shrinks an LLM agent's conversation history before its next model call.
+POST the message array in the provider's own wire format (OpenAI Chat Completions or Anthropic Messages),
+with the usage your provider last reported; get back the reduced history in the same format, what was done
+to each message, and what it cost. Every output satisfies the structural rules of its format: tool calls
+stay with their results, leading system messages and the newest group are kept byte-identical, and kept
+messages are returned as the same JSON values they came in as.`;
+
+/** The OpenAPI 3.1 document generated from the route schemas, Swagger UI at `/docs`. */
+export default fp(
+  async (app: FastifyInstance, options: { version: string }) => {
+    await app.register(swagger, {
+      openapi: {
+        openapi: '3.1.0',
+        info: { title: 'Compactor', version: options.version, description: API_DESCRIPTION },
+        tags: [
+          { name: 'strategies', description: 'Reduce a history' },
+          { name: 'inspect', description: 'Count and check a history' },
+          { name: 'health', description: 'Liveness and readiness' },
+        ],
+      },
+      transform: jsonSchemaTransform,
+      transformObject: jsonSchemaTransformObject,
+    });
+    await app.register(swaggerUi, { routePrefix: '/docs' });
+    app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  },
+  { name: 'swagger' },
+);

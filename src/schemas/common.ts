@@ -1,0 +1,125 @@
+import { z } from 'zod';
+import { FORMAT_NAMES } from '../formats/registry.js';
+
+/** One message in the provider's own wire format; checked by the format adapter, not here. */
+export const Message = z.unknown().meta({
+  id: 'Message',
+  type: 'object',
+  description:
+    'One message exactly as the agent would send it to its provider (OpenAI Chat Completions or Anthropic Messages). Unknown fields are kept.',
+});
+
+export const ReportedUsage = z
+  .looseObject({
+    messages_covered: z
+      .number()
+      .int()
+      .min(0)
+      .optional()
+      .describe('how many leading messages (the model reply included) the reported total covers; default: all'),
+  })
+  .meta({
+    id: 'ReportedUsage',
+    description:
+      "The provider's usage object from the agent's last call, as it came: OpenAI Chat (`prompt_tokens`, `completion_tokens`, `total_tokens`), OpenAI Responses (`input_tokens`, `output_tokens`, `total_tokens`), Anthropic (`input_tokens`, `cache_creation_input_tokens`, `cache_read_input_tokens`, `output_tokens`) or Gemini (`promptTokenCount`, `candidatesTokenCount`, `totalTokenCount`, …) field names.",
+  });
+
+export const Trigger = z
+  .strictObject({
+    tokens: z.number().int().min(0).optional().describe('act when occupancy >= this many tokens'),
+    fraction: z
+      .number()
+      .gt(0)
+      .max(1)
+      .optional()
+      .describe('act when occupancy >= this fraction of the context window (needs a known `model` or `context_window`)'),
+    messages: z.number().int().min(0).optional().describe('act when the history has at least this many messages'),
+  })
+  .refine((t) => t.tokens !== undefined || t.fraction !== undefined || t.messages !== undefined, {
+    message: 'give at least one of tokens, fraction or messages',
+  })
+  .meta({ id: 'Trigger', description: 'Act only if occupancy reaches any of these; omitted = always act.' });
+
+/** The fields every POST that takes a history accepts (API.md, "Common request fields"). */
+export const HistoryFields = {
+  messages: z.array(Message).min(1).describe('the history, exactly as the agent would send it to its provider'),
+  format: z
+    .enum(FORMAT_NAMES)
+    .optional()
+    .describe('wire format of `messages`; omitted = detected from distinctive shapes, plain text read as openai-chat'),
+  system: z
+    .union([z.string(), z.array(z.unknown())])
+    .optional()
+    .describe('top-level system instruction (Anthropic); counted, never changed'),
+  tools: z.array(z.unknown()).optional().describe("the agent's tool definitions; counted, never changed"),
+  model: z.string().min(1).max(256).optional().describe("the agent's model: selects tokenizer and context window"),
+  context_window: z.number().int().positive().optional().describe("overrides the model table's context window"),
+  usage: ReportedUsage.optional(),
+  run_ids: z.array(z.string().max(1024)).optional().describe('parallel to `messages`: which agent run produced each message'),
+  trigger: Trigger.optional(),
+  dry_run: z.boolean().default(false).describe('compute and report everything, change nothing'),
+};
+
+export const HistoryRequest = z.strictObject(HistoryFields);
+export type HistoryRequest = z.output<typeof HistoryRequest>;
+
+export const TokensReport = z
+  .object({
+    before: z.number().int().describe('occupancy before: reported usage plus counted tokens after it, or all counted'),
+    after: z.number().int(),
+    saved: z.number().int(),
+    counting: z.enum(['exact', 'estimated', 'usage+exact', 'usage+estimated']),
+    tokenizer: z.string(),
+  })
+  .meta({ id: 'TokensReport' });
+
+export const BilledUsage = z
+  .object({
+    input_tokens: z.number().int(),
+    output_tokens: z.number().int(),
+    total_tokens: z.number().int(),
+    cached_input_tokens: z.number().int(),
+    calls: z.number().int(),
+    model: z.string().nullable(),
+  })
+  .meta({ id: 'BilledUsage', description: 'What this request was billed (all 0 when no LLM was called).' });
+
+export const ActionSchema = z
+  .object({
+    index: z.number().int(),
+    action: z.enum(['keep', 'rewrite', 'clear', 'offload', 'truncate', 'summarize', 'drop']),
+    tokens_freed: z.number().int(),
+    artifact_id: z.string().optional(),
+  })
+  .meta({ id: 'Action', description: 'What happened to one input message.' });
+
+export const WarningSchema = z.object({ code: z.string(), message: z.string() }).meta({ id: 'Warning' });
+
+export const Fallback = z
+  .object({ from: z.string(), to: z.string(), reason: z.string() })
+  .meta({ id: 'Fallback', description: 'A cheaper strategy stood in for a failed one.' });
+
+/** Fields every strategy response carries (API.md, "Common response fields"). */
+export const StrategyResponseFields = {
+  messages: z.array(Message).describe('the reduced history, same format as the request'),
+  format: z.enum(FORMAT_NAMES).describe('the format the history was read as'),
+  applied: z.boolean().describe('whether anything changed'),
+  reason: z.string().optional().describe('when not applied: below_trigger, nothing_to_reduce, dry_run, …'),
+  tokens: TokensReport,
+  usage: BilledUsage,
+  actions: z.array(ActionSchema),
+  warnings: z.array(WarningSchema),
+  fallback: Fallback.optional(),
+};
+
+export const Problem = z
+  .object({
+    type: z.string(),
+    title: z.string(),
+    status: z.number().int(),
+    detail: z.string(),
+    code: z.string().describe('stable CMP_ERR_… code, documented in the README'),
+    request_id: z.string(),
+    errors: z.array(z.object({ path: z.string(), message: z.string() })).optional(),
+  })
+  .meta({ id: 'Problem', description: 'RFC 9457 problem details (application/problem+json).' });

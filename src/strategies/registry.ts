@@ -1,0 +1,8 @@
+import { windowStrategy } from './sliding-window.js';
+
+/** Every strategy, by kind: the only list of them. Endpoint schemas are derived from it. */
+export const STRATEGIES = {
+  window: windowStrategy,
+} as const;
+
+export type StrategyKind = keyof typeof STRATEGIES;

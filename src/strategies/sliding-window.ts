@@ -1,0 +1,139 @@
+import { z } from 'zod';
+import type { Action, Item, Warning } from '../history/types.js';
+import type { PreparedHistory, Strategy, StrategyOutput } from './types.js';
+
+/** How much of the newest history to keep: exactly one of runs, messages or tokens. */
+export const KeepSchema = z
+  .strictObject({
+    runs: z.number().int().min(0).optional().describe('newest runs kept; 0 still keeps the run in flight'),
+    messages: z.number().int().min(0).optional().describe('newest messages kept, grown back to a group boundary'),
+    tokens: z
+      .number()
+      .int()
+      .min(0)
+      .optional()
+      .describe('token budget for all kept messages (head and first user message included)'),
+  })
+  .refine((keep) => Object.values(keep).filter((v) => v !== undefined).length === 1, {
+    message: 'give exactly one of runs, messages or tokens',
+  })
+  .meta({ id: 'Keep', description: 'Exactly one of `runs`, `messages`, `tokens`.' });
+
+export type Keep = z.output<typeof KeepSchema>;
+
+export const WindowOptions = z.object({
+  keep: KeepSchema.default({ runs: 10 }),
+  keep_first_user: z.boolean().default(true).describe('keep the first user message (the original task)'),
+});
+
+export interface Dropped {
+  messages: number;
+  runs: number;
+  tokens: number;
+  last_dropped_run_id: string | null;
+}
+
+const sum = (counts: readonly number[], from: number, to: number): number => {
+  let total = 0;
+  for (let i = from; i < to; i++) total += counts[i] as number;
+  return total;
+};
+
+/** The requested cut (start of the kept tail), before it is moved to a safe boundary. */
+function requestedCut(h: PreparedHistory, keep: Keep, firstUser: number): number {
+  const n = h.items.length;
+  if (keep.runs !== undefined) {
+    const k = Math.max(1, keep.runs);
+    return k >= h.runStarts.length ? h.head : (h.runStarts[h.runStarts.length - k] as number);
+  }
+  if (keep.messages !== undefined) return Math.max(h.head, n - keep.messages);
+  // Token budget: the head, the first user message and whole groups from the newest back.
+  const budget = keep.tokens ?? 0;
+  let used = sum(h.counts, 0, h.head) + (firstUser >= 0 ? (h.counts[firstUser] as number) : 0);
+  let cut = n;
+  for (let g = h.groups.length - 1; g >= 0; g--) {
+    const group = h.groups[g];
+    if (!group || group.kind === 'head') break;
+    let cost = sum(h.counts, group.start, group.end);
+    if (firstUser >= group.start && firstUser < group.end) cost -= h.counts[firstUser] as number;
+    if (used + cost > budget && cut < n) break;
+    used += cost;
+    cut = group.start;
+  }
+  return cut;
+}
+
+/**
+ * Sliding window (hastekit's sliding-window summarizer; Manning 6.2.2): keeps the head, the first
+ * user message (by default) and the newest runs, messages or tokens; drops the rest. The cut is
+ * moved back to a group start, never below the newest group, and further back while the format
+ * would reject the seam (e.g. two user turns in a row in Anthropic). No LLM, no usage.
+ */
+function run(h: PreparedHistory, options: z.output<typeof WindowOptions>): StrategyOutput<{ dropped: Dropped }> {
+  const { items, groups, groupOf, head, format } = h;
+  const n = items.length;
+  const warnings: Warning[] = [];
+  const newest = groups[groups.length - 1];
+  const firstUser = options.keep_first_user ? h.firstUser : -1;
+  const requested = requestedCut(h, options.keep, firstUser);
+  let cut = newest && newest.kind !== 'head' ? Math.min(requested, newest.start) : n;
+  if (cut < n) cut = (groups[groupOf[cut] as number] as { start: number }).start;
+  cut = Math.max(cut, head);
+
+  const headLast: Item | undefined = head > 0 ? items[head - 1] : undefined;
+  let keepFirst = firstUser >= head && firstUser < cut && format.canFollow(headLast, items[firstUser] as Item);
+  for (;;) {
+    const prefixEnd = keepFirst ? firstUser + 1 : head;
+    if (cut <= prefixEnd || cut >= n) break;
+    if (format.canFollow(keepFirst ? items[firstUser] : headLast, items[cut] as Item)) break;
+    cut = (groups[(groupOf[cut] as number) - 1] as { start: number }).start;
+    if (cut <= firstUser) keepFirst = false;
+  }
+  if (cut < requested) {
+    warnings.push({
+      code: 'unsafe_cut_avoided',
+      message: `kept from message ${cut} instead of ${requested}: a cut there would split a group or break the format's order`,
+    });
+  }
+
+  const actions: Action[] = [];
+  const dropped: Dropped = { messages: 0, runs: 0, tokens: 0, last_dropped_run_id: null };
+  const messages: unknown[] = [];
+  let lastRun = -1;
+  let lastDroppedIndex = -1;
+  for (let i = 0; i < n; i++) {
+    const isDropped = i >= head && i < cut && !(keepFirst && i === firstUser);
+    if (!isDropped) {
+      messages.push(items[i]?.original);
+      actions.push({ index: i, action: 'keep', tokens_freed: 0 });
+      continue;
+    }
+    const tokens = h.counts[i] as number;
+    actions.push({ index: i, action: 'drop', tokens_freed: tokens });
+    dropped.messages++;
+    dropped.tokens += tokens;
+    const run = h.runOf[i] as number;
+    if (run !== lastRun) dropped.runs++;
+    lastRun = run;
+    lastDroppedIndex = i;
+  }
+  if (lastDroppedIndex >= 0 && h.runIds) dropped.last_dropped_run_id = h.runIds[lastDroppedIndex] ?? null;
+  if (options.keep.tokens !== undefined) {
+    const kept = sum(h.counts, 0, n) - dropped.tokens;
+    if (kept > options.keep.tokens) {
+      warnings.push({
+        code: 'target_not_met',
+        message: `kept ${kept} tokens, over the ${options.keep.tokens} asked: the head, first user message and newest group cannot be dropped`,
+      });
+    }
+  }
+  const reason = dropped.messages === 0 ? 'nothing_to_reduce' : undefined;
+  return { messages, actions, warnings, addedTokens: 0, extra: { dropped }, ...(reason ? { reason } : {}) };
+}
+
+export const windowStrategy: Strategy<typeof WindowOptions, { dropped: Dropped }> = {
+  kind: 'window',
+  options: WindowOptions,
+  idle: () => ({ dropped: { messages: 0, runs: 0, tokens: 0, last_dropped_run_id: null } }),
+  run,
+};

@@ -1,0 +1,67 @@
+import type { z } from 'zod';
+import type { FormatAdapter } from '../formats/types.js';
+import type { Action, Group, Item, Warning } from '../history/types.js';
+import type { TokenCounter } from '../tokens/counter.js';
+import type { ModelProfile } from '../tokens/models.js';
+
+/** A parsed, checked and counted history: what every strategy receives. Never mutated. */
+export interface PreparedHistory {
+  readonly format: FormatAdapter;
+  readonly messages: readonly unknown[];
+  readonly items: readonly Item[];
+  readonly groups: readonly Group[];
+  /** For each message, the index of its group in `groups`. */
+  readonly groupOf: Int32Array;
+  /** Number of leading system messages. */
+  readonly head: number;
+  /** Index of the first real user turn after the head, or -1. */
+  readonly firstUser: number;
+  /** Message index where each run starts, oldest first. */
+  readonly runStarts: readonly number[];
+  /** For each message, its run's index in `runStarts` (-1 for the head). */
+  readonly runOf: Int32Array;
+  readonly runIds: readonly string[] | undefined;
+  /** Counted tokens per message, framing included. */
+  readonly counts: readonly number[];
+}
+
+/** What a strategy may use besides the history: injected, never imported. */
+export interface StrategyContext {
+  readonly counter: TokenCounter;
+  readonly profile: ModelProfile;
+  readonly signal?: AbortSignal;
+}
+
+/** A strategy's answer. `messages` holds original values for kept messages, by reference. */
+export interface StrategyOutput<Extra> {
+  messages: unknown[];
+  actions: Action[];
+  warnings: Warning[];
+  /** Set when nothing changed: a code such as `nothing_to_reduce`. */
+  reason?: string;
+  /** Tokens of messages the strategy inserted (summaries); subtracted from what was freed. */
+  addedTokens: number;
+  /** Strategy-specific response fields (e.g. `dropped`). */
+  extra: Extra;
+}
+
+/**
+ * One strategy, one file, one registry line (ARCHITECTURE.md). `options` is a zod object whose
+ * fields join the common request fields in the endpoint's schema; `idle` gives the extra fields
+ * for a response where the strategy did not run (below the trigger).
+ */
+export interface Strategy<Options extends z.ZodObject, Extra> {
+  readonly kind: string;
+  readonly options: Options;
+  idle(history: PreparedHistory): Extra;
+  run(
+    history: PreparedHistory,
+    options: z.output<Options>,
+    ctx: StrategyContext,
+  ): StrategyOutput<Extra> | Promise<StrategyOutput<Extra>>;
+}
+
+/** Actions that keep every message. */
+export function keepAll(length: number): Action[] {
+  return Array.from({ length }, (_, index) => ({ index, action: 'keep', tokens_freed: 0 }));
+}

@@ -1,0 +1,66 @@
+import { fieldError } from '../errors.js';
+
+/** A provider usage object as the agent received it, plus how many leading messages it covers. */
+export type ReportedUsage = Record<string, unknown> & { messages_covered?: number };
+
+const num = (value: unknown): number | undefined => (typeof value === 'number' && Number.isFinite(value) ? value : undefined);
+
+/**
+ * The total (prompt plus completion) of a provider usage object, read from whichever family of
+ * field names it uses: OpenAI Chat (`prompt_tokens`, `completion_tokens`, `total_tokens`), OpenAI
+ * Responses (`input_tokens`, `output_tokens`, `total_tokens`), Anthropic (`input_tokens`,
+ * `cache_creation_input_tokens`, `cache_read_input_tokens`, `output_tokens`), Gemini
+ * (`promptTokenCount`, `candidatesTokenCount`, `thoughtsTokenCount`, `toolUsePromptTokenCount`,
+ * `totalTokenCount`, or their snake_case forms). Undefined when none is present.
+ */
+export function reportedTotal(usage: ReportedUsage): number | undefined {
+  const total = num(usage.total_tokens) ?? num(usage.totalTokenCount) ?? num(usage.total_token_count);
+  if (total !== undefined) return total;
+  const prompt = num(usage.prompt_tokens);
+  if (prompt !== undefined) return prompt + (num(usage.completion_tokens) ?? 0);
+  const input = num(usage.input_tokens);
+  if (input !== undefined) {
+    return (
+      input +
+      (num(usage.cache_creation_input_tokens) ?? 0) +
+      (num(usage.cache_read_input_tokens) ?? 0) +
+      (num(usage.output_tokens) ?? 0)
+    );
+  }
+  const gPrompt = num(usage.promptTokenCount) ?? num(usage.prompt_token_count);
+  if (gPrompt !== undefined) {
+    const parts = [
+      usage.candidatesTokenCount ?? usage.candidates_token_count,
+      usage.thoughtsTokenCount ?? usage.thoughts_token_count,
+      usage.toolUsePromptTokenCount ?? usage.tool_use_prompt_token_count,
+    ];
+    return parts.reduce<number>((sum, v) => sum + (num(v) ?? 0), gPrompt);
+  }
+  return undefined;
+}
+
+/**
+ * Occupancy from reported usage: the reported total for the first `messages_covered` messages
+ * (default: all of them) plus the counted tokens of every message after them.
+ */
+export function occupancyFromUsage(usage: ReportedUsage, counts: readonly number[]): number {
+  const total = reportedTotal(usage);
+  if (total === undefined) {
+    throw fieldError(
+      'CMP_ERR_OPTIONS_INVALID',
+      'usage',
+      'no token total found (expected OpenAI, Anthropic, Responses or Gemini usage fields)',
+    );
+  }
+  const covered = usage.messages_covered ?? counts.length;
+  if (covered > counts.length) {
+    throw fieldError(
+      'CMP_ERR_OPTIONS_INVALID',
+      'usage.messages_covered',
+      `is ${covered}, but there are only ${counts.length} messages`,
+    );
+  }
+  let after = 0;
+  for (let i = covered; i < counts.length; i++) after += counts[i] as number;
+  return total + after;
+}
