@@ -1,0 +1,208 @@
+import fc from 'fast-check';
+
+/**
+ * fast-check arbitraries for whole histories in each format, built from one format-free skeleton:
+ * user turns (text, sometimes with an image), assistant turns with optional thinking and 0–3
+ * parallel tool calls with their results, and optionally a trailing in-flight call (unanswered or
+ * partly answered). Ids are unique within a history.
+ */
+
+export interface SkeletonCall {
+  name: string;
+  args: Record<string, string>;
+  result: string;
+  error: boolean;
+}
+
+export type SkeletonTurn =
+  | { kind: 'user'; text: string; image: boolean }
+  | { kind: 'assistant'; text: string; thinking: string | null; calls: SkeletonCall[] };
+
+export interface Skeleton {
+  system: string[];
+  turns: SkeletonTurn[];
+  /** Trailing in-flight calls: how many, and how many of them already answered. */
+  inFlight: { calls: SkeletonCall[]; answered: number } | null;
+}
+
+const words = fc.constantFrom(
+  'read',
+  'the',
+  'file',
+  'src/app.ts',
+  'error:',
+  'ENOENT',
+  'def',
+  'return',
+  '{',
+  '}',
+  '<|endoftext|>',
+  '42ms',
+  'café',
+  '日本語',
+  'https://example.com/x?y=1',
+  '\n',
+  'assert',
+  'x == 1',
+);
+const text = (max: number) => fc.array(words, { minLength: 1, maxLength: max }).map((w) => w.join(' '));
+
+const call: fc.Arbitrary<SkeletonCall> = fc.record({
+  name: fc.constantFrom('read_file', 'bash', 'grep', 'web_search', 'write_file'),
+  args: fc.dictionary(fc.constantFrom('path', 'command', 'query', 'content'), text(6), { maxKeys: 3 }),
+  result: text(40),
+  error: fc.boolean(),
+});
+
+const userTurn = fc.record({ kind: fc.constant('user' as const), text: text(20), image: fc.boolean() });
+const assistantTurn = fc.record({
+  kind: fc.constant('assistant' as const),
+  text: fc.oneof(fc.constant(''), text(20)),
+  thinking: fc.option(text(15), { nil: null }),
+  calls: fc.array(call, { maxLength: 3 }),
+});
+
+export const skeleton: fc.Arbitrary<Skeleton> = fc.record({
+  system: fc.array(text(10), { maxLength: 2 }),
+  turns: fc.array(fc.oneof({ arbitrary: assistantTurn, weight: 3 }, { arbitrary: userTurn, weight: 1 }), {
+    minLength: 0,
+    maxLength: 25,
+  }),
+  inFlight: fc.option(
+    fc
+      .array(call, { minLength: 1, maxLength: 3 })
+      .chain((calls) => fc.record({ calls: fc.constant(calls), answered: fc.integer({ min: 0, max: calls.length - 1 }) })),
+    { nil: null },
+  ),
+});
+
+const PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';
+
+/** Renders a skeleton as OpenAI Chat Completions messages. */
+export function toOpenAIChat(s: Skeleton): unknown[] {
+  let id = 0;
+  const out: unknown[] = s.system.map((content, i) => ({ role: i === 0 ? 'system' : 'developer', content }));
+  out.push({ role: 'user', content: 'the task' });
+  const assistant = (turn: { text: string; thinking: string | null }, calls: SkeletonCall[]) => {
+    const ids = calls.map(() => `call_${++id}`);
+    const m: Record<string, unknown> = { role: 'assistant', content: turn.text || (calls.length ? null : '...') };
+    if (turn.thinking) m.reasoning_content = turn.thinking;
+    if (calls.length) {
+      m.tool_calls = calls.map((c, k) => ({
+        id: ids[k],
+        type: 'function',
+        function: { name: c.name, arguments: JSON.stringify(c.args) },
+      }));
+    }
+    out.push(m);
+    return ids;
+  };
+  for (const turn of s.turns) {
+    if (turn.kind === 'user') {
+      out.push(
+        turn.image
+          ? {
+              role: 'user',
+              content: [
+                { type: 'text', text: turn.text },
+                { type: 'image_url', image_url: { url: `data:image/png;base64,${PNG}`, detail: 'low' } },
+              ],
+            }
+          : { role: 'user', content: turn.text },
+      );
+      continue;
+    }
+    const ids = assistant(turn, turn.calls);
+    turn.calls.forEach((c, k) => {
+      out.push({ role: 'tool', tool_call_id: ids[k], content: c.result });
+    });
+  }
+  if (s.inFlight) {
+    const ids = assistant({ text: '', thinking: null }, s.inFlight.calls);
+    for (let k = 0; k < s.inFlight.answered; k++) {
+      out.push({ role: 'tool', tool_call_id: ids[k], content: s.inFlight.calls[k]?.result ?? '' });
+    }
+  }
+  return out;
+}
+
+/**
+ * Renders a skeleton as Anthropic Messages: roles alternate starting with user, tool results ride
+ * in the next user message (results first, sometimes followed by text), thinking blocks carry
+ * signatures. Consecutive turns of one role are merged so the output alternates.
+ */
+export function toAnthropic(s: Skeleton): { system: string | undefined; messages: unknown[] } {
+  let id = 0;
+  const messages: { role: string; content: unknown[] }[] = [];
+  const push = (role: 'user' | 'assistant', blocks: unknown[]) => {
+    const last = messages[messages.length - 1];
+    if (last && last.role === role) {
+      // Results must stay first: text joins after them; a second result block cannot arise here.
+      last.content.push(...blocks);
+    } else {
+      messages.push({ role, content: blocks });
+    }
+  };
+  push('user', [{ type: 'text', text: 'the task' }]);
+  const assistant = (turn: { text: string; thinking: string | null }, calls: SkeletonCall[]) => {
+    const blocks: unknown[] = [];
+    if (turn.thinking) blocks.push({ type: 'thinking', thinking: turn.thinking, signature: `sig${++id}` });
+    if (turn.text || calls.length === 0) blocks.push({ type: 'text', text: turn.text || '...' });
+    const ids = calls.map(() => `toolu_${++id}`);
+    calls.forEach((c, k) => {
+      blocks.push({ type: 'tool_use', id: ids[k], name: c.name, input: c.args });
+    });
+    // An assistant message that holds tool calls cannot merge into a previous one that also did.
+    const last = messages[messages.length - 1];
+    if (last?.role === 'assistant') push('user', [{ type: 'text', text: 'continue' }]);
+    push('assistant', blocks);
+    return ids;
+  };
+  for (const turn of s.turns) {
+    if (turn.kind === 'user') {
+      const blocks: unknown[] = [{ type: 'text', text: turn.text }];
+      if (turn.image) blocks.push({ type: 'image', source: { type: 'base64', media_type: 'image/png', data: PNG } });
+      push('user', blocks);
+      continue;
+    }
+    const ids = assistant(turn, turn.calls);
+    if (turn.calls.length) {
+      messages.push({
+        role: 'user',
+        content: turn.calls.map((c, k) => ({
+          type: 'tool_result',
+          tool_use_id: ids[k],
+          content: c.result,
+          ...(c.error ? { is_error: true } : {}),
+        })),
+      });
+    }
+  }
+  if (s.inFlight) {
+    const ids = assistant({ text: '', thinking: null }, s.inFlight.calls);
+    if (s.inFlight.answered > 0) {
+      messages.push({
+        role: 'user',
+        content: s.inFlight.calls
+          .slice(0, s.inFlight.answered)
+          .map((c, k) => ({ type: 'tool_result', tool_use_id: ids[k], content: c.result })),
+      });
+    }
+  }
+  return { system: s.system.length ? s.system.join('\n') : undefined, messages };
+}
+
+export interface GeneratedHistory {
+  format: 'openai-chat' | 'anthropic';
+  messages: unknown[];
+  system?: string;
+}
+
+/** A history in each supported format, from the same skeletons. */
+export const histories: Record<GeneratedHistory['format'], fc.Arbitrary<GeneratedHistory>> = {
+  'openai-chat': skeleton.map((s) => ({ format: 'openai-chat', messages: toOpenAIChat(s) })),
+  anthropic: skeleton.map((s) => {
+    const { system, messages } = toAnthropic(s);
+    return { format: 'anthropic', messages, ...(system ? { system } : {}) };
+  }),
+};

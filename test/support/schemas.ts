@@ -1,0 +1,38 @@
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
+import addFormatsModule from 'ajv-formats';
+import { CORPUS_DIR } from './corpus.js';
+
+/** The providers' own published request schemas for one message (../shared/schemas). */
+const SCHEMA_DIR = resolve(CORPUS_DIR, '../../schemas');
+const FILES: Record<string, string> = {
+  'openai-chat': 'openai-chat-message.schema.json',
+  anthropic: 'anthropic-message.schema.json',
+};
+
+const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => Ajv2020;
+const cache = new Map<string, ValidateFunction>();
+
+/** A validator of one message of `format` against its provider's schema. */
+export function providerSchema(format: string): ValidateFunction {
+  const hit = cache.get(format);
+  if (hit) return hit;
+  const file = FILES[format];
+  if (!file) throw new Error(`no provider schema for ${format}`);
+  const ajv = new Ajv2020({ allErrors: true, strictRequired: false, strict: false });
+  addFormats(ajv);
+  const validate = ajv.compile(JSON.parse(readFileSync(resolve(SCHEMA_DIR, file), 'utf8')));
+  cache.set(format, validate);
+  return validate;
+}
+
+/** Errors of every message that its provider's schema rejects (empty when all are valid). */
+export function schemaErrors(format: string, messages: readonly unknown[]): string[] {
+  const validate = providerSchema(format);
+  const out: string[] = [];
+  messages.forEach((m, i) => {
+    if (!validate(m)) out.push(`messages[${i}]: ${JSON.stringify(validate.errors?.slice(0, 2))}`);
+  });
+  return out;
+}
