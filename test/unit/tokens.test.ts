@@ -1,0 +1,95 @@
+import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
+import t from 'tap';
+import { CompactorError } from '../../src/errors.js';
+import { anthropic } from '../../src/formats/anthropic.js';
+import { openaiChat } from '../../src/formats/openai-chat.js';
+import { countText, TokenCounter } from '../../src/tokens/counter.js';
+import { resolveModel } from '../../src/tokens/models.js';
+import { occupancyFromUsage, reportedTotal } from '../../src/tokens/occupancy.js';
+
+t.test('model table', async (t) => {
+  t.match(resolveModel('gpt-4o-2024-08-06'), { encoding: 'o200k_base', exact: true, contextWindow: 128_000 });
+  t.match(resolveModel('openai/gpt-4.1-mini'), { encoding: 'o200k_base', exact: true, contextWindow: 1_047_576 });
+  t.match(resolveModel('gpt-4'), { encoding: 'cl100k_base', exact: true, contextWindow: 8192 });
+  t.match(resolveModel('gpt-3.5-turbo-0125'), { encoding: 'cl100k_base', exact: true });
+  t.match(resolveModel('claude-opus-4-5-20251101'), { exact: false, factor: 1.2, contextWindow: 200_000 });
+  t.match(resolveModel('gemini-2.5-pro'), { exact: false, contextWindow: 1_048_576 });
+  t.match(resolveModel(undefined), { exact: false, contextWindow: undefined });
+  t.equal(resolveModel('mystery', 32_000).contextWindow, 32_000, 'context_window overrides');
+});
+
+t.test('text counting matches gpt-tokenizer; special tokens count as text', async (t) => {
+  const text = 'def f(x):\n    return x <|endoftext|> café 日本語';
+  const exact = resolveModel('gpt-4o');
+  t.equal(countText(exact, text), countTokens(text, { disallowedSpecial: new Set() }));
+  const estimate = resolveModel('claude-sonnet-4');
+  t.equal(countText(estimate, text), Math.ceil(countText(exact, text) * 1.2));
+  t.equal(countText(exact, ''), 0);
+});
+
+t.test('message counts: framing, media, cache', async (t) => {
+  const counter = new TokenCounter(100);
+  const profile = resolveModel('gpt-4o');
+  const hello = { role: 'user', content: 'hello world' };
+  t.equal(counter.countMessage(openaiChat, profile, hello, 0), countTokens('hello world') + 3);
+  const image = { role: 'user', content: [{ type: 'image_url', image_url: { url: 'x' } }] };
+  t.equal(counter.countMessage(openaiChat, profile, image, 0), 765 + 3, 'an image of unknown size is flat');
+  const call = {
+    role: 'assistant',
+    content: null,
+    tool_calls: [{ id: 'a', type: 'function', function: { name: 'read_file', arguments: '{"path":"a.ts"}' } }],
+  };
+  t.ok(counter.countMessage(openaiChat, profile, call, 0) > 5, 'tool call name and arguments counted');
+  const before = counter.stats();
+  counter.countMessage(openaiChat, profile, { role: 'user', content: 'hello world' }, 5);
+  t.equal(counter.stats().hits, before.hits + 1, 'an equal message is a cache hit');
+  counter.countMessage(anthropic, profile, { role: 'user', content: 'hello world' }, 5);
+  t.equal(counter.stats().misses, before.misses + 1, 'the format is part of the key');
+  const uncached = new TokenCounter(0);
+  t.equal(uncached.countMessage(openaiChat, profile, hello, 0), counter.countMessage(openaiChat, profile, hello, 0));
+  t.equal(uncached.stats().entries, 0);
+  t.equal(counter.countTools(profile, [{ type: 'function', function: { name: 'f' } }]) > 0, true);
+  t.equal(counter.countSystem(anthropic, profile, [{ type: 'text', text: 'be brief' }]), countTokens('be brief') + 3);
+});
+
+t.test('deep nesting is a 400, not a crash', async (t) => {
+  let deep: unknown = 'x';
+  for (let i = 0; i < 200_000; i++) deep = [deep];
+  const counter = new TokenCounter(10);
+  const err = t.throws(() =>
+    counter.countMessage(openaiChat, resolveModel('gpt-4o'), { role: 'user', content: 'x', extra: deep }, 3),
+  );
+  t.ok(err instanceof CompactorError && err.code === 'CMP_ERR_REQUEST_TOO_DEEP');
+});
+
+t.test('reported usage of every provider', async (t) => {
+  t.equal(reportedTotal({ prompt_tokens: 100, completion_tokens: 20, total_tokens: 120 }), 120, 'OpenAI chat');
+  t.equal(reportedTotal({ prompt_tokens: 100, completion_tokens: 20 }), 120, 'OpenAI chat without total');
+  t.equal(
+    reportedTotal({ input_tokens: 90, output_tokens: 10, total_tokens: 100, input_tokens_details: { cached_tokens: 50 } }),
+    100,
+    'Responses',
+  );
+  t.equal(
+    reportedTotal({ input_tokens: 10, cache_creation_input_tokens: 200, cache_read_input_tokens: 3000, output_tokens: 50 }),
+    3260,
+    'Anthropic: cache reads and writes are context too',
+  );
+  t.equal(
+    reportedTotal({ promptTokenCount: 500, candidatesTokenCount: 40, thoughtsTokenCount: 60, totalTokenCount: 600 }),
+    600,
+    'Gemini',
+  );
+  t.equal(
+    reportedTotal({ promptTokenCount: 500, candidatesTokenCount: 40, thoughtsTokenCount: 60 }),
+    600,
+    'Gemini without total',
+  );
+  t.equal(reportedTotal({ prompt_token_count: 5, candidates_token_count: 1 }), 6, 'Gemini snake_case');
+  t.equal(reportedTotal({ foo: 1 }), undefined);
+
+  t.equal(occupancyFromUsage({ total_tokens: 1000, messages_covered: 2 }, [10, 20, 30, 40]), 1070, 'usage plus what came after');
+  t.equal(occupancyFromUsage({ total_tokens: 1000 }, [10, 20]), 1000, 'covers every message by default');
+  t.throws(() => occupancyFromUsage({ total_tokens: 1, messages_covered: 9 }, [1]), { code: 'CMP_ERR_OPTIONS_INVALID' });
+  t.throws(() => occupancyFromUsage({ nothing: 1 }, [1]), { code: 'CMP_ERR_OPTIONS_INVALID' });
+});
