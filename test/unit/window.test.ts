@@ -128,7 +128,7 @@ t.test('trigger, usage and dry run', async (t) => {
   );
   t.equal(byUsage.applied, true, 'reported usage crosses half of gpt-4o’s 128k window');
   t.equal(byUsage.tokens.counting, 'usage+exact');
-  t.equal(byUsage.tokens.before, 90_100 + compactor.tokens({ messages: chat, model: 'gpt-4o' }).messages[11] ?? 0);
+  t.equal(byUsage.tokens.before, 90_100 + (compactor.tokens({ messages: chat, model: 'gpt-4o' }).messages[11] ?? 0));
   const messagesTrigger = await compactor.run(
     windowStrategy,
     { messages: chat, trigger: { messages: 12 } },
