@@ -86,9 +86,9 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   });
 
   await app.register(problemPlugin);
+  await app.register(swaggerPlugin, { version });
   await app.register(metricsPlugin);
   await app.register(healthPlugin);
-  await app.register(swaggerPlugin, { version });
   await app.register(compactorPlugin, { tokenCacheEntries: config.COMPACTOR_TOKEN_CACHE_ENTRIES });
 
   await app.register(windowRoutes);

@@ -3,6 +3,8 @@ import fp from 'fastify-plugin';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 import { CompactorError, ERRORS, type ErrorCode, type FieldError } from '../errors.js';
 
+const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
+
 /** Fastify's own error codes, translated to ours. */
 const FASTIFY_CODES: Record<string, ErrorCode> = {
   FST_ERR_CTP_BODY_TOO_LARGE: 'CMP_ERR_REQUEST_BODY_TOO_LARGE',
@@ -99,9 +101,20 @@ export default fp(
       else request.log.info({ code: problem.code, status }, 'request rejected');
       return sendProblem(request, reply, problem.code, problem.detail, problem.errors);
     });
-    app.setNotFoundHandler((request, reply) =>
-      sendProblem(request, reply, 'CMP_ERR_ROUTE_NOT_FOUND', `no endpoint ${request.method} ${request.url.split('?')[0]}`),
-    );
+    app.setNotFoundHandler((request, reply) => {
+      const url = request.url.split('?')[0] ?? '/';
+      const allowed = METHODS.filter((method) => app.hasRoute({ url, method }));
+      if (allowed.length > 0) {
+        reply.header('allow', allowed.join(', '));
+        return sendProblem(
+          request,
+          reply,
+          'CMP_ERR_METHOD_NOT_ALLOWED',
+          `${request.method} is not allowed on ${url}; use ${allowed.join(' or ')}`,
+        );
+      }
+      return sendProblem(request, reply, 'CMP_ERR_ROUTE_NOT_FOUND', `no endpoint ${request.method} ${url}`);
+    });
   },
   { name: 'problem' },
 );

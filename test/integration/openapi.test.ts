@@ -1,0 +1,19 @@
+import { readFileSync } from 'node:fs';
+import t from 'tap';
+import { build } from '../support/app.js';
+
+const committed = JSON.parse(readFileSync(new URL('../../openapi/openapi.json', import.meta.url), 'utf8'));
+
+t.test('the committed openapi/openapi.json is what the app serves (run `npm run openapi` after changing a schema)', async (t) => {
+  const app = await build(t);
+  const res = await app.inject({ method: 'GET', url: '/openapi.json' });
+  t.equal(res.statusCode, 200);
+  const served = res.json();
+  t.same(served, committed, 'no drift between the route schemas and the committed document');
+  t.equal(served.openapi, '3.1.0');
+  for (const path of ['/v1/window', '/v1/tokens', '/v1/validate', '/health/live', '/health/ready']) {
+    t.ok(served.paths[path], `documents ${path}`);
+  }
+  const window = served.paths['/v1/window'].post;
+  t.ok(window.responses['200'] && window.responses['400'], 'success and problem responses are described');
+});

@@ -1,0 +1,88 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { createServer } from 'node:net';
+import t from 'tap';
+import { loadCorpus } from '../support/corpus.js';
+
+/**
+ * The process as the container image runs it: `node dist/server.js` from the built output (the
+ * Dockerfile's CMD, with the image's HOST=0.0.0.0), started by `npm test` after `npm run build`.
+ */
+const root = new URL('../../', import.meta.url).pathname;
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const address = server.address();
+  server.close();
+  if (address === null || typeof address === 'string') throw new Error('no port');
+  return address.port;
+}
+
+function start(env: Record<string, string>): { child: ChildProcess; output: () => string } {
+  const child = spawn(process.execPath, ['dist/server.js'], {
+    cwd: root,
+    env: { PATH: process.env.PATH ?? '', NODE_ENV: 'production', HOST: '0.0.0.0', LOG_LEVEL: 'info', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let text = '';
+  child.stdout?.on('data', (chunk: Buffer) => {
+    text += chunk.toString();
+  });
+  child.stderr?.on('data', (chunk: Buffer) => {
+    text += chunk.toString();
+  });
+  return { child, output: () => text };
+}
+
+async function waitReady(port: number): Promise<void> {
+  for (let i = 0; i < 100; i++) {
+    try {
+      const res = await fetch(`http://127.0.0.1:${port}/health/ready`);
+      if (res.ok) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error('server did not become ready');
+}
+
+t.test('the image start command serves /health/ready, and SIGTERM drains in-flight requests', async (t) => {
+  const port = await freePort();
+  const { child, output } = start({ PORT: String(port) });
+  t.teardown(() => {
+    if (child.exitCode === null) child.kill('SIGKILL');
+  });
+  await waitReady(port);
+  const ready = await fetch(`http://127.0.0.1:${port}/health/ready`);
+  t.same(await ready.json(), { status: 'ready' });
+
+  const largest = loadCorpus().at(-1);
+  if (!largest) throw new Error('empty corpus');
+  const inFlight = fetch(`http://127.0.0.1:${port}/v1/window`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ messages: largest.messages, keep: { messages: 10 } }),
+  });
+  // SIGTERM once the server has logged the request's arrival: it is then in flight for sure.
+  for (let i = 0; i < 200 && !/"url":"\/v1\/window"/.test(output()); i++) await new Promise((r) => setTimeout(r, 5));
+  const exited = once(child, 'exit');
+  child.kill('SIGTERM');
+  const res = await inFlight;
+  t.equal(res.status, 200, 'the request in flight at SIGTERM still completes');
+  const body = (await res.json()) as { applied: boolean };
+  t.equal(body.applied, true);
+  const [code] = await exited;
+  t.equal(code, 0, 'exit 0 after draining');
+  t.match(output(), /draining/, 'the drain is logged');
+  t.notMatch(output(), /pytest|import |def /, 'no message content in the logs');
+});
+
+t.test('an invalid variable stops the process at boot, naming it', async (t) => {
+  const { child, output } = start({ PORT: 'not-a-port' });
+  const [code] = await once(child, 'exit');
+  t.equal(code, 78);
+  t.match(output(), /PORT="not-a-port"/);
+});
