@@ -71,7 +71,7 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
     },
   });
-  app.removeContentTypeParser('application/json');
+  app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
     try {
       done(null, parseJsonBody(body as string));

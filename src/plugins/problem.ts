@@ -60,9 +60,11 @@ function classify(error: FastifyError & { validation?: unknown }): { code: Error
   }
   if (hasZodFastifySchemaValidationErrors(error)) {
     const errors = error.validation.map((v) => {
-      const issue = v.params?.issue as { path?: (string | number)[] } | undefined;
-      const path = issue?.path ? formatPath(issue.path) : formatPath(v.instancePath.split('/').filter(Boolean));
-      return { path: path || '(body)', message: v.message ?? 'invalid' };
+      const parts: (string | number)[] = v.instancePath.split('/').filter(Boolean);
+      // An unknown key is reported on its parent object; name the key itself.
+      const keys = v.keyword === 'unrecognized_keys' ? (v.params?.keys as string[] | undefined) : undefined;
+      if (keys?.[0] !== undefined) parts.push(keys[0]);
+      return { path: formatPath(parts) || '(body)', message: v.message ?? 'invalid' };
     });
     const first = errors[0];
     return {

@@ -9,8 +9,35 @@ export const Message = z.unknown().meta({
     'One message exactly as the agent would send it to its provider (OpenAI Chat Completions or Anthropic Messages). Unknown fields are kept.',
 });
 
+/** Token counts a provider reports: whole, non-negative, and sane. */
+const count = z.number().int().min(0).max(1e12).nullable().optional();
+
+/** Every top-level count field of the four providers' usage objects (other fields pass through). */
+const USAGE_COUNTS = [
+  'prompt_tokens',
+  'completion_tokens',
+  'total_tokens',
+  'input_tokens',
+  'output_tokens',
+  'cache_creation_input_tokens',
+  'cache_read_input_tokens',
+  'promptTokenCount',
+  'candidatesTokenCount',
+  'totalTokenCount',
+  'thoughtsTokenCount',
+  'toolUsePromptTokenCount',
+  'cachedContentTokenCount',
+  'prompt_token_count',
+  'candidates_token_count',
+  'total_token_count',
+  'thoughts_token_count',
+  'tool_use_prompt_token_count',
+  'cached_content_token_count',
+] as const;
+
 export const ReportedUsage = z
   .looseObject({
+    ...Object.fromEntries(USAGE_COUNTS.map((name) => [name, count])),
     messages_covered: z
       .number()
       .int()
