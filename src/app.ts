@@ -11,14 +11,18 @@ import healthPlugin from './plugins/health.js';
 import metricsPlugin from './plugins/metrics.js';
 import problemPlugin from './plugins/problem.js';
 import swaggerPlugin from './plugins/swagger.js';
+import compactRoutes from './routes/compact.js';
 import inspectRoutes from './routes/inspect.js';
 import windowRoutes from './routes/window.js';
+import type { ArtifactStore } from './store/types.js';
 
 const { version } = createRequire(import.meta.url)('../package.json') as { version: string };
 
 export interface AppDeps {
   /** A ready pino logger; default: one at the configured level, writing to stdout. */
   logger?: Logger;
+  /** An artifact store to use instead of opening `COMPACTOR_STORE_URL` (the caller closes it). */
+  store?: ArtifactStore;
 }
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
@@ -89,9 +93,15 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   await app.register(swaggerPlugin, { version });
   await app.register(metricsPlugin);
   await app.register(healthPlugin);
-  await app.register(compactorPlugin, { tokenCacheEntries: config.COMPACTOR_TOKEN_CACHE_ENTRIES });
+  await app.register(compactorPlugin, {
+    tokenCacheEntries: config.COMPACTOR_TOKEN_CACHE_ENTRIES,
+    storeUrl: config.COMPACTOR_STORE_URL,
+    artifactTtlSeconds: config.COMPACTOR_ARTIFACT_TTL_SECONDS,
+    ...(deps.store ? { store: deps.store } : {}),
+  });
 
   await app.register(windowRoutes);
+  await app.register(compactRoutes);
   await app.register(inspectRoutes);
   return app;
 }

@@ -3,9 +3,12 @@ import { CompactorError, fieldError } from './errors.js';
 import { detectFormat } from './formats/detect.js';
 import { formatByName } from './formats/registry.js';
 import type { FormatAdapter } from './formats/types.js';
+import { type ExpandResult, expandHistory } from './history/expand.js';
 import { buildGroups, firstUserTurn, groupIndexOf, headLength, runStarts } from './history/groups.js';
+import { ARTIFACT_ID, contentAddress } from './history/markers.js';
 import type { Action, Item, Violation, Warning } from './history/types.js';
 import type { HistoryRequest } from './schemas/common.js';
+import { type ArtifactStore, StoreUnavailableError } from './store/types.js';
 import type { PreparedHistory, Strategy } from './strategies/types.js';
 import { keepAll } from './strategies/types.js';
 import type { TokenCounter } from './tokens/counter.js';
@@ -22,8 +25,6 @@ export interface Prepared extends PreparedHistory {
   readonly tools: number;
   /** Counted tokens of everything: messages, system, tools and request framing. */
   readonly total: number;
-  /** What triggers compare against and `tokens.before` reports. */
-  readonly occupancy: number;
   readonly counting: Counting;
   readonly warnings: Warning[];
 }
@@ -54,15 +55,110 @@ export interface CompactorLogger {
   error(obj: Record<string, unknown>, msg: string): void;
 }
 
+export interface CompactorOptions {
+  /** Where offloaded originals live; without one, `store: "server"` answers 503. */
+  store?: ArtifactStore;
+  /** How long offloaded originals live (default 7 days). */
+  artifactTtlSeconds?: number;
+  logger?: CompactorLogger;
+  /** The clock, in milliseconds since the epoch. */
+  now?: () => number;
+}
+
+/** An offloaded original as `GET /v1/artifacts/{id}` returns it. */
+export interface ArtifactView {
+  id: string;
+  kind: string;
+  tool_name: string | null;
+  content: unknown;
+  sha256: string;
+  created_at: string;
+  expires_at: string;
+}
+
 /**
  * The service core, free of HTTP: reads a request's history (detect, parse, check, count), runs a
  * strategy, validates what it produced and reports tokens and actions. Routes call into it.
  */
 export class Compactor {
+  private readonly store: ArtifactStore | undefined;
+  private readonly ttlSeconds: number;
+  private readonly logger: CompactorLogger | undefined;
+  private readonly now: () => number;
+
   constructor(
     private readonly counter: TokenCounter,
-    private readonly logger?: CompactorLogger,
-  ) {}
+    options: CompactorOptions = {},
+  ) {
+    this.store = options.store;
+    this.ttlSeconds = options.artifactTtlSeconds ?? 7 * 24 * 3600;
+    this.logger = options.logger;
+    this.now = options.now ?? Date.now;
+  }
+
+  private async storeCall<T>(op: (store: ArtifactStore) => Promise<T>): Promise<T> {
+    if (!this.store) throw new CompactorError('CMP_ERR_STORE_UNAVAILABLE', 'no artifact store is configured');
+    try {
+      return await op(this.store);
+    } catch (error) {
+      if (error instanceof StoreUnavailableError) {
+        this.logger?.error({ store: this.store.kind, err: error.message }, 'artifact store unavailable');
+        throw new CompactorError(
+          'CMP_ERR_STORE_UNAVAILABLE',
+          `the ${this.store.kind} artifact store cannot be reached; retry later`,
+        );
+      }
+      throw error;
+    }
+  }
+
+  /**
+   * `/v1/expand`: restores every placeholder whose artifact is known, from the store or from the
+   * request's own `artifacts` (what `store: "inline"` returned), and names the ones that are not.
+   */
+  async expand(req: {
+    messages: unknown[];
+    format?: string | undefined;
+    artifacts?: { id: string; content: unknown }[] | undefined;
+  }): Promise<ExpandResult & { format: string }> {
+    const { format } = this.parse(req);
+    const inline = new Map<string, unknown>();
+    req.artifacts?.forEach((a, i) => {
+      if (contentAddress(JSON.stringify(a.content)).id !== a.id) {
+        throw fieldError('CMP_ERR_ARTIFACT_MISMATCH', `artifacts[${i}].content`, `does not hash to ${a.id}`);
+      }
+      inline.set(a.id, a.content);
+    });
+    const result = await expandHistory(format, req.messages, async (ids) => {
+      const out = new Map<string, unknown>();
+      const wanted = ids.filter((id) => {
+        if (!inline.has(id)) return true;
+        out.set(id, inline.get(id));
+        return false;
+      });
+      if (wanted.length > 0 && (this.store || inline.size === 0)) {
+        const found = await this.storeCall((store) => store.get(wanted, this.now()));
+        for (const [id, a] of found) out.set(id, JSON.parse(a.content));
+      }
+      return out;
+    });
+    return { ...result, format: format.name };
+  }
+
+  /** `GET /v1/artifacts/{id}`: one offloaded original; 404 when unknown or expired. */
+  async artifact(id: string): Promise<ArtifactView> {
+    const found = ARTIFACT_ID.test(id) ? (await this.storeCall((store) => store.get([id], this.now()))).get(id) : undefined;
+    if (!found) throw fieldError('CMP_ERR_ARTIFACT_NOT_FOUND', 'id', `artifact ${JSON.stringify(id)} is unknown or has expired`);
+    return {
+      id: found.id,
+      kind: found.kind,
+      tool_name: found.tool_name,
+      content: JSON.parse(found.content),
+      sha256: found.sha256,
+      created_at: new Date(found.created_at).toISOString(),
+      expires_at: new Date(found.expires_at).toISOString(),
+    };
+  }
 
   /** Detects (or takes) the format and parses every message; a malformed one is a 400. */
   parse(req: Pick<Request, 'messages' | 'format'>): { format: FormatAdapter; items: Item[]; warnings: Warning[] } {
@@ -205,10 +301,14 @@ export class Compactor {
     const warnings = [...h.warnings, ...out.warnings];
     if (out.reason) return unchanged(out.reason, warnings, out.extra);
     this.checkOutput(strategy.kind, h.format, out.messages);
+    const dryRun = req.dry_run === true;
+    if (!dryRun && out.offload && out.offload.length > 0) {
+      const offload = out.offload;
+      await this.storeCall((store) => store.put(offload, this.ttlSeconds, this.now()));
+    }
     let freed = 0;
     for (const a of out.actions) freed += a.tokens_freed;
     const saved = Math.max(0, freed - out.addedTokens);
-    const dryRun = req.dry_run === true;
     return {
       messages: dryRun ? req.messages : out.messages,
       format: h.format.name,

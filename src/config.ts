@@ -20,6 +20,12 @@ export const ConfigSchema = z.object({
   COMPACTOR_SHUTDOWN_GRACE_MS: intFromEnv(0, 600_000).default(10_000),
   /** How many per-message token counts the count cache keeps (least recently used go first). */
   COMPACTOR_TOKEN_CACHE_ENTRIES: intFromEnv(0, 10_000_000).default(200_000),
+  /** `sqlite:<path>`, `redis://…` (or `rediss://…`), or `memory:`. */
+  COMPACTOR_STORE_URL: z
+    .string()
+    .regex(/^(memory:?|sqlite:.*|rediss?:\/\/.+)$/, 'expected sqlite:<path>, redis://host:port or memory:')
+    .default('sqlite:./data/compactor.db'),
+  COMPACTOR_ARTIFACT_TTL_SECONDS: intFromEnv(1, 10 * 365 * 24 * 3600).default(7 * 24 * 3600),
 });
 
 export type Config = z.infer<typeof ConfigSchema>;
@@ -34,6 +40,8 @@ export const CONFIG_DOCS: Record<keyof Config, string> = {
   COMPACTOR_REQUEST_TIMEOUT_MS: 'A request must arrive whole within this many ms (408 after)',
   COMPACTOR_SHUTDOWN_GRACE_MS: 'On SIGTERM/SIGINT, in-flight requests get this many ms to finish',
   COMPACTOR_TOKEN_CACHE_ENTRIES: 'Per-message token counts kept in the count cache (0 = no cache)',
+  COMPACTOR_STORE_URL: 'Artifact store: sqlite:<path> (file created on first use), redis://host:port, or memory:',
+  COMPACTOR_ARTIFACT_TTL_SECONDS: 'How long offloaded originals live, in seconds (7 days)',
 };
 
 /** Thrown at boot when a variable is invalid; its message names every offending variable. */

@@ -10,7 +10,7 @@ import {
   type JsonObject,
   malformed,
 } from './shared.js';
-import type { Countable, Fit, FormatAdapter, ParseResult } from './types.js';
+import type { CallSite, Countable, Fit, FormatAdapter, ParseResult, ResultSite, UnitKind } from './types.js';
 
 /** Results of server-side tools: they answer a `server_tool_use` in the same assistant message. */
 const SERVER_RESULTS = new Set([
@@ -260,6 +260,49 @@ function countable(message: unknown): Countable {
   return out.build();
 }
 
+function blocksOf(message: unknown): JsonObject[] {
+  const content = (message as JsonObject).content;
+  return Array.isArray(content) ? (content as JsonObject[]) : [];
+}
+
+function callSites(message: unknown): CallSite[] {
+  const out: CallSite[] = [];
+  blocksOf(message).forEach((block, slot) => {
+    if (block.type === 'tool_use') {
+      out.push({ id: block.id as string, name: block.name as string, args: block.input as Record<string, unknown>, slot });
+    }
+  });
+  return out;
+}
+
+function blockText(content: unknown): string {
+  if (typeof content === 'string') return content;
+  if (!Array.isArray(content)) return '';
+  return (content as JsonObject[]).map((b) => (b.type === 'text' ? String(b.text) : `[${String(b.type)}]`)).join('\n');
+}
+
+function resultSites(message: unknown): ResultSite[] {
+  const out: ResultSite[] = [];
+  blocksOf(message).forEach((block, slot) => {
+    if (block.type === 'tool_result') out.push({ callId: block.tool_use_id as string, slot, text: blockText(block.content) });
+  });
+  return out;
+}
+
+function replaceUnit(message: unknown, _kind: UnitKind, slot: number, unit: unknown): unknown {
+  const m = message as JsonObject;
+  const content = [...(m.content as unknown[])];
+  content[slot] = unit;
+  return { ...m, content };
+}
+
+function withoutThinking(message: unknown): unknown | undefined {
+  const blocks = blocksOf(message);
+  const kept = blocks.filter((b) => b.type !== 'thinking' && b.type !== 'redacted_thinking');
+  if (kept.length === blocks.length || kept.length === 0) return undefined;
+  return { ...(message as JsonObject), content: kept };
+}
+
 function systemText(system: unknown): string {
   if (typeof system === 'string') return system;
   if (Array.isArray(system)) {
@@ -286,6 +329,13 @@ export const anthropic: FormatAdapter = {
   canFollow,
   countable,
   systemText,
+  callSites,
+  resultSites,
+  unitAt: (message, _kind, slot) => blocksOf(message)[slot],
+  replaceUnit,
+  resultWithText: (unit, text) => ({ ...(unit as JsonObject), content: text }),
+  callWithArgs: (unit, args) => ({ ...(unit as JsonObject), input: args }),
+  withoutThinking,
   framing: { perMessage: 3, perRequest: 3 },
   media: { image: 1600, document: 1500, audio: 0 },
 };

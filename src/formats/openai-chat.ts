@@ -10,7 +10,7 @@ import {
   type JsonObject,
   malformed,
 } from './shared.js';
-import type { Countable, Fit, FormatAdapter, ParseResult } from './types.js';
+import type { CallSite, Countable, Fit, FormatAdapter, ParseResult, ResultSite, UnitKind } from './types.js';
 
 const ROLES: Record<string, Role> = {
   system: 'system',
@@ -205,6 +205,70 @@ function countable(message: unknown): Countable {
   return out.build();
 }
 
+function parseArgs(text: unknown): Record<string, unknown> | undefined {
+  if (typeof text !== 'string') return undefined;
+  try {
+    const value: unknown = JSON.parse(text);
+    return isRecord(value) ? value : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function callSites(message: unknown): CallSite[] {
+  const calls = (message as JsonObject).tool_calls;
+  if (!Array.isArray(calls)) return [];
+  return (calls as JsonObject[]).map((call, slot) => {
+    const fn = isRecord(call.function) ? call.function : undefined;
+    const custom = isRecord(call.custom) ? call.custom : undefined;
+    return {
+      id: call.id as string,
+      name: String(fn?.name ?? custom?.name ?? ''),
+      args: fn ? parseArgs(fn.arguments) : undefined,
+      slot,
+    };
+  });
+}
+
+function partsText(content: unknown): string {
+  if (typeof content === 'string') return content;
+  if (!Array.isArray(content)) return '';
+  return (content as JsonObject[])
+    .map((part) => (part.type === 'text' ? String(part.text) : `[${String(part.type)}]`))
+    .join('\n');
+}
+
+function resultSites(message: unknown): ResultSite[] {
+  const m = message as JsonObject;
+  if (m.role !== 'tool' || typeof m.tool_call_id !== 'string') return [];
+  return [{ callId: m.tool_call_id, slot: -1, text: partsText(m.content) }];
+}
+
+function unitAt(message: unknown, kind: UnitKind, slot: number): unknown {
+  if (kind === 'result') return message;
+  return ((message as JsonObject).tool_calls as unknown[])[slot];
+}
+
+function replaceUnit(message: unknown, kind: UnitKind, slot: number, unit: unknown): unknown {
+  if (kind === 'result') return unit;
+  const m = message as JsonObject;
+  const calls = [...(m.tool_calls as unknown[])];
+  calls[slot] = unit;
+  return { ...m, tool_calls: calls };
+}
+
+function callWithArgs(unit: unknown, args: Record<string, unknown>): unknown {
+  const call = unit as JsonObject;
+  return { ...call, function: { ...(call.function as JsonObject), arguments: JSON.stringify(args) } };
+}
+
+function withoutThinking(message: unknown): unknown | undefined {
+  const m = message as JsonObject;
+  if (!('reasoning_content' in m) && !('reasoning' in m)) return undefined;
+  const { reasoning_content: _content, reasoning: _reasoning, ...rest } = m;
+  return rest;
+}
+
 function systemText(system: unknown): string {
   if (typeof system === 'string') return system;
   return system === undefined ? '' : JSON.stringify(system);
@@ -226,6 +290,13 @@ export const openaiChat: FormatAdapter = {
   canFollow: () => true,
   countable,
   systemText,
+  callSites,
+  resultSites,
+  unitAt,
+  replaceUnit,
+  resultWithText: (unit, text) => ({ ...(unit as JsonObject), content: text }),
+  callWithArgs,
+  withoutThinking,
   framing: { perMessage: 3, perRequest: 3 },
   media: { image: 765, document: 1500, audio: 500 },
 };

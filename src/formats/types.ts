@@ -16,6 +16,25 @@ export interface ParseResult {
   warnings: Warning[];
 }
 
+/** A client tool call inside a message; `slot` locates it for `unitAt` and `replaceUnit`. */
+export interface CallSite {
+  readonly id: string;
+  readonly name: string;
+  /** The parsed arguments, or undefined when they are not a JSON object (custom tools). */
+  readonly args: Record<string, unknown> | undefined;
+  readonly slot: number;
+}
+
+/** A tool result inside a message; `slot` locates it for `unitAt` and `replaceUnit`. */
+export interface ResultSite {
+  readonly callId: string;
+  readonly slot: number;
+  /** The result's text (images and files as short notes), what placeholders and dedupe read. */
+  readonly text: string;
+}
+
+export type UnitKind = 'call' | 'result';
+
 /**
  * A wire format: detection, parsing into the history model, and its structural rules. Adapters
  * are the only code that knows a format's shapes; strategies see `Item`s and call back into the
@@ -38,6 +57,26 @@ export interface FormatAdapter {
   countable(message: unknown): Countable;
   /** Text of a top-level system instruction in this format (`system`), for counting. */
   systemText(system: unknown): string;
+  /** The client tool calls a message makes, in order. */
+  callSites(message: unknown): CallSite[];
+  /** The tool results a message carries, in order. */
+  resultSites(message: unknown): ResultSite[];
+  /**
+   * The JSON value at a slot: the unit compaction offloads and expand puts back (a whole tool
+   * message in OpenAI Chat, a `tool_result` or `tool_use` block in Anthropic).
+   */
+  unitAt(message: unknown, kind: UnitKind, slot: number): unknown;
+  /** A copy of the message with the unit at `slot` replaced; the original is never touched. */
+  replaceUnit(message: unknown, kind: UnitKind, slot: number, unit: unknown): unknown;
+  /** A result unit whose content is `text`, its other fields (ids, error flags) kept. */
+  resultWithText(unit: unknown, text: string): unknown;
+  /** A call unit with new arguments, its other fields kept. */
+  callWithArgs(unit: unknown, args: Record<string, unknown>): unknown;
+  /**
+   * The message with its thinking/reasoning removed whole, or undefined when it has none or
+   * nothing valid would remain.
+   */
+  withoutThinking(message: unknown): unknown | undefined;
   /** Token overheads the provider charges for framing: per message, and once per request. */
   readonly framing: { readonly perMessage: number; readonly perRequest: number };
   /** Flat token costs for media whose size cannot be read from the request. */

@@ -2,23 +2,38 @@ import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { Gauge } from 'prom-client';
 import { Compactor } from '../compactor.js';
+import { openStore } from '../store/index.js';
+import type { ArtifactStore } from '../store/types.js';
 import { TokenCounter } from '../tokens/counter.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
     compactor: Compactor;
+    store: ArtifactStore;
   }
 }
 
 export interface CompactorPluginOptions {
   tokenCacheEntries: number;
+  storeUrl: string;
+  artifactTtlSeconds: number;
+  /** A store built by the caller (tests); otherwise one is opened from `storeUrl`. */
+  store?: ArtifactStore;
 }
 
-/** Decorates the app with the service core and exposes its count cache to the metrics. */
+/**
+ * Decorates the app with the service core and its artifact store (closed with the app), and
+ * exposes the count cache to the metrics.
+ */
 export default fp<CompactorPluginOptions>(
   async (app: FastifyInstance, options) => {
     const counter = new TokenCounter(options.tokenCacheEntries);
-    app.decorate('compactor', new Compactor(counter, app.log));
+    const store = options.store ?? (await openStore(options.storeUrl));
+    app.addHook('onClose', async () => {
+      if (!options.store) await store.close();
+    });
+    app.decorate('store', store);
+    app.decorate('compactor', new Compactor(counter, { store, artifactTtlSeconds: options.artifactTtlSeconds, logger: app.log }));
     const stat = (name: string, help: string, read: () => number) =>
       new Gauge({
         name,

@@ -1,8 +1,10 @@
+import { compactStrategy } from './compact.js';
 import { windowStrategy } from './sliding-window.js';
 
 /** Every strategy, by kind: the only list of them. Endpoint schemas are derived from it. */
 export const STRATEGIES = {
   window: windowStrategy,
+  compact: compactStrategy,
 } as const;
 
 export type StrategyKind = keyof typeof STRATEGIES;

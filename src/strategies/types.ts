@@ -1,6 +1,7 @@
 import type { z } from 'zod';
 import type { FormatAdapter } from '../formats/types.js';
 import type { Action, Group, Item, Warning } from '../history/types.js';
+import type { NewArtifact } from '../store/types.js';
 import type { TokenCounter } from '../tokens/counter.js';
 import type { ModelProfile } from '../tokens/models.js';
 
@@ -23,6 +24,8 @@ export interface PreparedHistory {
   readonly runIds: readonly string[] | undefined;
   /** Counted tokens per message, framing included. */
   readonly counts: readonly number[];
+  /** What triggers and targets compare against: reported usage plus counted tokens after it. */
+  readonly occupancy: number;
 }
 
 /** What a strategy may use besides the history: injected, never imported. */
@@ -41,6 +44,8 @@ export interface StrategyOutput<Extra> {
   reason?: string;
   /** Tokens of messages the strategy inserted (summaries); subtracted from what was freed. */
   addedTokens: number;
+  /** Originals to persist when the request's store is `server` (never on a dry run). */
+  offload?: NewArtifact[];
   /** Strategy-specific response fields (e.g. `dropped`). */
   extra: Extra;
 }

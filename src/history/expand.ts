@@ -1,0 +1,79 @@
+import type { FormatAdapter } from '../formats/types.js';
+import { markedIds } from './markers.js';
+
+/** One placeholder found in a history: where it is and which artifact it names. */
+interface Reference {
+  index: number;
+  kind: 'call' | 'result';
+  slot: number;
+  id: string;
+  /** The call id the slot answers or makes: a restored original must carry the same. */
+  callId: string;
+}
+
+function references(format: FormatAdapter, messages: readonly unknown[]): Reference[] {
+  const refs: Reference[] = [];
+  messages.forEach((message, index) => {
+    for (const r of format.resultSites(message)) {
+      const id = markedIds(r.text)[0];
+      if (id) refs.push({ index, kind: 'result', slot: r.slot, id, callId: r.callId });
+    }
+    for (const c of format.callSites(message)) {
+      const id = c.args ? markedIds(JSON.stringify(c.args))[0] : undefined;
+      if (id) refs.push({ index, kind: 'call', slot: c.slot, id, callId: c.id });
+    }
+  });
+  return refs;
+}
+
+/** The artifact ids a history's placeholders name, without repeats. */
+export function referencedIds(format: FormatAdapter, messages: readonly unknown[]): string[] {
+  return [...new Set(references(format, messages).map((r) => r.id))];
+}
+
+export interface ExpandResult {
+  messages: unknown[];
+  restored: number;
+  missing: string[];
+}
+
+/**
+ * Puts every original whose artifact `lookup` knows back in place of its placeholder, byte-exact
+ * (the same JSON values, in the same order). An original is restored only into a slot that
+ * answers or makes the same tool call, so text that merely quotes a marker is never replaced.
+ * Rounds repeat while restored originals hold placeholders of their own.
+ */
+export async function expandHistory(
+  format: FormatAdapter,
+  input: readonly unknown[],
+  lookup: (ids: readonly string[]) => Promise<Map<string, unknown>>,
+): Promise<ExpandResult> {
+  const messages = [...input];
+  const missing = new Set<string>();
+  let restored = 0;
+  for (let round = 0; round < 8; round++) {
+    const refs = references(format, messages).filter((r) => !missing.has(r.id));
+    if (refs.length === 0) break;
+    const found = await lookup([...new Set(refs.map((r) => r.id))]);
+    let progress = false;
+    for (const ref of refs) {
+      if (!found.has(ref.id)) {
+        missing.add(ref.id);
+        continue;
+      }
+      const candidate = format.replaceUnit(messages[ref.index], ref.kind, ref.slot, found.get(ref.id));
+      const sites = ref.kind === 'result' ? format.resultSites(candidate) : format.callSites(candidate);
+      const same = sites.find((s) => s.slot === ref.slot);
+      const callId = same && ('callId' in same ? same.callId : same.id);
+      if (callId !== ref.callId) {
+        missing.add(ref.id);
+        continue;
+      }
+      messages[ref.index] = candidate;
+      restored++;
+      progress = true;
+    }
+    if (!progress) break;
+  }
+  return { messages, restored, missing: [...missing] };
+}

@@ -1,0 +1,59 @@
+import { z } from 'zod';
+import { FORMAT_NAMES } from '../formats/registry.js';
+import { CompactOptions } from '../strategies/compact.js';
+import { HistoryFields, Message, StrategyResponseFields } from './common.js';
+
+export const CompactRequest = z.strictObject({ ...HistoryFields, ...CompactOptions.shape }).meta({ id: 'CompactRequest' });
+
+export const ArtifactRefSchema = z
+  .object({
+    id: z.string().describe('art_… content address of the original'),
+    message_index: z.number().int().describe('the input message the original came from'),
+    kind: z.string().describe('tool_result, tool_result_duplicate, tool_result_truncated, tool_input or thinking'),
+    tool_name: z.string().nullable(),
+    tokens: z.number().int().describe('tokens of the original content'),
+    sha256: z.string(),
+    content: z.unknown().optional().describe('the original JSON value (only with store: inline)'),
+  })
+  .meta({ id: 'ArtifactRef' });
+
+export const CompactResponse = z
+  .object({ ...StrategyResponseFields, artifacts: z.array(ArtifactRefSchema) })
+  .meta({ id: 'CompactResponse' });
+
+export const ExpandRequest = z
+  .strictObject({
+    messages: HistoryFields.messages,
+    format: HistoryFields.format,
+    artifacts: z
+      .array(z.strictObject({ id: z.string().regex(/^art_[0-9a-f]{24}$/), content: z.unknown() }))
+      .max(100_000)
+      .optional()
+      .describe('originals returned by a `store: "inline"` compaction; checked against their ids'),
+  })
+  .meta({ id: 'ExpandRequest' });
+
+export const ExpandResponse = z
+  .object({
+    messages: z.array(Message).describe('the history with every known original restored, byte-exact'),
+    format: z.enum(FORMAT_NAMES),
+    restored: z.number().int().describe('placeholders replaced by their originals'),
+    missing: z.array(z.string()).describe('artifact ids that were unknown or expired: their placeholders stay'),
+  })
+  .meta({ id: 'ExpandResponse' });
+
+export const ArtifactParams = z.object({
+  id: z.string().max(64).describe('art_… id from a placeholder or an `artifacts` entry'),
+});
+
+export const ArtifactResponse = z
+  .object({
+    id: z.string(),
+    kind: z.string(),
+    tool_name: z.string().nullable(),
+    content: z.unknown().describe('the original JSON value that was replaced'),
+    sha256: z.string(),
+    created_at: z.string().describe('ISO 8601'),
+    expires_at: z.string().describe('ISO 8601'),
+  })
+  .meta({ id: 'Artifact' });

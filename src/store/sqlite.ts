@@ -1,0 +1,90 @@
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import Database from 'better-sqlite3';
+import type { Artifact, ArtifactStore, NewArtifact } from './types.js';
+import { StoreUnavailableError } from './types.js';
+
+/**
+ * The embedded default: one SQLite file (created with its folder on first use) in WAL mode, so a
+ * sidecar keeps its artifacts across restarts with nothing to set up. Expired rows are deleted
+ * at most once a minute, on write.
+ */
+export class SqliteStore implements ArtifactStore {
+  readonly kind = 'sqlite' as const;
+  private readonly db: Database.Database;
+  private readonly insert: Database.Statement;
+  private readonly purge: Database.Statement;
+  private nextPurge = 0;
+
+  /** @param path a file path, or `:memory:` */
+  constructor(path: string) {
+    if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+    this.db = new Database(path);
+    this.db.pragma('journal_mode = WAL');
+    this.db.pragma('synchronous = NORMAL');
+    this.db.pragma('busy_timeout = 5000');
+    this.db.exec(`CREATE TABLE IF NOT EXISTS artifacts (
+      id TEXT PRIMARY KEY,
+      kind TEXT NOT NULL,
+      tool_name TEXT,
+      content TEXT NOT NULL,
+      sha256 TEXT NOT NULL,
+      created_at INTEGER NOT NULL,
+      expires_at INTEGER NOT NULL
+    ) WITHOUT ROWID`);
+    this.insert = this.db.prepare(`INSERT INTO artifacts (id, kind, tool_name, content, sha256, created_at, expires_at)
+      VALUES (@id, @kind, @tool_name, @content, @sha256, @created_at, @expires_at)
+      ON CONFLICT(id) DO UPDATE SET
+        kind = CASE WHEN artifacts.expires_at <= @created_at THEN excluded.kind ELSE artifacts.kind END,
+        tool_name = CASE WHEN artifacts.expires_at <= @created_at THEN excluded.tool_name ELSE artifacts.tool_name END,
+        created_at = CASE WHEN artifacts.expires_at <= @created_at THEN excluded.created_at ELSE artifacts.created_at END,
+        expires_at = max(artifacts.expires_at, excluded.expires_at)`);
+    this.purge = this.db.prepare('DELETE FROM artifacts WHERE expires_at <= ?');
+  }
+
+  async put(artifacts: readonly NewArtifact[], ttlSeconds: number, now: number): Promise<void> {
+    const expires = now + ttlSeconds * 1000;
+    try {
+      this.db.transaction(() => {
+        for (const a of artifacts) this.insert.run({ ...a, created_at: now, expires_at: expires });
+        if (now >= this.nextPurge) {
+          this.purge.run(now);
+          this.nextPurge = now + 60_000;
+        }
+      })();
+    } catch (error) {
+      throw new StoreUnavailableError(`sqlite write failed: ${(error as Error).message}`);
+    }
+  }
+
+  async get(ids: readonly string[], now: number): Promise<Map<string, Artifact>> {
+    const out = new Map<string, Artifact>();
+    if (ids.length === 0) return out;
+    try {
+      // SQLite caps bound parameters; 500 at a time stays well under it.
+      for (let i = 0; i < ids.length; i += 500) {
+        const chunk = ids.slice(i, i + 500);
+        const rows = this.db
+          .prepare(`SELECT * FROM artifacts WHERE expires_at > ? AND id IN (${chunk.map(() => '?').join(',')})`)
+          .all(now, ...chunk) as Artifact[];
+        for (const row of rows) out.set(row.id, row);
+      }
+    } catch (error) {
+      throw new StoreUnavailableError(`sqlite read failed: ${(error as Error).message}`);
+    }
+    return out;
+  }
+
+  async ping(): Promise<boolean> {
+    try {
+      this.db.prepare('SELECT 1').get();
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.db.open) this.db.close();
+  }
+}

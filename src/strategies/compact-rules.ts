@@ -1,0 +1,149 @@
+import { z } from 'zod';
+
+/**
+ * Placeholders for compacted tool traffic. A rule names a tool and the text that replaces its old
+ * results; the template may use `{args.<name>}` (from the matching call's arguments, with
+ * alternatives and a quoted fallback: `{args.file_path|args.path|"a file"}`), `{tool}`, `{id}` (the
+ * artifact id) and `{tokens}` (the size of what was removed).
+ */
+export const RuleSchema = z
+  .strictObject({
+    tool: z.string().min(1).max(256).describe('tool name, matched exactly'),
+    placeholder: z.string().min(1).max(2000).optional().describe('template of the text that replaces an old result'),
+    keep_last: z
+      .number()
+      .int()
+      .min(0)
+      .optional()
+      .describe("this tool's newest N results are kept whatever the other options say"),
+  })
+  .meta({ id: 'CompactRule' });
+
+export type Rule = z.output<typeof RuleSchema>;
+
+interface BuiltIn {
+  names: readonly string[];
+  placeholder: string;
+}
+
+/**
+ * Built-in placeholders for the common tools of popular agents (Claude Code, SWE-agent,
+ * mini-swe-agent, OpenHands, Cline, Codex), matched case-insensitively. A request's own `rules`
+ * take precedence.
+ */
+export const BUILT_IN_RULES: readonly BuiltIn[] = [
+  {
+    names: [
+      'read',
+      'read_file',
+      'readfile',
+      'view',
+      'view_file',
+      'open_file',
+      'cat',
+      'get_file_contents',
+      'notebookread',
+      'ls',
+      'list_dir',
+      'list_files',
+    ],
+    placeholder:
+      'Content read from {args.file_path|args.path|args.target_file|args.filename|args.notebook_path|"a file"}. Re-read it if needed.',
+  },
+  {
+    names: [
+      'grep',
+      'glob',
+      'search',
+      'search_files',
+      'search_dir',
+      'search_file',
+      'find_file',
+      'find',
+      'codebase_search',
+      'file_search',
+      'ripgrep',
+      'rg',
+    ],
+    placeholder:
+      'Search results for {args.pattern|args.query|args.regex|args.search_term|args.glob|"a search"} processed. Search again if needed.',
+  },
+  {
+    names: ['web_search', 'websearch', 'search_web', 'brave_search', 'tavily_search', 'google_search'],
+    placeholder: 'Web search results processed. Query: {args.query|args.q|"not recorded"}. Search again if needed.',
+  },
+  {
+    names: ['web_fetch', 'webfetch', 'fetch', 'fetch_url', 'browse', 'read_url', 'open_url', 'scrape'],
+    placeholder: 'Page content fetched from {args.url|args.uri|"a URL"} processed. Fetch it again if needed.',
+  },
+  {
+    names: [
+      'bash',
+      'shell',
+      'sh',
+      'run_command',
+      'execute_command',
+      'run_shell_command',
+      'terminal',
+      'exec',
+      'execute_bash',
+      'run_terminal_cmd',
+      'local_shell',
+    ],
+    placeholder: 'Output of the command `{args.command|args.cmd|args.script|"not recorded"}` cleared. Run it again if needed.',
+  },
+];
+
+/** Argument names that carry file contents or patches in write/edit tools: cleared by `clear_tool_inputs`. */
+export const WRITE_TOOLS = new Set([
+  'write',
+  'write_file',
+  'create_file',
+  'edit',
+  'edit_file',
+  'multiedit',
+  'str_replace_editor',
+  'str_replace_based_edit_tool',
+  'apply_patch',
+  'notebookedit',
+  'replace_in_file',
+  'insert',
+]);
+
+export const DEFAULT_PLACEHOLDER = 'Output of {tool} cleared to save context.';
+export const INPUT_PLACEHOLDER = '[Content saved to file]';
+
+function renderValue(value: unknown): string {
+  const text = typeof value === 'string' ? value : JSON.stringify(value);
+  return text.length > 200 ? `${text.slice(0, 197)}...` : text;
+}
+
+/** Fills a template from the call's arguments; missing values take the quoted fallback or `unknown`. */
+export function render(
+  template: string,
+  vars: { tool: string; id: string | null; tokens: number; args: Record<string, unknown> | undefined },
+): string {
+  return template.replace(/\{([^{}]+)\}/g, (whole, body: string) => {
+    for (const alt of body.split('|').map((s) => s.trim())) {
+      if (alt.startsWith('"') && alt.endsWith('"') && alt.length >= 2) return alt.slice(1, -1);
+      if (alt === 'tool') return vars.tool;
+      if (alt === 'id') return vars.id ?? 'none';
+      if (alt === 'tokens') return String(vars.tokens);
+      if (alt.startsWith('args.')) {
+        const value = vars.args?.[alt.slice('args.'.length)];
+        if (value !== undefined && value !== null && value !== '') return renderValue(value);
+        continue;
+      }
+      return whole;
+    }
+    return 'unknown';
+  });
+}
+
+/** The placeholder template for a tool: the request's rule, else a built-in one, else the default. */
+export function placeholderFor(tool: string, rules: readonly Rule[]): string {
+  const own = rules.find((r) => r.tool === tool)?.placeholder;
+  if (own) return own;
+  const lower = tool.toLowerCase();
+  return BUILT_IN_RULES.find((r) => r.names.includes(lower))?.placeholder ?? DEFAULT_PLACEHOLDER;
+}

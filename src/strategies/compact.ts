@@ -1,0 +1,358 @@
+import { z } from 'zod';
+import type { FormatAdapter, UnitKind } from '../formats/types.js';
+import { contentAddress, hasMarker, marker } from '../history/markers.js';
+import type { Action, ActionKind, Warning } from '../history/types.js';
+import type { NewArtifact } from '../store/types.js';
+import { countText } from '../tokens/counter.js';
+import { INPUT_PLACEHOLDER, placeholderFor, RuleSchema, render, WRITE_TOOLS } from './compact-rules.js';
+import type { PreparedHistory, Strategy, StrategyContext, StrategyOutput } from './types.js';
+
+export const CompactOptions = z.object({
+  keep_tool_uses: z.number().int().min(0).default(3).describe('the newest N tool results are never touched'),
+  min_tokens: z.number().int().min(0).default(100).describe('results smaller than this are left alone'),
+  exclude_tools: z.array(z.string().max(256)).max(1000).default([]).describe('tool names never compacted'),
+  clear_tool_inputs: z.boolean().default(false).describe('also compact large arguments of old tool calls'),
+  rules: z.array(RuleSchema).max(1000).default([]).describe('per-tool placeholders and keep_last'),
+  dedupe: z.boolean().default(true).describe('an older result identical to a newer one becomes a pointer to it'),
+  truncate_tokens: z
+    .number()
+    .int()
+    .min(16)
+    .optional()
+    .describe('old results kept verbatim but larger than this are cut to head and tail, the original offloaded'),
+  clear_thinking: z
+    .strictObject({ keep_turns: z.number().int().min(0) })
+    .optional()
+    .describe('remove thinking/reasoning from all but the newest N assistant turns (whole blocks; not restorable by expand)'),
+  target_tokens: z.number().int().min(0).optional().describe('stop once occupancy is at or under this'),
+  clear_at_least: z.number().int().min(0).optional().describe('do nothing unless at least this many tokens would be freed'),
+  store: z
+    .enum(['server', 'inline', 'none'])
+    .default('server')
+    .describe('server: originals persisted with a TTL; inline: returned in `artifacts`; none: lossy clearing'),
+});
+
+export type CompactOptions = z.output<typeof CompactOptions>;
+
+/** One offloaded original, as the response lists it. */
+export interface ArtifactRef {
+  id: string;
+  message_index: number;
+  kind: string;
+  tool_name: string | null;
+  tokens: number;
+  sha256: string;
+  content?: unknown;
+}
+
+interface ResultSiteInfo {
+  index: number;
+  slot: number;
+  callId: string;
+  text: string;
+  tool: string;
+  args: Record<string, unknown> | undefined;
+  protected: boolean;
+}
+
+const ACTION_RANK: Record<ActionKind, number> = {
+  keep: 0,
+  rewrite: 1,
+  truncate: 2,
+  clear: 3,
+  offload: 3,
+  summarize: 4,
+  drop: 5,
+};
+
+/** An original about to be offloaded: its content address, computed before anything is recorded. */
+interface Pending {
+  id: string | null;
+  sha256: string;
+  json: string;
+  unit: unknown;
+  kind: string;
+  tool: string | null;
+  tokens: number;
+}
+
+/** The working state of one compaction: the rewritten messages and what was recorded. */
+class Rewrite {
+  readonly messages: unknown[];
+  readonly counts: number[];
+  readonly actions: Action[];
+  readonly artifacts: ArtifactRef[] = [];
+  readonly offload: NewArtifact[] = [];
+  private readonly seen = new Set<string>();
+  freed = 0;
+
+  constructor(
+    private readonly h: PreparedHistory,
+    private readonly ctx: StrategyContext,
+    private readonly store: CompactOptions['store'],
+  ) {
+    this.messages = [...h.messages];
+    this.counts = [...h.counts];
+    this.actions = h.messages.map((_, index) => ({ index, action: 'keep' as ActionKind, tokens_freed: 0 }));
+  }
+
+  get format(): FormatAdapter {
+    return this.h.format;
+  }
+
+  /** The content address of an original unit (no id with `store: none`: nothing is kept). */
+  pending(unit: unknown, kind: string, tool: string | null, tokens: number): Pending {
+    const json = JSON.stringify(unit);
+    const { id, sha256 } = contentAddress(json);
+    return { id: this.store === 'none' ? null : id, sha256, json, unit, kind, tool, tokens };
+  }
+
+  /**
+   * Puts a rewritten message in place if it is smaller than the current one (a placeholder must
+   * pay for itself), recording its action and the offloaded original. Returns whether it did.
+   */
+  commit(index: number, message: unknown, action: ActionKind, original?: Pending): boolean {
+    const before = this.counts[index] as number;
+    const after = this.ctx.counter.countMessage(this.format, this.ctx.profile, message, index);
+    if (after >= before) return false;
+    this.messages[index] = message;
+    this.counts[index] = after;
+    this.freed += before - after;
+    const entry = this.actions[index] as Action;
+    entry.tokens_freed += before - after;
+    if (ACTION_RANK[action] >= ACTION_RANK[entry.action]) entry.action = action;
+    if (original?.id) {
+      this.record(index, original);
+      entry.artifact_id ??= original.id;
+    }
+    return true;
+  }
+
+  private record(index: number, p: Pending): void {
+    if (!p.id) return;
+    this.artifacts.push({
+      id: p.id,
+      message_index: index,
+      kind: p.kind,
+      tool_name: p.tool,
+      tokens: p.tokens,
+      sha256: p.sha256,
+      ...(this.store === 'inline' ? { content: p.unit } : {}),
+    });
+    if (this.store !== 'server' || this.seen.has(p.id)) return;
+    this.seen.add(p.id);
+    this.offload.push({ id: p.id, kind: p.kind, tool_name: p.tool, content: p.json, sha256: p.sha256 });
+  }
+
+  replace(index: number, kind: UnitKind, slot: number, unit: unknown, action: ActionKind, original: Pending): boolean {
+    return this.commit(index, this.format.replaceUnit(this.messages[index], kind, slot, unit), action, original);
+  }
+}
+
+function resultSites(h: PreparedHistory, o: CompactOptions): ResultSiteInfo[] {
+  const calls = new Map<string, { name: string; args: Record<string, unknown> | undefined }>();
+  const sites: ResultSiteInfo[] = [];
+  const newest = h.groups[h.groups.length - 1];
+  const frozenFrom = newest && newest.kind !== 'head' ? newest.start : h.items.length;
+  h.items.forEach((item, index) => {
+    const message = h.messages[index];
+    if (item.calls.length > 0) for (const c of h.format.callSites(message)) calls.set(c.id, c);
+    if (item.results.length === 0) return;
+    for (const r of h.format.resultSites(message)) {
+      const call = calls.get(r.callId);
+      const tool = call?.name ?? 'unknown';
+      sites.push({
+        index,
+        slot: r.slot,
+        callId: r.callId,
+        text: r.text,
+        tool,
+        args: call?.args,
+        protected: index >= frozenFrom || o.exclude_tools.includes(tool) || hasMarker(r.text),
+      });
+    }
+  });
+  // The newest keep_tool_uses results, and each rule's newest keep_last of its tool, stay.
+  for (let i = Math.max(0, sites.length - o.keep_tool_uses); i < sites.length; i++) (sites[i] as ResultSiteInfo).protected = true;
+  for (const rule of o.rules) {
+    if (rule.keep_last === undefined) continue;
+    const own = sites.filter((s) => s.tool === rule.tool);
+    for (const s of own.slice(Math.max(0, own.length - rule.keep_last))) s.protected = true;
+  }
+  return sites;
+}
+
+function tokensOf(ctx: StrategyContext, text: string): number {
+  return countText(ctx.profile, text);
+}
+
+/** Head and tail of a text, each about `keep / 2` tokens (cut on characters, by the text's own ratio). */
+function headAndTail(text: string, tokens: number, keep: number): { head: string; tail: string } {
+  const chars = Math.max(1, Math.floor((text.length * keep) / 2 / Math.max(tokens, 1)));
+  return { head: text.slice(0, chars), tail: text.slice(text.length - chars) };
+}
+
+/**
+ * Compaction (Manning 6.2.4; Anthropic's tool-result clearing; SWE-agent observation masking):
+ * deterministic, reversible reduction of old tool traffic. In order, each step stopping once
+ * occupancy is under `target_tokens`: identical older results become pointers to the newest copy,
+ * old results are replaced by placeholders (oldest first), large arguments of old calls are
+ * cleared, results that stay but are over `truncate_tokens` keep only their head and tail, and old
+ * thinking is removed whole. Originals are offloaded as content-addressed artifacts. Results that
+ * carry a marker were compacted before and are left alone, so running it on its own output
+ * changes nothing.
+ */
+function run(h: PreparedHistory, o: CompactOptions, ctx: StrategyContext): StrategyOutput<{ artifacts: ArtifactRef[] }> {
+  const w = new Rewrite(h, ctx, o.store);
+  const warnings: Warning[] = [];
+  const underTarget = () => o.target_tokens !== undefined && h.occupancy - w.freed <= o.target_tokens;
+  const sites = resultSites(h, o);
+  const done = new Set<ResultSiteInfo>();
+  const unitTokens = new Map<ResultSiteInfo, number>();
+  const sizeOf = (s: ResultSiteInfo) => {
+    let t = unitTokens.get(s);
+    if (t === undefined) {
+      t = tokensOf(ctx, s.text);
+      unitTokens.set(s, t);
+    }
+    return t;
+  };
+  const offloadResult = (s: ResultSiteInfo, kind: string, text: (id: string | null, tokens: number) => string) => {
+    const unit = h.format.unitAt(h.messages[s.index], 'result', s.slot);
+    const original = w.pending(unit, kind, s.tool, sizeOf(s));
+    const action: ActionKind = kind === 'tool_result_truncated' ? 'truncate' : original.id ? 'offload' : 'clear';
+    const replacement = h.format.resultWithText(unit, text(original.id, original.tokens));
+    if (w.replace(s.index, 'result', s.slot, replacement, action, original)) done.add(s);
+  };
+  const recall = (id: string | null, tokens: number) =>
+    id ? `(${tokens} tokens offloaded; recall artifact ${id} to see them)` : `(${tokens} tokens cleared)`;
+
+  // 1. Dedupe: an older copy of a newer result becomes a pointer to the newest copy.
+  if (o.dedupe) {
+    const newestByText = new Map<string, ResultSiteInfo>();
+    for (let i = sites.length - 1; i >= 0; i--) {
+      const s = sites[i] as ResultSiteInfo;
+      const newer = newestByText.get(s.text);
+      if (!newer) {
+        newestByText.set(s.text, s);
+        continue;
+      }
+      if (s.protected || underTarget() || sizeOf(s) < o.min_tokens) continue;
+      offloadResult(
+        s,
+        'tool_result_duplicate',
+        (id, tokens) =>
+          `${marker(id)} Identical to the output of the later call ${newer.callId} (${s.tool}). ${recall(id, tokens)}`,
+      );
+    }
+  }
+
+  // 2. Clear old results, oldest first.
+  for (const s of sites) {
+    if (s.protected || done.has(s) || underTarget() || sizeOf(s) < o.min_tokens) continue;
+    offloadResult(s, 'tool_result', (id, tokens) => {
+      const body = render(placeholderFor(s.tool, o.rules), { tool: s.tool, id, tokens, args: s.args });
+      return `${marker(id)} ${body} ${recall(id, tokens)}`;
+    });
+  }
+
+  // 3. Clear large arguments of old calls (write/edit tools' contents, any large string).
+  if (o.clear_tool_inputs) clearInputs(h, o, ctx, w, sites, underTarget);
+
+  // 4. Truncate old results that stayed but are large.
+  if (o.truncate_tokens !== undefined) {
+    const limit = o.truncate_tokens;
+    for (const s of sites) {
+      if (s.protected || done.has(s) || underTarget() || sizeOf(s) <= limit) continue;
+      offloadResult(s, 'tool_result_truncated', (id, tokens) => {
+        const { head, tail } = headAndTail(s.text, tokens, limit);
+        const note = id ? `the full output is artifact ${id}` : 'the full output was not kept';
+        return `${head}\n\n${marker(id)} … ${tokens - limit} of ${tokens} tokens omitted; ${note} …\n\n${tail}`;
+      });
+    }
+  }
+
+  // 5. Remove old thinking whole, keeping the newest keep_turns assistant turns and the newest group.
+  if (o.clear_thinking) clearThinking(h, ctx, o.clear_thinking.keep_turns, w, underTarget);
+
+  if (o.target_tokens !== undefined && !underTarget()) {
+    warnings.push({
+      code: 'target_not_met',
+      message: `occupancy is ${h.occupancy - w.freed}, over the target ${o.target_tokens}: the remaining tool traffic is protected or small`,
+    });
+  }
+  const base = { actions: w.actions, warnings, addedTokens: 0, offload: w.offload, extra: { artifacts: w.artifacts } };
+  if (w.actions.every((a) => a.action === 'keep')) {
+    return { ...base, messages: w.messages, reason: 'nothing_to_reduce' };
+  }
+  if (o.clear_at_least !== undefined && w.freed < o.clear_at_least) {
+    warnings.push({
+      code: 'saving_below_clear_at_least',
+      message: `compaction would free ${w.freed} tokens, under clear_at_least ${o.clear_at_least}: nothing was changed`,
+    });
+    return { ...base, messages: [...h.messages], reason: 'below_clear_at_least', offload: [], extra: { artifacts: [] } };
+  }
+  return { ...base, messages: w.messages };
+}
+
+function clearInputs(
+  h: PreparedHistory,
+  o: CompactOptions,
+  ctx: StrategyContext,
+  w: Rewrite,
+  sites: readonly ResultSiteInfo[],
+  underTarget: () => boolean,
+): void {
+  const protectedCalls = new Set(sites.filter((s) => s.protected).map((s) => s.callId));
+  h.items.forEach((item, index) => {
+    if (item.calls.length === 0 || underTarget()) return;
+    const group = h.groups[h.groupOf[index] as number];
+    if (group && group === h.groups[h.groups.length - 1]) return;
+    for (const call of h.format.callSites(h.messages[index])) {
+      if (!call.args || protectedCalls.has(call.id) || o.exclude_tools.includes(call.name) || underTarget()) continue;
+      if (hasMarker(JSON.stringify(call.args))) continue;
+      const large = Object.entries(call.args).filter(
+        ([key, value]) =>
+          typeof value === 'string' &&
+          (WRITE_TOOLS.has(call.name.toLowerCase()) || key === 'content') &&
+          tokensOf(ctx, value) >= o.min_tokens,
+      );
+      if (large.length === 0) continue;
+      const unit = h.format.unitAt(h.messages[index], 'call', call.slot);
+      const tokens = large.reduce((sum, [, v]) => sum + tokensOf(ctx, v as string), 0);
+      const original = w.pending(unit, 'tool_input', call.name, tokens);
+      const args = { ...call.args };
+      for (const [key, value] of large) {
+        args[key] = `${marker(original.id)} ${INPUT_PLACEHOLDER} (${tokensOf(ctx, value as string)} tokens)`;
+      }
+      w.replace(index, 'call', call.slot, h.format.callWithArgs(unit, args), original.id ? 'offload' : 'clear', original);
+    }
+  });
+}
+
+function clearThinking(
+  h: PreparedHistory,
+  ctx: StrategyContext,
+  keepTurns: number,
+  w: Rewrite,
+  underTarget: () => boolean,
+): void {
+  const newest = h.groups[h.groups.length - 1];
+  const frozenFrom = newest && newest.kind !== 'head' ? newest.start : h.items.length;
+  const assistants = h.items.filter((i) => i.role === 'assistant').map((i) => i.index);
+  const kept = new Set(assistants.slice(Math.max(0, assistants.length - keepTurns)));
+  for (const index of assistants) {
+    if (kept.has(index) || index >= frozenFrom || !h.items[index]?.thinking || underTarget()) continue;
+    const stripped = h.format.withoutThinking(w.messages[index]);
+    if (stripped === undefined) continue;
+    const freed = (w.counts[index] as number) - ctx.counter.countMessage(h.format, ctx.profile, stripped, index);
+    w.commit(index, stripped, 'rewrite', w.pending(h.messages[index], 'thinking', null, freed));
+  }
+}
+
+export const compactStrategy: Strategy<typeof CompactOptions, { artifacts: ArtifactRef[] }> = {
+  kind: 'compact',
+  options: CompactOptions,
+  idle: () => ({ artifacts: [] }),
+  run,
+};
