@@ -124,7 +124,10 @@ function tsSource(g, lines) {
   out.push('');
   while (out.length < lines) {
     out.push(`/** ${g.sentence()} */`);
-    const params = Array.from({ length: g.int(0, 3) }, () => `${g.camel()}: ${g.pick(['string', 'number', 'boolean', g.pascal()])}`);
+    const params = Array.from(
+      { length: g.int(0, 3) },
+      () => `${g.camel()}: ${g.pick(['string', 'number', 'boolean', g.pascal()])}`,
+    );
     out.push(`export function ${g.camel()}(${params.join(', ')}): ${g.pick(['void', 'number', 'string', g.pascal()])} {`);
     for (let k = g.int(2, 8); k > 0; k--) {
       const x = g.r();
@@ -188,7 +191,8 @@ function testRun(g, lines) {
 
 function grepHits(g, lines) {
   const out = [];
-  for (let i = 0; i < lines; i++) out.push(`${g.path()}:${g.int(1, 3000)}:    ${g.snake()} = ${g.snake()}.${g.snake()}(${g.snake()})`);
+  for (let i = 0; i < lines; i++)
+    out.push(`${g.path()}:${g.int(1, 3000)}:    ${g.snake()} = ${g.snake()}.${g.snake()}(${g.snake()})`);
   return out.join('\n');
 }
 
@@ -243,7 +247,11 @@ function toolCall(g, tool) {
     case 'read_file':
       return { path: g.path(), start_line: g.int(1, 300), end_line: g.int(301, 900) };
     case 'edit_file':
-      return { path: g.path(), old_str: `${g.snake()} = ${g.snake()}(${g.snake()})`, new_str: `${g.snake()} = ${g.snake()}(${g.snake()}, ${g.snake()}=True)` };
+      return {
+        path: g.path(),
+        old_str: `${g.snake()} = ${g.snake()}(${g.snake()})`,
+        new_str: `${g.snake()} = ${g.snake()}(${g.snake()}, ${g.snake()}=True)`,
+      };
     case 'search_code':
       return { query: `${g.snake()} ${g.camel()}`, max_results: g.int(5, 50) };
     default:
