@@ -11,7 +11,7 @@ import type { HistoryRequest } from './schemas/common.js';
 import { type ArtifactStore, StoreUnavailableError } from './store/types.js';
 import type { PreparedHistory, Strategy } from './strategies/types.js';
 import { keepAll } from './strategies/types.js';
-import type { TokenCounter } from './tokens/counter.js';
+import { checkDepth, type TokenCounter } from './tokens/counter.js';
 import { type ModelProfile, resolveModel } from './tokens/models.js';
 import { occupancyFromUsage } from './tokens/occupancy.js';
 
@@ -164,6 +164,10 @@ export class Compactor {
   parse(req: Pick<Request, 'messages' | 'format'>): { format: FormatAdapter; items: Item[]; warnings: Warning[] } {
     const format = req.format ? formatByName(req.format) : detectFormat(req.messages);
     if (!format) throw fieldError('CMP_ERR_REQUEST_VALIDATION', 'format', `unknown format ${JSON.stringify(req.format)}`);
+    // Nothing else walks a message recursively before the response is serialized: guard it here.
+    req.messages.forEach((m, i) => {
+      checkDepth(m, `messages[${i}]`);
+    });
     const { items, warnings } = format.parse(req.messages);
     return { format, items, warnings };
   }

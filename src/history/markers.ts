@@ -6,7 +6,8 @@ import { createHash } from 'node:crypto';
  * `[compactor:cleared]` marks a lossy clearing (`store: none`). Recognized exactly, never guessed.
  */
 export const ARTIFACT_ID = /^art_[0-9a-f]{24}$/;
-const MARKER = /\[compactor:(art_[0-9a-f]{24}|cleared)\]/g;
+const MARKER_SOURCE = '\\[compactor:(art_[0-9a-f]{24}|cleared)\\]';
+const MARKER = new RegExp(MARKER_SOURCE);
 
 export function marker(id: string | null): string {
   return `[compactor:${id ?? 'cleared'}]`;
@@ -14,14 +15,13 @@ export function marker(id: string | null): string {
 
 /** Whether a text carries any of our markers (then it was written by Compactor: leave it alone). */
 export function hasMarker(text: string): boolean {
-  MARKER.lastIndex = 0;
   return MARKER.test(text);
 }
 
 /** Artifact ids named by markers in a text, in order, without repeats. */
 export function markedIds(text: string): string[] {
   const ids = new Set<string>();
-  for (const m of text.matchAll(MARKER)) if (m[1] && m[1] !== 'cleared') ids.add(m[1]);
+  for (const m of text.matchAll(new RegExp(MARKER_SOURCE, 'g'))) if (m[1] && m[1] !== 'cleared') ids.add(m[1]);
   return [...ids];
 }
 

@@ -6,8 +6,9 @@ const PREFIX = 'compactor:art:';
 
 /**
  * Redis, for replicas that share artifacts: an artifact offloaded by one replica is expanded by
- * another. Each artifact is one key with a TTL. Commands fail fast while Redis is unreachable
- * (no offline queue, short timeouts) and the client reconnects by itself.
+ * another. Each artifact is one key with a TTL. While Redis is unreachable a command waits for
+ * at most one reconnection attempt and `commandTimeout`, then fails; the client keeps
+ * reconnecting by itself, so the service recovers without a restart.
  */
 export class RedisStore implements ArtifactStore {
   readonly kind = 'redis' as const;
@@ -16,7 +17,7 @@ export class RedisStore implements ArtifactStore {
   constructor(url: string) {
     this.client = new Redis(url, {
       lazyConnect: false,
-      enableOfflineQueue: false,
+      enableOfflineQueue: true,
       maxRetriesPerRequest: 1,
       connectTimeout: 2000,
       commandTimeout: 2000,

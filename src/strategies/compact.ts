@@ -52,7 +52,10 @@ interface ResultSiteInfo {
   text: string;
   tool: string;
   args: Record<string, unknown> | undefined;
+  /** Never touched: the newest results, the newest group, excluded tools, earlier placeholders. */
   protected: boolean;
+  /** Kept by a rule's `keep_last`: never cleared, but truncated when over `truncate_tokens`. */
+  kept: boolean;
 }
 
 const ACTION_RANK: Record<ActionKind, number> = {
@@ -113,7 +116,7 @@ class Rewrite {
    */
   commit(index: number, message: unknown, action: ActionKind, original?: Pending): boolean {
     const before = this.counts[index] as number;
-    const after = this.ctx.counter.countMessage(this.format, this.ctx.profile, message, index);
+    const after = this.ctx.counter.countMessage(this.format, this.ctx.profile, message);
     if (after >= before) return false;
     this.messages[index] = message;
     this.counts[index] = after;
@@ -169,6 +172,7 @@ function resultSites(h: PreparedHistory, o: CompactOptions): ResultSiteInfo[] {
         tool,
         args: call?.args,
         protected: index >= frozenFrom || o.exclude_tools.includes(tool) || hasMarker(r.text),
+        kept: false,
       });
     }
   });
@@ -177,7 +181,7 @@ function resultSites(h: PreparedHistory, o: CompactOptions): ResultSiteInfo[] {
   for (const rule of o.rules) {
     if (rule.keep_last === undefined) continue;
     const own = sites.filter((s) => s.tool === rule.tool);
-    for (const s of own.slice(Math.max(0, own.length - rule.keep_last))) s.protected = true;
+    for (const s of own.slice(Math.max(0, own.length - rule.keep_last))) s.kept = true;
   }
   return sites;
 }
@@ -249,7 +253,7 @@ function run(h: PreparedHistory, o: CompactOptions, ctx: StrategyContext): Strat
 
   // 2. Clear old results, oldest first.
   for (const s of sites) {
-    if (s.protected || done.has(s) || underTarget() || sizeOf(s) < o.min_tokens) continue;
+    if (s.protected || s.kept || done.has(s) || underTarget() || sizeOf(s) < o.min_tokens) continue;
     offloadResult(s, 'tool_result', (id, tokens) => {
       const body = render(placeholderFor(s.tool, o.rules), { tool: s.tool, id, tokens, args: s.args });
       return `${marker(id)} ${body} ${recall(id, tokens)}`;
@@ -281,7 +285,8 @@ function run(h: PreparedHistory, o: CompactOptions, ctx: StrategyContext): Strat
       message: `occupancy is ${h.occupancy - w.freed}, over the target ${o.target_tokens}: the remaining tool traffic is protected or small`,
     });
   }
-  const base = { actions: w.actions, warnings, addedTokens: 0, offload: w.offload, extra: { artifacts: w.artifacts } };
+  const artifacts = w.artifacts.sort((a, b) => a.message_index - b.message_index);
+  const base = { actions: w.actions, warnings, addedTokens: 0, offload: w.offload, extra: { artifacts } };
   if (w.actions.every((a) => a.action === 'keep')) {
     return { ...base, messages: w.messages, reason: 'nothing_to_reduce' };
   }
@@ -303,7 +308,7 @@ function clearInputs(
   sites: readonly ResultSiteInfo[],
   underTarget: () => boolean,
 ): void {
-  const protectedCalls = new Set(sites.filter((s) => s.protected).map((s) => s.callId));
+  const protectedCalls = new Set(sites.filter((s) => s.protected || s.kept).map((s) => s.callId));
   h.items.forEach((item, index) => {
     if (item.calls.length === 0 || underTarget()) return;
     const group = h.groups[h.groupOf[index] as number];
@@ -345,7 +350,7 @@ function clearThinking(
     if (kept.has(index) || index >= frozenFrom || !h.items[index]?.thinking || underTarget()) continue;
     const stripped = h.format.withoutThinking(w.messages[index]);
     if (stripped === undefined) continue;
-    const freed = (w.counts[index] as number) - ctx.counter.countMessage(h.format, ctx.profile, stripped, index);
+    const freed = (w.counts[index] as number) - ctx.counter.countMessage(h.format, ctx.profile, stripped);
     w.commit(index, stripped, 'rewrite', w.pending(h.messages[index], 'thinking', null, freed));
   }
 }

@@ -3,7 +3,7 @@ import { countTokens as countCl100k } from 'gpt-tokenizer/encoding/cl100k_base';
 import { countTokens as countO200k } from 'gpt-tokenizer/encoding/o200k_base';
 import { LRUCache } from 'lru-cache';
 import { CompactorError } from '../errors.js';
-import type { Countable, FormatAdapter } from '../formats/types.js';
+import type { FormatAdapter } from '../formats/types.js';
 import type { Encoding, ModelProfile } from './models.js';
 
 /** Special-token strings such as `<|endoftext|>` are counted as the text they are. */
@@ -24,32 +24,34 @@ const ENCODERS: Record<Encoding, (text: string) => number> = {
 const LONG_RUN = 512;
 const PIECE = 256;
 
-enum CharClass {
-  Space = 0,
-  Letter = 1,
-  Digit = 2,
-  Other = 3,
-}
-
-function classOf(code: number): CharClass {
-  if (code === 32 || (code >= 9 && code <= 13)) return CharClass.Space;
-  if (code >= 128 || (code >= 65 && code <= 90) || (code >= 97 && code <= 122)) return CharClass.Letter;
-  if (code >= 48 && code <= 57) return CharClass.Digit;
-  return CharClass.Other;
-}
+/** Character classes of the pre-tokenizer, for ASCII; every non-ASCII character counts as a letter. */
+const SPACE = 0;
+const LETTER = 1;
+const DIGIT = 2;
+const OTHER = 3;
+const ASCII_CLASS = new Uint8Array(128).map((_, code) => {
+  if (code === 32 || (code >= 9 && code <= 13)) return SPACE;
+  if ((code >= 65 && code <= 90) || (code >= 97 && code <= 122)) return LETTER;
+  if (code >= 48 && code <= 57) return DIGIT;
+  return OTHER;
+});
 
 /** [start, end) pairs of runs long enough to make merging quadratic; one linear pass. */
 function longRuns(text: string): number[] {
   const runs: number[] = [];
-  let current = classOf(text.charCodeAt(0));
+  const n = text.length;
+  const first = text.charCodeAt(0);
+  let current = first < 128 ? (ASCII_CLASS[first] as number) : LETTER;
   let start = 0;
-  for (let i = 1; i <= text.length; i++) {
-    const k = i < text.length ? classOf(text.charCodeAt(i)) : -1;
+  for (let i = 1; i < n; i++) {
+    const code = text.charCodeAt(i);
+    const k = code < 128 ? (ASCII_CLASS[code] as number) : LETTER;
     if (k === current) continue;
-    if (current !== CharClass.Digit && i - start >= LONG_RUN) runs.push(start, i);
-    current = k as CharClass;
+    if (current !== DIGIT && i - start >= LONG_RUN) runs.push(start, i);
+    current = k;
     start = i;
   }
+  if (current !== DIGIT && n - start >= LONG_RUN) runs.push(start, n);
   return runs;
 }
 
@@ -77,17 +79,26 @@ export function countText(profile: ModelProfile, text: string): number {
   return profile.exact ? raw : Math.ceil(raw * profile.factor);
 }
 
-/** Serializes a value for hashing or counting, turning over-deep nesting into a 400. */
-export function jsonText(value: unknown, path: string): string {
-  try {
-    return JSON.stringify(value) ?? '';
-  } catch (error) {
-    if (error instanceof RangeError) {
-      throw new CompactorError('CMP_ERR_REQUEST_TOO_DEEP', `${path}: nested too deeply to process`, [
-        { path, message: 'nested too deeply' },
+/** How deep a message may nest: far beyond any provider's shapes, far below the stack's limit. */
+export const MAX_DEPTH = 128;
+
+/**
+ * Rejects a value nested deeper than `MAX_DEPTH` with a 400, before anything recursive (the
+ * response serializer, `JSON.stringify` of unknown parts) can overflow the stack on it. Walks
+ * objects and arrays only, never the characters of strings: cheap on real messages.
+ */
+export function checkDepth(value: unknown, path: string): void {
+  if (typeof value !== 'object' || value === null) return;
+  const stack: [unknown, number][] = [[value, 1]];
+  while (stack.length > 0) {
+    const [node, depth] = stack.pop() as [unknown, number];
+    if (depth > MAX_DEPTH) {
+      throw new CompactorError('CMP_ERR_REQUEST_TOO_DEEP', `${path}: nested more than ${MAX_DEPTH} levels deep`, [
+        { path, message: `nested more than ${MAX_DEPTH} levels deep` },
       ]);
     }
-    throw error;
+    const children = Array.isArray(node) ? node : Object.values(node as object);
+    for (const child of children) if (typeof child === 'object' && child !== null) stack.push([child, depth + 1]);
   }
 }
 
@@ -98,9 +109,9 @@ export interface CounterStats {
 }
 
 /**
- * Counts messages with a per-message cache keyed by (profile, format, content hash): an agent that
- * calls on every step with its history grown by a few messages pays tokenization for the new
- * messages only. Hashing a message costs a small fraction of tokenizing it.
+ * Counts messages with a per-message cache keyed by (profile, format, hash of the counted text and
+ * media): an agent that calls on every step with its history grown by a few messages pays
+ * tokenization for the new messages only. Hashing costs a small fraction of tokenizing.
  */
 export class TokenCounter {
   private readonly cache: LRUCache<string, number> | undefined;
@@ -113,46 +124,40 @@ export class TokenCounter {
   }
 
   /** Tokens of one message: its content, media at flat rates, and the per-message framing. */
-  countMessage(format: FormatAdapter, profile: ModelProfile, message: unknown, index: number): number {
-    // Serializing also guards what comes later (the response) against over-deep nesting.
-    const json = jsonText(message, `messages[${index}]`);
-    const key = this.cache ? `${profile.id}|${format.name}|${hash('sha1', json, 'base64')}` : '';
+  countMessage(format: FormatAdapter, profile: ModelProfile, message: unknown): number {
+    const c = format.countable(message);
+    // Keyed on what is counted (cheaper to hash than the message's JSON, and equal messages
+    // in other wrappings share it); short texts are their own key.
+    const text = c.text.length < 48 ? c.text : hash('sha1', c.text, 'base64');
+    const key = this.cache ? `${profile.id}|${format.name}|${c.images},${c.documents},${c.audio}|${text}` : '';
     const cached = this.cache?.get(key);
     if (cached !== undefined) {
       this.hits++;
       return cached;
     }
     this.misses++;
-    let c: Countable;
-    let text: number;
-    try {
-      c = format.countable(message);
-      text = countText(profile, c.text);
-    } catch (error) {
-      if (error instanceof RangeError) jsonText(message, `messages[${index}]`);
-      throw error;
-    }
-    const n = text + c.images * format.media.image + c.documents * format.media.document + c.audio * format.media.audio;
-    const total = n + format.framing.perMessage;
+    const media = c.images * format.media.image + c.documents * format.media.document + c.audio * format.media.audio;
+    const total = countText(profile, c.text) + media + format.framing.perMessage;
     this.cache?.set(key, total);
     return total;
   }
 
   countMessages(format: FormatAdapter, profile: ModelProfile, messages: readonly unknown[]): number[] {
-    return messages.map((m, i) => this.countMessage(format, profile, m, i));
+    return messages.map((m) => this.countMessage(format, profile, m));
   }
 
   /** Tokens of the top-level system instruction (0 when absent). */
   countSystem(format: FormatAdapter, profile: ModelProfile, system: unknown): number {
     if (system === undefined) return 0;
-    jsonText(system, 'system');
+    checkDepth(system, 'system');
     return countText(profile, format.systemText(system)) + format.framing.perMessage;
   }
 
   /** Tokens of the tool definitions, counted as their JSON text (0 when absent). */
   countTools(profile: ModelProfile, tools: readonly unknown[] | undefined): number {
     if (!tools || tools.length === 0) return 0;
-    return countText(profile, jsonText(tools, 'tools'));
+    checkDepth(tools, 'tools');
+    return countText(profile, JSON.stringify(tools));
   }
 
   stats(): CounterStats {

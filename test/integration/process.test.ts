@@ -1,6 +1,9 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import t from 'tap';
 import { loadCorpus } from '../support/corpus.js';
 
@@ -9,6 +12,8 @@ import { loadCorpus } from '../support/corpus.js';
  * Dockerfile's CMD, with the image's HOST=0.0.0.0), started by `npm test` after `npm run build`.
  */
 const root = new URL('../../', import.meta.url).pathname;
+const dataDir = mkdtempSync(join(tmpdir(), 'compactor-process-'));
+t.teardown(() => rmSync(dataDir, { recursive: true, force: true }));
 
 async function freePort(): Promise<number> {
   const server = createServer();
@@ -23,7 +28,14 @@ async function freePort(): Promise<number> {
 function start(env: Record<string, string>): { child: ChildProcess; output: () => string } {
   const child = spawn(process.execPath, ['dist/server.js'], {
     cwd: root,
-    env: { PATH: process.env.PATH ?? '', NODE_ENV: 'production', HOST: '0.0.0.0', LOG_LEVEL: 'info', ...env },
+    env: {
+      PATH: process.env.PATH ?? '',
+      NODE_ENV: 'production',
+      HOST: '0.0.0.0',
+      LOG_LEVEL: 'info',
+      COMPACTOR_STORE_URL: `sqlite:${dataDir}/compactor.db`,
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let text = '';

@@ -47,10 +47,16 @@ const words = fc.constantFrom(
 );
 const text = (max: number) => fc.array(words, { minLength: 1, maxLength: max }).map((w) => w.join(' '));
 
+/** A few results recur verbatim (agents re-run the same command), so dedupe has work to do. */
+const REPEATED = [
+  'On branch main\nnothing to commit, working tree clean\n'.repeat(12),
+  Array.from({ length: 40 }, (_, i) => `src/module_${i}.py:${i * 7}: def handler_${i}(request):`).join('\n'),
+];
+
 const call: fc.Arbitrary<SkeletonCall> = fc.record({
   name: fc.constantFrom('read_file', 'bash', 'grep', 'web_search', 'write_file'),
-  args: fc.dictionary(fc.constantFrom('path', 'command', 'query', 'content'), text(6), { maxKeys: 3 }),
-  result: text(40),
+  args: fc.dictionary(fc.constantFrom('path', 'command', 'query', 'content'), text(60), { maxKeys: 3 }),
+  result: fc.oneof({ arbitrary: text(120), weight: 3 }, { arbitrary: fc.constantFrom(...REPEATED), weight: 1 }),
   error: fc.boolean(),
 });
 

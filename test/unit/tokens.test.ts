@@ -3,7 +3,7 @@ import t from 'tap';
 import { CompactorError } from '../../src/errors.js';
 import { anthropic } from '../../src/formats/anthropic.js';
 import { openaiChat } from '../../src/formats/openai-chat.js';
-import { countText, TokenCounter } from '../../src/tokens/counter.js';
+import { checkDepth, countText, MAX_DEPTH, TokenCounter } from '../../src/tokens/counter.js';
 import { resolveModel } from '../../src/tokens/models.js';
 import { occupancyFromUsage, reportedTotal } from '../../src/tokens/occupancy.js';
 
@@ -31,22 +31,22 @@ t.test('message counts: framing, media, cache', async (t) => {
   const counter = new TokenCounter(100);
   const profile = resolveModel('gpt-4o');
   const hello = { role: 'user', content: 'hello world' };
-  t.equal(counter.countMessage(openaiChat, profile, hello, 0), countTokens('hello world') + 3);
+  t.equal(counter.countMessage(openaiChat, profile, hello), countTokens('hello world') + 3);
   const image = { role: 'user', content: [{ type: 'image_url', image_url: { url: 'x' } }] };
-  t.equal(counter.countMessage(openaiChat, profile, image, 0), 765 + 3, 'an image of unknown size is flat');
+  t.equal(counter.countMessage(openaiChat, profile, image), 765 + 3, 'an image of unknown size is flat');
   const call = {
     role: 'assistant',
     content: null,
     tool_calls: [{ id: 'a', type: 'function', function: { name: 'read_file', arguments: '{"path":"a.ts"}' } }],
   };
-  t.ok(counter.countMessage(openaiChat, profile, call, 0) > 5, 'tool call name and arguments counted');
+  t.ok(counter.countMessage(openaiChat, profile, call) > 5, 'tool call name and arguments counted');
   const before = counter.stats();
-  counter.countMessage(openaiChat, profile, { role: 'user', content: 'hello world' }, 5);
+  counter.countMessage(openaiChat, profile, { role: 'user', content: 'hello world' });
   t.equal(counter.stats().hits, before.hits + 1, 'an equal message is a cache hit');
-  counter.countMessage(anthropic, profile, { role: 'user', content: 'hello world' }, 5);
+  counter.countMessage(anthropic, profile, { role: 'user', content: 'hello world' });
   t.equal(counter.stats().misses, before.misses + 1, 'the format is part of the key');
   const uncached = new TokenCounter(0);
-  t.equal(uncached.countMessage(openaiChat, profile, hello, 0), counter.countMessage(openaiChat, profile, hello, 0));
+  t.equal(uncached.countMessage(openaiChat, profile, hello), counter.countMessage(openaiChat, profile, hello));
   t.equal(uncached.stats().entries, 0);
   t.equal(counter.countTools(profile, [{ type: 'function', function: { name: 'f' } }]) > 0, true);
   t.equal(counter.countSystem(anthropic, profile, [{ type: 'text', text: 'be brief' }]), countTokens('be brief') + 3);
@@ -55,11 +55,12 @@ t.test('message counts: framing, media, cache', async (t) => {
 t.test('deep nesting is a 400, not a crash', async (t) => {
   let deep: unknown = 'x';
   for (let i = 0; i < 200_000; i++) deep = [deep];
-  const counter = new TokenCounter(10);
-  const err = t.throws(() =>
-    counter.countMessage(openaiChat, resolveModel('gpt-4o'), { role: 'user', content: 'x', extra: deep }, 3),
-  );
+  const err = t.throws(() => checkDepth({ role: 'user', content: 'x', extra: deep }, 'messages[3]'));
   t.ok(err instanceof CompactorError && err.code === 'CMP_ERR_REQUEST_TOO_DEEP');
+  t.match((err as CompactorError).errors, [{ path: 'messages[3]' }]);
+  let ok: unknown = 'x';
+  for (let i = 0; i < MAX_DEPTH - 1; i++) ok = [ok];
+  t.doesNotThrow(() => checkDepth(ok, 'x'), 'provider-sized nesting passes');
 });
 
 t.test('reported usage of every provider', async (t) => {

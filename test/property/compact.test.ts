@@ -1,0 +1,116 @@
+import assert from 'node:assert/strict';
+import fc from 'fast-check';
+import t from 'tap';
+import { Compactor } from '../../src/compactor.js';
+import { MemoryStore } from '../../src/store/memory.js';
+import { type CompactOptions, compactStrategy } from '../../src/strategies/compact.js';
+import { TokenCounter } from '../../src/tokens/counter.js';
+import { histories } from '../support/histories.js';
+import { adapter, violationsOf } from '../support/invariants.js';
+
+const options = fc.record({
+  keep_tool_uses: fc.integer({ min: 0, max: 4 }),
+  min_tokens: fc.integer({ min: 0, max: 150 }),
+  exclude_tools: fc.constantFrom<string[][]>([], ['grep']),
+  clear_tool_inputs: fc.boolean(),
+  rules: fc.constantFrom<CompactOptions['rules'][]>(
+    [],
+    [{ tool: 'bash', placeholder: 'Ran {args.command|"?"} ({tokens} tokens, {id})', keep_last: 1 }],
+  ),
+  dedupe: fc.boolean(),
+  truncate_tokens: fc.option(fc.integer({ min: 16, max: 120 }), { nil: undefined }),
+  target_tokens: fc.option(fc.integer({ min: 0, max: 3000 }), { nil: undefined }),
+  store: fc.constantFrom('server' as const, 'inline' as const, 'none' as const),
+});
+
+const json = (v: unknown) => JSON.stringify(v);
+
+/** The JSON of every tool result unit, in order, with the message it sits in. */
+function resultUnits(format: string, messages: readonly unknown[]): string[] {
+  const a = adapter(format);
+  return messages.flatMap((m) => a.resultSites(m).map((r) => json(a.unitAt(m, 'result', r.slot))));
+}
+
+for (const [format, arbitrary] of Object.entries(histories)) {
+  t.test(`${format}: compaction is valid, reversible to the byte, idempotent, and never grows`, async (t) => {
+    const store = new MemoryStore();
+    const compactor = new Compactor(new TokenCounter(20_000), { store });
+    await fc.assert(
+      fc.asyncProperty(arbitrary, options, async (h, o) => {
+        const opts: CompactOptions = { ...o };
+        const before = json(h.messages);
+        const req = { messages: h.messages, format: h.format, model: 'gpt-4o', ...(h.system ? { system: h.system } : {}) };
+        const res = await compactor.run(compactStrategy, req, opts);
+        assert.equal(json(h.messages), before, 'input not mutated');
+        assert.deepEqual(violationsOf(format, res.messages), [], 'every structural rule holds');
+        assert.ok(res.tokens.after <= res.tokens.before, 'tokens never grow');
+        assert.equal(res.messages.length, h.messages.length, 'compaction drops no message');
+        res.messages.forEach((m, i) => {
+          const action = res.actions[i]?.action;
+          if (action === 'keep') assert.equal(m, h.messages[i], `message ${i} kept as the same value`);
+          else assert.ok((res.actions[i]?.tokens_freed ?? 0) > 0, `message ${i} rewritten only to save tokens`);
+        });
+        // The newest keep_tool_uses results are byte-identical.
+        const inUnits = resultUnits(format, h.messages);
+        const outUnits = resultUnits(format, res.messages);
+        const k = Math.min(o.keep_tool_uses, inUnits.length);
+        assert.deepEqual(outUnits.slice(outUnits.length - k), inUnits.slice(inUnits.length - k), 'newest results untouched');
+        // The newest group is byte-identical.
+        const items = adapter(format).parse(h.messages).items;
+        const last = h.messages.length - 1;
+        if (last >= 0) assert.equal(json(res.messages[last]), json(h.messages[last]), 'newest message untouched');
+        assert.ok(items.length === res.messages.length);
+
+        // Idempotent: compacting the output changes nothing.
+        const again = await compactor.run(compactStrategy, { ...req, messages: res.messages }, opts);
+        assert.equal(json(again.messages), json(res.messages), 'compact(compact(x)) == compact(x)');
+
+        // Reversible: expand restores the input byte-exact (lossy only with store: none).
+        const inline = opts.store === 'inline' ? res.extra.artifacts.map((a) => ({ id: a.id, content: a.content })) : undefined;
+        const expanded = await compactor.expand({ messages: res.messages, format: h.format, artifacts: inline });
+        if (opts.store === 'none') {
+          assert.equal(expanded.restored, 0);
+        } else {
+          assert.deepEqual(expanded.missing, []);
+          assert.equal(json(expanded.messages), before, 'expand(compact(x)) == x');
+        }
+      }),
+      { numRuns: 150 },
+    );
+    t.pass('properties held');
+  });
+
+  t.test(`${format}: clear_thinking removes whole thinking outside the newest turns`, async (t) => {
+    const compactor = new Compactor(new TokenCounter(5000), { store: new MemoryStore() });
+    await fc.assert(
+      fc.asyncProperty(arbitrary, fc.integer({ min: 0, max: 3 }), async (h, keepTurns) => {
+        const req = { messages: h.messages, format: h.format };
+        const res = await compactor.run(compactStrategy, req, {
+          keep_tool_uses: 3,
+          min_tokens: 100,
+          exclude_tools: [],
+          clear_tool_inputs: false,
+          rules: [],
+          dedupe: false,
+          clear_thinking: { keep_turns: keepTurns },
+          store: 'server',
+        });
+        assert.deepEqual(violationsOf(format, res.messages), []);
+        const a = adapter(format);
+        const outItems = a.parse(res.messages).items;
+        const inItems = a.parse(h.messages).items;
+        const assistants = inItems.filter((i) => i.role === 'assistant').map((i) => i.index);
+        const keep = new Set(assistants.slice(Math.max(0, assistants.length - keepTurns)));
+        for (const i of assistants) {
+          if (keep.has(i) || i === h.messages.length - 1) {
+            assert.equal(json(res.messages[i]), json(h.messages[i]), 'newest turns keep their thinking byte-identical');
+          } else if (outItems[i]?.thinking) {
+            assert.equal(json(res.messages[i]), json(h.messages[i]), 'thinking kept only where the message is untouched');
+          }
+        }
+      }),
+      { numRuns: 80 },
+    );
+    t.pass('properties held');
+  });
+}
