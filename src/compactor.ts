@@ -1,14 +1,14 @@
 import type { z } from 'zod';
+import { ArtifactService } from './artifacts.js';
 import { CompactorError, fieldError } from './errors.js';
 import { detectFormat } from './formats/detect.js';
 import { formatByName } from './formats/registry.js';
 import type { FormatAdapter } from './formats/types.js';
-import { type ExpandResult, expandHistory } from './history/expand.js';
+import type { ExpandResult } from './history/expand.js';
 import { buildGroups, firstUserTurn, groupIndexOf, headLength, runStarts } from './history/groups.js';
-import { ARTIFACT_ID, contentAddress } from './history/markers.js';
 import type { Action, Item, Violation, Warning } from './history/types.js';
 import type { HistoryRequest } from './schemas/common.js';
-import { type ArtifactStore, StoreUnavailableError } from './store/types.js';
+import type { ArtifactStore } from './store/types.js';
 import type { PreparedHistory, Strategy } from './strategies/types.js';
 import { keepAll } from './strategies/types.js';
 import { checkDepth, type TokenCounter } from './tokens/counter.js';
@@ -65,51 +65,24 @@ export interface CompactorOptions {
   now?: () => number;
 }
 
-/** An offloaded original as `GET /v1/artifacts/{id}` returns it. */
-export interface ArtifactView {
-  id: string;
-  kind: string;
-  tool_name: string | null;
-  content: unknown;
-  sha256: string;
-  created_at: string;
-  expires_at: string;
-}
-
 /**
  * The service core, free of HTTP: reads a request's history (detect, parse, check, count), runs a
  * strategy, validates what it produced and reports tokens and actions. Routes call into it.
  */
 export class Compactor {
-  private readonly store: ArtifactStore | undefined;
-  private readonly ttlSeconds: number;
-  private readonly logger: CompactorLogger | undefined;
-  private readonly now: () => number;
+  /** Offloaded originals: persistence, expand, recall. */
+  readonly artifacts: ArtifactService;
 
   constructor(
     private readonly counter: TokenCounter,
-    options: CompactorOptions = {},
+    private readonly options: CompactorOptions = {},
   ) {
-    this.store = options.store;
-    this.ttlSeconds = options.artifactTtlSeconds ?? 7 * 24 * 3600;
-    this.logger = options.logger;
-    this.now = options.now ?? Date.now;
-  }
-
-  private async storeCall<T>(op: (store: ArtifactStore) => Promise<T>): Promise<T> {
-    if (!this.store) throw new CompactorError('CMP_ERR_STORE_UNAVAILABLE', 'no artifact store is configured');
-    try {
-      return await op(this.store);
-    } catch (error) {
-      if (error instanceof StoreUnavailableError) {
-        this.logger?.error({ store: this.store.kind, err: error.message }, 'artifact store unavailable');
-        throw new CompactorError(
-          'CMP_ERR_STORE_UNAVAILABLE',
-          `the ${this.store.kind} artifact store cannot be reached; retry later`,
-        );
-      }
-      throw error;
-    }
+    this.artifacts = new ArtifactService({
+      store: options.store,
+      ttlSeconds: options.artifactTtlSeconds ?? 7 * 24 * 3600,
+      logger: options.logger,
+      now: options.now ?? Date.now,
+    });
   }
 
   /**
@@ -122,42 +95,7 @@ export class Compactor {
     artifacts?: { id: string; content: unknown }[] | undefined;
   }): Promise<ExpandResult & { format: string }> {
     const { format } = this.parse(req);
-    const inline = new Map<string, unknown>();
-    req.artifacts?.forEach((a, i) => {
-      if (contentAddress(JSON.stringify(a.content)).id !== a.id) {
-        throw fieldError('CMP_ERR_ARTIFACT_MISMATCH', `artifacts[${i}].content`, `does not hash to ${a.id}`);
-      }
-      inline.set(a.id, a.content);
-    });
-    const result = await expandHistory(format, req.messages, async (ids) => {
-      const out = new Map<string, unknown>();
-      const wanted = ids.filter((id) => {
-        if (!inline.has(id)) return true;
-        out.set(id, inline.get(id));
-        return false;
-      });
-      if (wanted.length > 0 && (this.store || inline.size === 0)) {
-        const found = await this.storeCall((store) => store.get(wanted, this.now()));
-        for (const [id, a] of found) out.set(id, JSON.parse(a.content));
-      }
-      return out;
-    });
-    return { ...result, format: format.name };
-  }
-
-  /** `GET /v1/artifacts/{id}`: one offloaded original; 404 when unknown or expired. */
-  async artifact(id: string): Promise<ArtifactView> {
-    const found = ARTIFACT_ID.test(id) ? (await this.storeCall((store) => store.get([id], this.now()))).get(id) : undefined;
-    if (!found) throw fieldError('CMP_ERR_ARTIFACT_NOT_FOUND', 'id', `artifact ${JSON.stringify(id)} is unknown or has expired`);
-    return {
-      id: found.id,
-      kind: found.kind,
-      tool_name: found.tool_name,
-      content: JSON.parse(found.content),
-      sha256: found.sha256,
-      created_at: new Date(found.created_at).toISOString(),
-      expires_at: new Date(found.expires_at).toISOString(),
-    };
+    return { ...(await this.artifacts.expand(format, req.messages, req.artifacts)), format: format.name };
   }
 
   /** Detects (or takes) the format and parses every message; a malformed one is a 400. */
@@ -306,10 +244,7 @@ export class Compactor {
     if (out.reason) return unchanged(out.reason, warnings, out.extra);
     this.checkOutput(strategy.kind, h.format, out.messages);
     const dryRun = req.dry_run === true;
-    if (!dryRun && out.offload && out.offload.length > 0) {
-      const offload = out.offload;
-      await this.storeCall((store) => store.put(offload, this.ttlSeconds, this.now()));
-    }
+    if (!dryRun && out.offload) await this.artifacts.persist(out.offload);
     let freed = 0;
     for (const a of out.actions) freed += a.tokens_freed;
     const saved = Math.max(0, freed - out.addedTokens);
@@ -329,7 +264,7 @@ export class Compactor {
   private checkOutput(kind: string, format: FormatAdapter, messages: readonly unknown[]): void {
     const violations = format.violations(format.parse(messages).items);
     if (violations.length === 0) return;
-    this.logger?.error(
+    this.options.logger?.error(
       { strategy: kind, format: format.name, rules: violations.map((v) => `${v.index}:${v.rule}`) },
       'strategy output broke a structural rule',
     );

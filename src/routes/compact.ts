@@ -50,6 +50,6 @@ export default async function compactRoutes(app: FastifyInstance): Promise<void>
         response: { 200: ArtifactResponse, 404: PROBLEMS[400], ...PROBLEMS },
       },
     },
-    async (request) => app.compactor.artifact(request.params.id),
+    async (request) => app.compactor.artifacts.get(request.params.id),
   );
 }

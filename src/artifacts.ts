@@ -1,0 +1,93 @@
+import { CompactorError, fieldError } from './errors.js';
+import type { FormatAdapter } from './formats/types.js';
+import { type ExpandResult, expandHistory } from './history/expand.js';
+import { ARTIFACT_ID, contentAddress } from './history/markers.js';
+import { type ArtifactStore, type NewArtifact, StoreUnavailableError } from './store/types.js';
+
+/** An offloaded original as `GET /v1/artifacts/{id}` returns it. */
+export interface ArtifactView {
+  id: string;
+  kind: string;
+  tool_name: string | null;
+  content: unknown;
+  sha256: string;
+  created_at: string;
+  expires_at: string;
+}
+
+export interface ArtifactServiceOptions {
+  store?: ArtifactStore | undefined;
+  ttlSeconds: number;
+  logger?: { error(obj: Record<string, unknown>, msg: string): void } | undefined;
+  now: () => number;
+}
+
+/**
+ * Offloaded originals: persisting what a strategy offloaded, restoring placeholders (`expand`) and
+ * reading one original. Store failures become 503 `CMP_ERR_STORE_UNAVAILABLE` here, in one place.
+ */
+export class ArtifactService {
+  constructor(private readonly options: ArtifactServiceOptions) {}
+
+  private async call<T>(op: (store: ArtifactStore) => Promise<T>): Promise<T> {
+    const { store, logger } = this.options;
+    if (!store) throw new CompactorError('CMP_ERR_STORE_UNAVAILABLE', 'no artifact store is configured');
+    try {
+      return await op(store);
+    } catch (error) {
+      if (!(error instanceof StoreUnavailableError)) throw error;
+      logger?.error({ store: store.kind, err: error.message }, 'artifact store unavailable');
+      throw new CompactorError('CMP_ERR_STORE_UNAVAILABLE', `the ${store.kind} artifact store cannot be reached; retry later`);
+    }
+  }
+
+  /** Stores originals for the configured TTL (the same original twice is one artifact). */
+  async persist(artifacts: readonly NewArtifact[]): Promise<void> {
+    if (artifacts.length === 0) return;
+    await this.call((store) => store.put(artifacts, this.options.ttlSeconds, this.options.now()));
+  }
+
+  /**
+   * Restores every placeholder whose artifact is known, from the request's own `artifacts` (what
+   * `store: "inline"` returned; each checked against its content address) or from the store.
+   */
+  async expand(
+    format: FormatAdapter,
+    messages: readonly unknown[],
+    given: readonly { id: string; content: unknown }[] = [],
+  ): Promise<ExpandResult> {
+    const inline = new Map<string, unknown>();
+    given.forEach((a, i) => {
+      if (contentAddress(JSON.stringify(a.content)).id !== a.id) {
+        throw fieldError('CMP_ERR_ARTIFACT_MISMATCH', `artifacts[${i}].content`, `does not hash to ${a.id}`);
+      }
+      inline.set(a.id, a.content);
+    });
+    return expandHistory(format, messages, async (ids) => {
+      const out = new Map<string, unknown>();
+      const wanted = ids.filter((id) => !inline.has(id));
+      for (const id of ids) if (inline.has(id)) out.set(id, inline.get(id));
+      // Inline-only requests work without a store; anything else asks the store.
+      if (wanted.length > 0 && (this.options.store || inline.size === 0)) {
+        const found = await this.call((store) => store.get(wanted, this.options.now()));
+        for (const [id, a] of found) out.set(id, JSON.parse(a.content));
+      }
+      return out;
+    });
+  }
+
+  /** One original; 404 `CMP_ERR_ARTIFACT_NOT_FOUND` when unknown or expired. */
+  async get(id: string): Promise<ArtifactView> {
+    const found = ARTIFACT_ID.test(id) ? (await this.call((store) => store.get([id], this.options.now()))).get(id) : undefined;
+    if (!found) throw fieldError('CMP_ERR_ARTIFACT_NOT_FOUND', 'id', `artifact ${JSON.stringify(id)} is unknown or has expired`);
+    return {
+      id: found.id,
+      kind: found.kind,
+      tool_name: found.tool_name,
+      content: JSON.parse(found.content),
+      sha256: found.sha256,
+      created_at: new Date(found.created_at).toISOString(),
+      expires_at: new Date(found.expires_at).toISOString(),
+    };
+  }
+}
