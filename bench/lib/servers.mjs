@@ -22,11 +22,13 @@ function freePort() {
 /**
  * Starts `node <script>` with PORT set and waits until GET /health/live answers.
  * @param {'compactor'|'floor'} kind
+ * @param {{ env?: Record<string, string>, nodeArgs?: string[] }} [options] extra environment
+ *   (e.g. COMPACTOR_STORE_URL) and node flags (e.g. --cpu-prof) for this process
  */
-export async function startServer(kind) {
+export async function startServer(kind, { env = {}, nodeArgs = [] } = {}) {
   const port = await freePort();
   const script = kind === 'compactor' ? `${ROOT}dist/server.js` : `${ROOT}bench/lib/floor-server.mjs`;
-  const child = spawn(process.execPath, [script], {
+  const child = spawn(process.execPath, [...nodeArgs, script], {
     cwd: ROOT,
     env: {
       ...process.env,
@@ -34,6 +36,7 @@ export async function startServer(kind) {
       HOST: '127.0.0.1',
       LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'info',
       COMPACTOR_BODY_LIMIT: String(BODY_LIMIT),
+      ...env,
     },
     stdio: ['ignore', 'ignore', 'pipe'],
   });

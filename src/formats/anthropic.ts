@@ -336,6 +336,7 @@ export const anthropic: FormatAdapter = {
   resultWithText: (unit, text) => ({ ...(unit as JsonObject), content: text }),
   callWithArgs: (unit, args) => ({ ...(unit as JsonObject), input: args }),
   withoutThinking,
+  textMessage: (role, text) => ({ role, content: [{ type: 'text', text }] }),
   framing: { perMessage: 3, perRequest: 3 },
   media: { image: 1600, document: 1500, audio: 0 },
 };

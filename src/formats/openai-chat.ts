@@ -297,6 +297,7 @@ export const openaiChat: FormatAdapter = {
   resultWithText: (unit, text) => ({ ...(unit as JsonObject), content: text }),
   callWithArgs,
   withoutThinking,
+  textMessage: (role, text) => ({ role, content: text }),
   framing: { perMessage: 3, perRequest: 3 },
   media: { image: 765, document: 1500, audio: 500 },
 };

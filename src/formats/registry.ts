@@ -1,12 +1,14 @@
 import { anthropic } from './anthropic.js';
+import { gemini } from './gemini.js';
 import { openaiChat } from './openai-chat.js';
+import { openaiResponses } from './openai-responses.js';
 import type { FormatAdapter } from './types.js';
 
 /**
  * Every supported wire format. The request schemas' `format` enum and detection are derived from
  * this list: adding a format is one adapter file and one line here.
  */
-export const FORMATS = [openaiChat, anthropic] as const satisfies readonly FormatAdapter[];
+export const FORMATS = [openaiChat, anthropic, openaiResponses, gemini] as const satisfies readonly FormatAdapter[];
 
 export type FormatName = (typeof FORMATS)[number]['name'];
 

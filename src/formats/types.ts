@@ -77,6 +77,8 @@ export interface FormatAdapter {
    * nothing valid would remain.
    */
   withoutThinking(message: unknown): unknown | undefined;
+  /** A plain text message of this format, in its natural form (summaries, notes). */
+  textMessage(role: 'user' | 'assistant', text: string): unknown;
   /** Token overheads the provider charges for framing: per message, and once per request. */
   readonly framing: { readonly perMessage: number; readonly perRequest: number };
   /** Flat token costs for media whose size cannot be read from the request. */

@@ -16,26 +16,30 @@ export function buildGroups(items: readonly Item[]): Group[] {
   while (i < n && items[i]?.role === 'system') i++;
   if (i > 0) groups.push({ kind: 'head', start: 0, end: i });
   while (i < n) {
-    const item = items[i] as Item;
-    if (item.calls.length > 0) {
-      const pending = new Set(item.calls);
-      let j = i + 1;
+    // One model response: an item plus every following item that joins it.
+    let end = i + 1;
+    while (end < n && items[end]?.joinsPrevious) end++;
+    const calls = new Set<string>();
+    for (let k = i; k < end; k++) for (const id of (items[k] as Item).calls) calls.add(id);
+    if (calls.size > 0) {
+      let j = end;
       while (j < n) {
         const next = items[j] as Item;
-        if (next.results.length === 0 || next.calls.length > 0) break;
-        for (const id of next.results) pending.delete(id);
+        if (next.results.length === 0 || next.calls.length > 0 || next.joinsPrevious) break;
+        for (const id of next.results) calls.delete(id);
         j++;
       }
-      const kind: GroupKind = pending.size > 0 && j === n ? 'in_flight' : 'tool_exchange';
+      const kind: GroupKind = calls.size > 0 && j === n ? 'in_flight' : 'tool_exchange';
       groups.push({ kind, start: i, end: j });
       i = j;
       continue;
     }
+    const item = items[i] as Item;
     let kind: GroupKind = 'other';
     if (item.role === 'user' && item.userTurn) kind = 'user';
     else if (item.role === 'assistant') kind = 'assistant';
-    groups.push({ kind, start: i, end: i + 1 });
-    i++;
+    groups.push({ kind, start: i, end });
+    i = end;
   }
   return groups;
 }

@@ -23,26 +23,30 @@ export function pairingViolations(items: readonly Item[]): Violation[] {
       i++;
       continue;
     }
-    if (item.calls.length === 0) {
-      i++;
+    // The calls of one model response: this item and every following item that joins it.
+    let end = i + 1;
+    while (end < n && items[end]?.joinsPrevious) end++;
+    const calls = items.slice(i, end).flatMap((it) => it.calls);
+    if (calls.length === 0) {
+      i = end;
       continue;
     }
     const pending = new Set<string>();
-    for (const id of item.calls) {
+    for (const id of calls) {
       if (pending.has(id)) {
         violations.push({
           index: i,
           rule: 'duplicate_tool_call_id',
-          message: `tool call id ${JSON.stringify(id)} appears twice in one message`,
+          message: `tool call id ${JSON.stringify(id)} appears twice in one response`,
         });
       }
       pending.add(id);
     }
     const answered = new Set<string>();
-    let j = i + 1;
+    let j = end;
     for (; j < n; j++) {
       const next = items[j] as Item;
-      if (next.results.length === 0 || next.calls.length > 0) break;
+      if (next.results.length === 0 || next.calls.length > 0 || next.joinsPrevious) break;
       for (const id of next.results) {
         if (answered.has(id)) {
           violations.push({

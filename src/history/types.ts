@@ -20,6 +20,15 @@ export interface Item {
   readonly results: readonly string[];
   /** Whether the message carries thinking/reasoning blocks (kept or removed whole, never edited). */
   readonly thinking: boolean;
+  /**
+   * Part of the same model response as the item before it (OpenAI Responses: a reasoning item,
+   * an assistant message and function calls are separate items of one response). Joined items
+   * are one unit: their calls are answered after the last of them, and they are kept or dropped
+   * together.
+   */
+  readonly joinsPrevious?: boolean;
+  /** Never rewritten or summarized (e.g. OpenAI's own encrypted `compaction` items). */
+  readonly opaque?: boolean;
   /** The message exactly as it came in. Never mutated. */
   readonly original: unknown;
 }

@@ -6,7 +6,7 @@ export const Message = z.unknown().meta({
   id: 'Message',
   type: 'object',
   description:
-    'One message exactly as the agent would send it to its provider (OpenAI Chat Completions or Anthropic Messages). Unknown fields are kept.',
+    'One message exactly as the agent would send it to its provider: an OpenAI Chat Completions message, an Anthropic Messages message, an OpenAI Responses input item, or a Gemini content. Unknown fields are kept.',
 });
 
 /** Token counts a provider reports: whole, non-negative, and sane. */
@@ -75,9 +75,9 @@ export const HistoryFields = {
     .optional()
     .describe('wire format of `messages`; omitted = detected from distinctive shapes, plain text read as openai-chat'),
   system: z
-    .union([z.string(), z.array(z.unknown())])
+    .union([z.string(), z.array(z.unknown()), z.record(z.string(), z.unknown())])
     .optional()
-    .describe('top-level system instruction (Anthropic); counted, never changed'),
+    .describe("top-level system instruction (Anthropic's `system`, Gemini's `systemInstruction`); counted, never changed"),
   tools: z.array(z.unknown()).optional().describe("the agent's tool definitions; counted, never changed"),
   model: z.string().min(1).max(256).optional().describe("the agent's model: selects tokenizer and context window"),
   context_window: z.number().int().positive().optional().describe("overrides the model table's context window"),

@@ -4,6 +4,7 @@ import { Compactor } from '../../src/compactor.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import { type CompactOptions, compactStrategy } from '../../src/strategies/compact.js';
 import { TokenCounter } from '../../src/tokens/counter.js';
+import { loadConverted } from '../support/convert.js';
 import { loadCorpus } from '../support/corpus.js';
 import { violationsOf } from '../support/invariants.js';
 import { schemaErrors } from '../support/schemas.js';
@@ -25,10 +26,14 @@ const SETTINGS: [string, Partial<CompactOptions>][] = [
 
 const json = (v: unknown) => JSON.stringify(v);
 
-for (const transcript of loadCorpus()) {
+for (const transcript of [...loadCorpus(), ...loadConverted()]) {
   t.test(`${transcript.file}: compacts and expands back byte-exact`, async (t) => {
     const compactor = new Compactor(new TokenCounter(50_000), { store: new MemoryStore() });
-    const req = { messages: transcript.messages, ...(transcript.model ? { model: transcript.model } : {}) };
+    const req = {
+      messages: transcript.messages,
+      ...('system' in transcript && transcript.system ? { system: transcript.system } : {}),
+      ...(transcript.model ? { model: transcript.model } : {}),
+    };
     const original = json(transcript.messages);
     for (const [label, extra] of SETTINGS) {
       const options = { ...DEFAULTS, ...extra };

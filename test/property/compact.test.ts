@@ -7,6 +7,7 @@ import { type CompactOptions, compactStrategy } from '../../src/strategies/compa
 import { TokenCounter } from '../../src/tokens/counter.js';
 import { histories } from '../support/histories.js';
 import { adapter, violationsOf } from '../support/invariants.js';
+import { schemaErrors } from '../support/schemas.js';
 
 const options = fc.record({
   keep_tool_uses: fc.integer({ min: 0, max: 4 }),
@@ -43,6 +44,8 @@ for (const [format, arbitrary] of Object.entries(histories)) {
         const res = await compactor.run(compactStrategy, req, opts);
         assert.equal(json(h.messages), before, 'input not mutated');
         assert.deepEqual(violationsOf(format, res.messages), [], 'every structural rule holds');
+        assert.deepEqual(schemaErrors(format, h.messages), [], "the generated input passes the provider's schema");
+        assert.deepEqual(schemaErrors(format, res.messages), [], "the output passes the provider's schema");
         assert.ok(res.tokens.after <= res.tokens.before, 'tokens never grow');
         assert.equal(res.messages.length, h.messages.length, 'compaction drops no message');
         res.messages.forEach((m, i) => {

@@ -7,6 +7,7 @@ import { TokenCounter } from '../../src/tokens/counter.js';
 import { build } from '../support/app.js';
 import { type GeneratedHistory, histories } from '../support/histories.js';
 import { checkKeepOrDrop } from '../support/invariants.js';
+import { schemaErrors } from '../support/schemas.js';
 
 const keep = fc.oneof(
   fc.record({ runs: fc.integer({ min: 0, max: 6 }) }),
@@ -36,6 +37,7 @@ for (const [format, arbitrary] of Object.entries(histories)) {
         const res = await compactor.run(windowStrategy, req, opts);
         assert.equal(JSON.stringify(h.messages), before, 'input not mutated');
         checkKeepOrDrop(format, h.messages, res.messages, res.actions);
+        assert.deepEqual(schemaErrors(format, res.messages), [], "the output passes the provider's schema");
         assert.ok(res.tokens.after <= res.tokens.before, 'tokens never grow');
         const { run_ids: _runIds, ...plain } = req;
         const counted = compactor.tokens({ ...plain, messages: res.messages });

@@ -198,10 +198,129 @@ export function toAnthropic(s: Skeleton): { system: string | undefined; messages
   return { system: s.system.length ? s.system.join('\n') : undefined, messages };
 }
 
+/**
+ * Renders a skeleton as OpenAI Responses input items: each assistant turn is one response
+ * (a reasoning item with encrypted content, an assistant message, parallel function calls),
+ * followed by the function_call_output items.
+ */
+export function toResponses(s: Skeleton): unknown[] {
+  let id = 0;
+  const out: unknown[] = s.system.map((content, i) =>
+    i === 0
+      ? { type: 'message', role: 'system', content }
+      : { type: 'message', role: 'developer', content: [{ type: 'input_text', text: content }] },
+  );
+  out.push({ type: 'message', role: 'user', content: [{ type: 'input_text', text: 'the task' }] });
+  const response = (turn: { text: string; thinking: string | null }, calls: SkeletonCall[]) => {
+    const n = ++id;
+    if (turn.thinking) {
+      out.push({
+        type: 'reasoning',
+        id: `rs_${n}`,
+        summary: [{ type: 'summary_text', text: turn.thinking }],
+        encrypted_content: `gAAAA${n}`,
+      });
+    }
+    if (turn.text || calls.length === 0) {
+      out.push({
+        type: 'message',
+        role: 'assistant',
+        id: `msg_${n}`,
+        status: 'completed',
+        content: [{ type: 'output_text', text: turn.text || '...', annotations: [], logprobs: [] }],
+      });
+    }
+    return calls.map((c, k) => {
+      const callId = `call_${n}_${k}`;
+      out.push({
+        type: 'function_call',
+        id: `fc_${n}_${k}`,
+        call_id: callId,
+        name: c.name,
+        arguments: JSON.stringify(c.args),
+        status: 'completed',
+      });
+      return callId;
+    });
+  };
+  for (const turn of s.turns) {
+    if (turn.kind === 'user') {
+      const content: unknown[] = [{ type: 'input_text', text: turn.text }];
+      if (turn.image) content.push({ type: 'input_image', image_url: `data:image/png;base64,${PNG}`, detail: 'low' });
+      out.push({ type: 'message', role: 'user', content });
+      continue;
+    }
+    const ids = response(turn, turn.calls);
+    turn.calls.forEach((c, k) => {
+      out.push({ type: 'function_call_output', call_id: ids[k], output: c.result });
+    });
+  }
+  if (s.inFlight) {
+    const ids = response({ text: '', thinking: null }, s.inFlight.calls);
+    for (let k = 0; k < s.inFlight.answered; k++) {
+      out.push({ type: 'function_call_output', call_id: ids[k], output: s.inFlight.calls[k]?.result ?? '' });
+    }
+  }
+  return out;
+}
+
+/**
+ * Renders a skeleton as Gemini contents: `user`/`model` turns that alternate, parallel
+ * functionCall parts answered by functionResponse parts in the next user turn (by id when the
+ * calls carry ids, by name and order when not), thought parts, and a thought signature on the
+ * first call of each turn.
+ */
+export function toGemini(s: Skeleton, withIds: boolean): { system: Record<string, unknown> | undefined; messages: unknown[] } {
+  let id = 0;
+  const messages: { role: string; parts: unknown[] }[] = [];
+  const push = (role: 'user' | 'model', parts: unknown[]) => {
+    const last = messages[messages.length - 1];
+    if (last && last.role === role) last.parts.push(...parts);
+    else messages.push({ role, parts });
+  };
+  push('user', [{ text: 'the task' }]);
+  const model = (turn: { text: string; thinking: string | null }, calls: SkeletonCall[]) => {
+    const parts: unknown[] = [];
+    if (turn.thinking) parts.push({ text: turn.thinking, thought: true });
+    if (turn.text || calls.length === 0) parts.push({ text: turn.text || '...' });
+    const ids = calls.map(() => `fn_${++id}`);
+    calls.forEach((c, k) => {
+      parts.push({
+        functionCall: { ...(withIds ? { id: ids[k] } : {}), name: c.name, args: c.args },
+        ...(k === 0 ? { thoughtSignature: Buffer.from(`sig-${id}`).toString('base64') } : {}),
+      });
+    });
+    if (messages[messages.length - 1]?.role === 'model') push('user', [{ text: 'continue' }]);
+    push('model', parts);
+    return ids;
+  };
+  const responses = (calls: SkeletonCall[], ids: string[]) =>
+    calls.map((c, k) => ({
+      functionResponse: { ...(withIds ? { id: ids[k] } : {}), name: c.name, response: { output: c.result } },
+    }));
+  for (const turn of s.turns) {
+    if (turn.kind === 'user') {
+      const parts: unknown[] = [{ text: turn.text }];
+      if (turn.image) parts.push({ inlineData: { mimeType: 'image/png', data: PNG } });
+      push('user', parts);
+      continue;
+    }
+    const ids = model(turn, turn.calls);
+    if (turn.calls.length) messages.push({ role: 'user', parts: responses(turn.calls, ids) });
+  }
+  if (s.inFlight) {
+    const ids = model({ text: '', thinking: null }, s.inFlight.calls);
+    if (s.inFlight.answered > 0)
+      messages.push({ role: 'user', parts: responses(s.inFlight.calls.slice(0, s.inFlight.answered), ids) });
+  }
+  const system = s.system.length ? { parts: s.system.map((text) => ({ text })) } : undefined;
+  return { system, messages };
+}
+
 export interface GeneratedHistory {
-  format: 'openai-chat' | 'anthropic';
+  format: 'openai-chat' | 'anthropic' | 'openai-responses' | 'gemini';
   messages: unknown[];
-  system?: string;
+  system?: string | Record<string, unknown>;
 }
 
 /** A history in each supported format, from the same skeletons. */
@@ -210,5 +329,10 @@ export const histories: Record<GeneratedHistory['format'], fc.Arbitrary<Generate
   anthropic: skeleton.map((s) => {
     const { system, messages } = toAnthropic(s);
     return { format: 'anthropic', messages, ...(system ? { system } : {}) };
+  }),
+  'openai-responses': skeleton.map((s) => ({ format: 'openai-responses', messages: toResponses(s) })),
+  gemini: fc.tuple(skeleton, fc.boolean()).map(([s, withIds]) => {
+    const { system, messages } = toGemini(s, withIds);
+    return { format: 'gemini', messages, ...(system ? { system } : {}) };
   }),
 };

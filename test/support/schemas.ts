@@ -9,6 +9,8 @@ const SCHEMA_DIR = resolve(CORPUS_DIR, '../../schemas');
 const FILES: Record<string, string> = {
   'openai-chat': 'openai-chat-message.schema.json',
   anthropic: 'anthropic-message.schema.json',
+  'openai-responses': 'openai-responses-input-item.schema.json',
+  gemini: 'gemini-content.schema.json',
 };
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => Ajv2020;

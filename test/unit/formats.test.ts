@@ -50,9 +50,31 @@ t.test('detection from shape', async (t) => {
     'CMP_ERR_HISTORY_MALFORMED',
     'unknown role named',
   );
+  t.equal(detectFormat([{ parts: [{ text: 'x' }], role: 'model' }]).name, 'gemini', '`parts` is Gemini');
   t.equal(
-    code(() => detectFormat([{ parts: [{ text: 'x' }], role: 'model' }])),
+    code(() =>
+      detectFormat([{ parts: [{ text: 'x' }], role: 'assistant' }]).parse([{ parts: [{ text: 'x' }], role: 'assistant' }]),
+    ),
     'CMP_ERR_HISTORY_MALFORMED',
+    'a wrong Gemini role is named',
+  );
+  t.equal(
+    detectFormat([{ type: 'function_call_output', call_id: 'a', output: 'x' }]).name,
+    'openai-responses',
+    'typed items are Responses',
+  );
+  t.equal(
+    detectFormat([{ role: 'user', content: [{ type: 'input_text', text: 'hi' }] }]).name,
+    'openai-responses',
+    'Responses content parts',
+  );
+  t.equal(
+    detectFormat([
+      { role: 'user', content: 'hi' },
+      { role: 'assistant', content: 'yo' },
+    ]).name,
+    'openai-chat',
+    'plain text stays Chat',
   );
 });
 
