@@ -1,0 +1,68 @@
+import { clip } from './transcript.js';
+import type { Summarizer, SummaryPlan, SummaryRequest, SummaryResult, TranscriptEntry } from './types.js';
+import { NO_SUMMARY_USAGE } from './types.js';
+
+const firstLine = (text: string, max: number) => {
+  const line = text.split('\n').find((l) => l.trim() !== '') ?? '';
+  return line.length > max ? `${line.slice(0, max - 1)}…` : line.trim();
+};
+
+function events(entries: readonly TranscriptEntry[]): string[] {
+  const out: string[] = [];
+  for (const e of entries) {
+    if (e.tool) {
+      const status = e.tool.error ? 'ERROR' : 'ok';
+      const error = e.tool.error ? firstLine(e.text, 200) : firstLine(e.text, 160);
+      out.push(`  ← ${e.tool.name} ${status}: ${error}`);
+      continue;
+    }
+    if (e.role === 'user' && (e.text || e.media.length))
+      out.push(`User: ${clip(e.text, 280, 80).replace(/\n+/g, ' ')} ${e.media.join(' ')}`.trim());
+    if (e.role === 'assistant' && e.text) out.push(`Assistant: ${firstLine(e.text, 200)}`);
+    if (e.role === 'system' && e.text) out.push(`Note: ${firstLine(e.text, 200)}`);
+    for (const call of e.calls) out.push(`  → ${call.name}(${firstLine(call.args, 160)})`);
+  }
+  return out;
+}
+
+/**
+ * The summarizer with no LLM: a deterministic, bounded digest of the range (user requests,
+ * assistant decisions, tool calls with their key arguments, results' first lines and errors),
+ * the earlier summary it extends, and the fact list. The embedded default, so the service works
+ * on a fresh machine with no API key. Costs nothing.
+ */
+export class ExtractiveSummarizer implements Summarizer {
+  readonly kind = 'extractive' as const;
+
+  async summarize(request: SummaryRequest): Promise<SummaryResult> {
+    const budget = Math.max(200, request.maxTokens * 4);
+    const lines = events(request.entries);
+    const head: string[] = [`Digest of ${request.entries.length} earlier messages (extractive: no LLM was used).`];
+    if (request.previous) head.push('', 'Earlier summary:', clip(request.previous, Math.floor(budget / 3), 200));
+    const facts = request.facts.length ? ['', 'Key references:', ...request.facts.map((f) => `- ${f}`)] : [];
+    const fixed = head.join('\n').length + facts.join('\n').length + 64;
+    // Keep the oldest and the newest events within the budget; elide the middle.
+    let room = budget - fixed;
+    const first: string[] = [];
+    const last: string[] = [];
+    let i = 0;
+    let j = lines.length - 1;
+    let fromStart = true;
+    while (i <= j) {
+      const line = (fromStart ? lines[i] : lines[j]) as string;
+      if (line.length + 1 > room) break;
+      room -= line.length + 1;
+      if (fromStart) first.push(lines[i++] as string);
+      else last.unshift(lines[j--] as string);
+      fromStart = !fromStart;
+    }
+    const omitted = lines.length - first.length - last.length;
+    const body = ['', 'Events, oldest first:', ...first, ...(omitted > 0 ? [`  … ${omitted} events omitted …`] : []), ...last];
+    const text = [...head, ...body, ...facts].join('\n');
+    return { text, usage: { ...NO_SUMMARY_USAGE }, model: null };
+  }
+
+  plan(): SummaryPlan {
+    return { calls: [], model: null };
+  }
+}

@@ -1,0 +1,274 @@
+import OpenAI from 'openai';
+import { CompactorError, type ErrorCode } from '../errors.js';
+import { chunkPrompt, mergePrompt, SYSTEM_PROMPT, summaryPrompt } from './prompts.js';
+import { renderEntry } from './transcript.js';
+import type { Summarizer, SummaryPlan, SummaryRequest, SummaryResult, SummaryUsage, TranscriptEntry } from './types.js';
+import { addUsage, NO_SUMMARY_USAGE } from './types.js';
+
+export interface LlmSummarizerOptions {
+  baseURL: string;
+  apiKey: string | undefined;
+  defaultModel: string;
+  /** Models a request may ask for (the default is always allowed). */
+  allowedModels: readonly string[];
+  /** One call's deadline, in ms (the SDK's 10-minute default is wrong for a sidecar). */
+  timeoutMs: number;
+  /** Retries after a retryable failure (429, 5xx, timeout, connection); never the SDK's own. */
+  maxRetries: number;
+  /** Calls in flight at once, across all requests. */
+  concurrency: number;
+  /** Longest wait honoured from a `retry-after` header, in ms. */
+  maxRetryAfterMs?: number;
+  countTokens: (text: string) => number;
+}
+
+/** A counting semaphore: at most `limit` calls upstream at once. */
+class Limiter {
+  private active = 0;
+  private readonly waiting: (() => void)[] = [];
+  constructor(private readonly limit: number) {}
+  async run<T>(op: () => Promise<T>): Promise<T> {
+    if (this.active >= this.limit) await new Promise<void>((resolve) => this.waiting.push(resolve));
+    this.active++;
+    try {
+      return await op();
+    } finally {
+      this.active--;
+      this.waiting.shift()?.();
+    }
+  }
+}
+
+/** Usage of every answer received for one summary, failed ones included. */
+interface Ledger {
+  usage: SummaryUsage;
+}
+
+interface Failure {
+  error: CompactorError;
+  retryable: boolean;
+  retryAfterMs: number | undefined;
+}
+
+function retryAfter(headers: Headers | undefined): number | undefined {
+  const value = headers?.get('retry-after-ms') ?? undefined;
+  if (value && Number.isFinite(Number(value))) return Number(value);
+  const seconds = headers?.get('retry-after');
+  if (!seconds) return undefined;
+  if (Number.isFinite(Number(seconds))) return Number(seconds) * 1000;
+  const date = Date.parse(seconds);
+  return Number.isFinite(date) ? Math.max(0, date - Date.now()) : undefined;
+}
+
+/** The one place where the SDK's errors become ours (ARCHITECTURE.md, rule 6). */
+export function translate(error: unknown): Failure {
+  const fail = (code: ErrorCode, detail: string, retryable: boolean, after?: number): Failure => ({
+    error: new CompactorError(code, detail),
+    retryable,
+    retryAfterMs: after,
+  });
+  if (error instanceof CompactorError)
+    return { error, retryable: error.code === 'CMP_ERR_SUMMARIZER_EMPTY', retryAfterMs: undefined };
+  if (error instanceof OpenAI.APIConnectionTimeoutError)
+    return fail('CMP_ERR_SUMMARIZER_TIMEOUT', 'the summarizer did not answer in time', true);
+  if (error instanceof OpenAI.APIUserAbortError)
+    return fail('CMP_ERR_SUMMARIZER_TIMEOUT', 'the request deadline passed while summarizing', false);
+  if (error instanceof OpenAI.APIConnectionError)
+    return fail('CMP_ERR_SUMMARIZER_UNAVAILABLE', 'the summarizer cannot be reached', true);
+  if (error instanceof OpenAI.RateLimitError) {
+    return fail('CMP_ERR_SUMMARIZER_UNAVAILABLE', 'the summarizer is rate limiting (429)', true, retryAfter(error.headers));
+  }
+  if (error instanceof OpenAI.APIError && typeof error.status === 'number') {
+    const retryable = error.status >= 500 || error.status === 408 || error.status === 409;
+    return fail('CMP_ERR_SUMMARIZER_UPSTREAM', `the summarizer answered ${error.status}`, retryable, retryAfter(error.headers));
+  }
+  // Malformed JSON bodies and other SDK failures.
+  return fail('CMP_ERR_SUMMARIZER_UPSTREAM', 'the summarizer sent an answer that could not be read', true);
+}
+
+const sleep = (ms: number, signal?: AbortSignal) =>
+  new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(resolve, ms);
+    signal?.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(timer);
+        reject(new OpenAI.APIUserAbortError());
+      },
+      { once: true },
+    );
+  });
+
+/**
+ * The LLM summarizer: the openai SDK (the only module that imports it) pointed at any
+ * OpenAI-compatible server. Explicit timeout, bounded retries with exponential backoff that honour
+ * `retry-after` (capped), a concurrency limit, usage read from every answer. A range longer than
+ * the input budget is summarized in chunks concurrently, then merged (in rounds, so no call's input
+ * ever exceeds the budget).
+ */
+export class LlmSummarizer implements Summarizer {
+  readonly kind = 'llm' as const;
+  private readonly client: OpenAI;
+  private readonly limiter: Limiter;
+
+  constructor(private readonly options: LlmSummarizerOptions) {
+    this.client = new OpenAI({
+      baseURL: options.baseURL,
+      apiKey: options.apiKey ?? 'not-needed',
+      timeout: options.timeoutMs,
+      maxRetries: 0,
+    });
+    this.limiter = new Limiter(options.concurrency);
+  }
+
+  /** The model a request gets: its own if allowed, else the default; 400 when not allowed. */
+  model(requested: string | undefined): string {
+    if (!requested || requested === this.options.defaultModel) return this.options.defaultModel;
+    if (this.options.allowedModels.includes(requested)) return requested;
+    throw new CompactorError(
+      'CMP_ERR_SUMMARIZER_MODEL_NOT_ALLOWED',
+      `summarizer.model ${JSON.stringify(requested)} is not allowed (COMPACTOR_SUMMARIZER_MODELS)`,
+      [{ path: 'summarizer.model', message: 'not in the allowed list' }],
+    );
+  }
+
+  private async call(model: string, prompt: string, request: SummaryRequest, ledger: Ledger): Promise<SummaryResult> {
+    let attempt = 0;
+    for (;;) {
+      try {
+        const res = await this.limiter.run(() =>
+          this.client.chat.completions.create(
+            {
+              model,
+              messages: [
+                { role: 'system', content: SYSTEM_PROMPT },
+                { role: 'user', content: prompt },
+              ],
+              max_tokens: request.maxTokens,
+              ...(request.temperature !== undefined ? { temperature: request.temperature } : {}),
+            },
+            { ...(request.signal ? { signal: request.signal } : {}) },
+          ),
+        );
+        const text = res.choices?.[0]?.message?.content ?? '';
+        const usage: SummaryUsage = {
+          input_tokens: res.usage?.prompt_tokens ?? 0,
+          output_tokens: res.usage?.completion_tokens ?? 0,
+          cached_input_tokens: res.usage?.prompt_tokens_details?.cached_tokens ?? 0,
+          calls: 1,
+        };
+        ledger.usage = addUsage(ledger.usage, usage);
+        if (text.trim() === '') throw new CompactorError('CMP_ERR_SUMMARIZER_EMPTY', 'the summarizer returned an empty summary');
+        return { text: text.trim(), usage, model: res.model ?? model };
+      } catch (error) {
+        const failure = translate(error);
+        if (!failure.retryable || attempt >= this.options.maxRetries || request.signal?.aborted) throw failure.error;
+        const backoff = Math.min(250 * 2 ** attempt, 4000) * (0.5 + Math.random() / 2);
+        const wait = Math.min(failure.retryAfterMs ?? backoff, this.options.maxRetryAfterMs ?? 10_000);
+        attempt++;
+        await sleep(wait, request.signal);
+      }
+    }
+  }
+
+  /** Splits the entries so that each chunk's prompt stays within the input budget. */
+  private chunks(request: SummaryRequest, overhead: number): TranscriptEntry[][] {
+    const budget = (request.maxInputTokens ?? Number.POSITIVE_INFINITY) - overhead;
+    const out: TranscriptEntry[][] = [[]];
+    let used = 0;
+    for (const entry of request.entries) {
+      const cost = this.options.countTokens(renderEntry(entry)) + 1;
+      const current = out[out.length - 1] as TranscriptEntry[];
+      if (current.length > 0 && used + cost > budget) {
+        out.push([entry]);
+        used = cost;
+      } else {
+        current.push(entry);
+        used += cost;
+      }
+    }
+    return out;
+  }
+
+  private render(entries: readonly TranscriptEntry[]): string {
+    return `<transcript>\n${entries.map(renderEntry).join('\n')}\n</transcript>`;
+  }
+
+  private overhead(request: SummaryRequest): number {
+    const previous = request.previous ? this.options.countTokens(request.previous) : 0;
+    return this.options.countTokens(SYSTEM_PROMPT + summaryPrompt('', null, request.instructions)) + previous + 64;
+  }
+
+  plan(request: SummaryRequest): SummaryPlan {
+    const model = this.model(request.model);
+    const chunks = this.chunks(request, this.overhead(request));
+    const sizes = chunks.map((c) => this.options.countTokens(this.render(c)) + this.overhead(request));
+    if (chunks.length === 1) return { calls: [{ purpose: 'summary', input_tokens: sizes[0] ?? 0 }], model };
+    return {
+      calls: [
+        ...sizes.map((input_tokens) => ({ purpose: 'chunk' as const, input_tokens })),
+        { purpose: 'merge', input_tokens: this.overhead(request) + chunks.length * request.maxTokens },
+      ],
+      model,
+    };
+  }
+
+  /**
+   * Summarizes the range. On failure, rejects with a `CompactorError` whose `billed` holds the
+   * usage of every answer received before the failure (a failed summary is still paid for).
+   */
+  async summarize(request: SummaryRequest): Promise<SummaryResult> {
+    const ledger: Ledger = { usage: NO_SUMMARY_USAGE };
+    try {
+      const result = await this.run(request, ledger);
+      return { ...result, usage: ledger.usage };
+    } catch (error) {
+      throw Object.assign(error instanceof CompactorError ? error : translate(error).error, { billed: ledger.usage });
+    }
+  }
+
+  private async run(request: SummaryRequest, ledger: Ledger): Promise<SummaryResult> {
+    const model = this.model(request.model);
+    const overhead = this.overhead(request);
+    const chunks = this.chunks(request, overhead);
+    if (chunks.length === 1) {
+      return this.call(
+        model,
+        summaryPrompt(this.render(chunks[0] ?? []), request.previous, request.instructions),
+        request,
+        ledger,
+      );
+    }
+    const parts = await Promise.all(
+      chunks.map((chunk, i) => this.call(model, chunkPrompt(this.render(chunk), i + 1, chunks.length), request, ledger)),
+    );
+    let usage = parts.reduce((sum, p) => addUsage(sum, p.usage), NO_SUMMARY_USAGE);
+    let partials = parts.map((p) => p.text);
+    // Merge in rounds: each merge call takes as many partials as fit in the input budget.
+    const budget = (request.maxInputTokens ?? Number.POSITIVE_INFINITY) - overhead;
+    for (;;) {
+      const batches: string[][] = [[]];
+      let used = 0;
+      for (const p of partials) {
+        const cost = this.options.countTokens(p) + 16;
+        const current = batches[batches.length - 1] as string[];
+        if (current.length > 0 && used + cost > budget) {
+          batches.push([p]);
+          used = cost;
+        } else {
+          current.push(p);
+          used += cost;
+        }
+      }
+      const last = batches.length === 1;
+      const merged = await Promise.all(
+        batches.map((b) =>
+          this.call(model, mergePrompt(b, last ? request.previous : null, request.instructions), request, ledger),
+        ),
+      );
+      usage = merged.reduce((sum, m) => addUsage(sum, m.usage), usage);
+      partials = merged.map((m) => m.text);
+      if (last) return { text: partials[0] ?? '', usage, model: merged[0]?.model ?? model };
+    }
+  }
+}

@@ -1,0 +1,73 @@
+/** One message of the range to summarize, as the summarizers read it (format-free). */
+export interface TranscriptEntry {
+  role: 'system' | 'user' | 'assistant' | 'tool';
+  /** The message's own prose (text parts, refusals), without tool traffic or thinking. */
+  text: string;
+  /** Tool calls the message made. */
+  calls: { name: string; args: string }[];
+  /** For a tool result: the tool's name and whether it reported an error. */
+  tool?: { name: string; error: boolean };
+  /** Media the message carried, as short notes (`[image]`, `[file]`). */
+  media: string[];
+}
+
+/** What a summarizer is asked for. */
+export interface SummaryRequest {
+  entries: TranscriptEntry[];
+  /** An earlier summary of ours that this one extends (the fold), or null. */
+  previous: string | null;
+  /** Exact identifiers found in the range (paths, URLs, ids, error codes, numbers with units). */
+  facts: string[];
+  /** Budget for the summary, in tokens. */
+  maxTokens: number;
+  /** Summarizer model (LLM only); the configured default when omitted. */
+  model?: string | undefined;
+  /** Extra instructions appended to the versioned prompt (LLM only). */
+  instructions?: string | undefined;
+  temperature?: number | undefined;
+  /** Budget for one call's input, in tokens: longer ranges are summarized in chunks, then merged. */
+  maxInputTokens?: number | undefined;
+  signal?: AbortSignal | undefined;
+}
+
+/** What one summary cost, summed over every call that made it. */
+export interface SummaryUsage {
+  input_tokens: number;
+  output_tokens: number;
+  cached_input_tokens: number;
+  calls: number;
+}
+
+export interface SummaryResult {
+  text: string;
+  usage: SummaryUsage;
+  model: string | null;
+}
+
+/** The calls a summary would make (dry runs), with their input sizes. */
+export interface SummaryPlan {
+  calls: { purpose: 'chunk' | 'merge' | 'summary'; input_tokens: number }[];
+  model: string | null;
+}
+
+/**
+ * The Summarizer contract: `llm` (an OpenAI-compatible server) or `extractive` (no LLM, a
+ * deterministic digest). Failures reject with a `CompactorError` of the `CMP_ERR_SUMMARIZER_*`
+ * family, translated at the implementation's boundary; an empty summary is a failure.
+ */
+export interface Summarizer {
+  readonly kind: 'llm' | 'extractive';
+  summarize(request: SummaryRequest): Promise<SummaryResult>;
+  plan(request: SummaryRequest): SummaryPlan;
+}
+
+export const NO_SUMMARY_USAGE: SummaryUsage = { input_tokens: 0, output_tokens: 0, cached_input_tokens: 0, calls: 0 };
+
+export function addUsage(a: SummaryUsage, b: SummaryUsage): SummaryUsage {
+  return {
+    input_tokens: a.input_tokens + b.input_tokens,
+    output_tokens: a.output_tokens + b.output_tokens,
+    cached_input_tokens: a.cached_input_tokens + b.cached_input_tokens,
+    calls: a.calls + b.calls,
+  };
+}
