@@ -13,8 +13,10 @@ import problemPlugin from './plugins/problem.js';
 import swaggerPlugin from './plugins/swagger.js';
 import compactRoutes from './routes/compact.js';
 import inspectRoutes from './routes/inspect.js';
+import summarizeRoutes from './routes/summarize.js';
 import windowRoutes from './routes/window.js';
 import type { ArtifactStore } from './store/types.js';
+import { createSummarizer } from './summarizers/index.js';
 
 const { version } = createRequire(import.meta.url)('../package.json') as { version: string };
 
@@ -97,11 +99,13 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
     tokenCacheEntries: config.COMPACTOR_TOKEN_CACHE_ENTRIES,
     storeUrl: config.COMPACTOR_STORE_URL,
     artifactTtlSeconds: config.COMPACTOR_ARTIFACT_TTL_SECONDS,
+    summarizer: await createSummarizer(config),
     ...(deps.store ? { store: deps.store } : {}),
   });
 
   await app.register(windowRoutes);
   await app.register(compactRoutes);
+  await app.register(summarizeRoutes);
   await app.register(inspectRoutes);
   return app;
 }

@@ -47,6 +47,29 @@ export class ArtifactService {
     await this.call((store) => store.put(artifacts, this.options.ttlSeconds, this.options.now()));
   }
 
+  /** Stores entries if the store answers; returns whether it failed (the failure is logged, not thrown). */
+  async persistQuietly(artifacts: readonly NewArtifact[]): Promise<boolean> {
+    if (artifacts.length === 0 || !this.options.store) return false;
+    try {
+      await this.persist(artifacts);
+      return false;
+    } catch {
+      return true;
+    }
+  }
+
+  /** Stored contents by id; empty when the store cannot answer (callers treat it as a miss). */
+  async recall(ids: readonly string[]): Promise<Map<string, string>> {
+    const out = new Map<string, string>();
+    if (!this.options.store || ids.length === 0) return out;
+    try {
+      for (const [id, a] of await this.options.store.get(ids, this.options.now())) out.set(id, a.content);
+    } catch {
+      // A cache miss: the caller recomputes.
+    }
+    return out;
+  }
+
   /**
    * Restores every placeholder whose artifact is known, from the request's own `artifacts` (what
    * `store: "inline"` returned; each checked against its content address) or from the store.

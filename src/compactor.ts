@@ -9,8 +9,10 @@ import { buildGroups, firstUserTurn, groupIndexOf, headLength, runStarts } from 
 import type { Action, Item, Violation, Warning } from './history/types.js';
 import type { HistoryRequest } from './schemas/common.js';
 import type { ArtifactStore } from './store/types.js';
-import type { PreparedHistory, Strategy } from './strategies/types.js';
+import type { BilledUsage, PreparedHistory, Strategy } from './strategies/types.js';
 import { keepAll } from './strategies/types.js';
+import { ExtractiveSummarizer } from './summarizers/extractive.js';
+import type { Summarizer } from './summarizers/types.js';
 import { checkDepth, type TokenCounter } from './tokens/counter.js';
 import { type ModelProfile, resolveModel } from './tokens/models.js';
 import { occupancyFromUsage } from './tokens/occupancy.js';
@@ -45,6 +47,7 @@ export interface StrategyResponse<Extra> {
   };
   actions: Action[];
   warnings: Warning[];
+  fallback?: { from: string; to: string; reason: string };
   extra: Extra;
 }
 
@@ -56,6 +59,8 @@ export interface CompactorLogger {
 }
 
 export interface CompactorOptions {
+  /** The summarizer strategies use (default: the extractive one). */
+  summarizer?: Summarizer;
   /** Where offloaded originals live; without one, `store: "server"` answers 503. */
   store?: ArtifactStore;
   /** How long offloaded originals live (default 7 days). */
@@ -72,11 +77,13 @@ export interface CompactorOptions {
 export class Compactor {
   /** Offloaded originals: persistence, expand, recall. */
   readonly artifacts: ArtifactService;
+  private readonly summarizer: Summarizer;
 
   constructor(
     private readonly counter: TokenCounter,
     private readonly options: CompactorOptions = {},
   ) {
+    this.summarizer = options.summarizer ?? new ExtractiveSummarizer();
     this.artifacts = new ArtifactService({
       store: options.store,
       ttlSeconds: options.artifactTtlSeconds ?? 7 * 24 * 3600,
@@ -222,28 +229,38 @@ export class Compactor {
       counting: h.counting,
       tokenizer: h.profile.tokenizer,
     });
-    const unchanged = (reason: string, warnings: Warning[], extra: E): StrategyResponse<E> => ({
+    const billed = (u: BilledUsage | undefined) =>
+      u ? { ...u, total_tokens: u.input_tokens + u.output_tokens } : { ...NO_USAGE };
+    const unchanged = (reason: string, warnings: Warning[], extra: E, usage?: BilledUsage): StrategyResponse<E> => ({
       messages: req.messages,
       format: h.format.name,
       applied: false,
       reason,
       tokens: tokens(0),
-      usage: { ...NO_USAGE },
+      usage: billed(usage),
       actions: keepAll(h.items.length),
       warnings,
       extra,
     });
     if (!this.triggered(req, h)) return unchanged('below_trigger', h.warnings, strategy.idle(h));
 
+    const dryRun = req.dry_run === true;
     const out = await strategy.run(h, options, {
       counter: this.counter,
       profile: h.profile,
+      summarizer: this.summarizer,
+      recall: (ids) => this.artifacts.recall(ids),
+      dryRun,
       ...(signal ? { signal } : {}),
     });
     const warnings = [...h.warnings, ...out.warnings];
-    if (out.reason) return unchanged(out.reason, warnings, out.extra);
+    if (out.bestEffort && !dryRun) {
+      const failed = await this.artifacts.persistQuietly(out.bestEffort);
+      if (failed)
+        warnings.push({ code: 'cache_not_written', message: 'the summary cache could not be written: the store did not answer' });
+    }
+    if (out.reason) return unchanged(out.reason, warnings, out.extra, out.usage);
     this.checkOutput(strategy.kind, h.format, out.messages);
-    const dryRun = req.dry_run === true;
     if (!dryRun && out.offload) await this.artifacts.persist(out.offload);
     let freed = 0;
     for (const a of out.actions) freed += a.tokens_freed;
@@ -254,9 +271,10 @@ export class Compactor {
       applied: !dryRun,
       ...(dryRun ? { reason: 'dry_run' } : {}),
       tokens: tokens(saved),
-      usage: { ...NO_USAGE },
+      usage: billed(out.usage),
       actions: out.actions,
       warnings,
+      ...(out.fallback ? { fallback: out.fallback } : {}),
       extra: out.extra,
     };
   }

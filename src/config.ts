@@ -26,9 +26,24 @@ export const ConfigSchema = z.object({
     .regex(/^(memory:?|sqlite:.*|rediss?:\/\/.+)$/, 'expected sqlite:<path>, redis://host:port or memory:')
     .default('sqlite:./data/compactor.db'),
   COMPACTOR_ARTIFACT_TTL_SECONDS: intFromEnv(1, 10 * 365 * 24 * 3600).default(7 * 24 * 3600),
+  OPENAI_BASE_URL: z.url().optional(),
+  OPENAI_API_KEY: z.string().min(1).optional(),
+  COMPACTOR_SUMMARIZER_MODEL: z.string().min(1).max(256).optional(),
+  COMPACTOR_SUMMARIZER_MODELS: z
+    .string()
+    .transform((v) =>
+      v
+        .split(',')
+        .map((m) => m.trim())
+        .filter(Boolean),
+    )
+    .optional(),
+  COMPACTOR_SUMMARIZER_TIMEOUT_MS: intFromEnv(100, 600_000).default(30_000),
+  COMPACTOR_SUMMARIZER_MAX_RETRIES: intFromEnv(0, 10).default(2),
+  COMPACTOR_SUMMARIZER_CONCURRENCY: intFromEnv(1, 256).default(4),
 });
 
-export type Config = z.infer<typeof ConfigSchema>;
+export type Config = z.output<typeof ConfigSchema>;
 
 /** Every variable with its one-line meaning, in the order `.env.example` and the README list them. */
 export const CONFIG_DOCS: Record<keyof Config, string> = {
@@ -42,6 +57,13 @@ export const CONFIG_DOCS: Record<keyof Config, string> = {
   COMPACTOR_TOKEN_CACHE_ENTRIES: 'Per-message token counts kept in the count cache (0 = no cache)',
   COMPACTOR_STORE_URL: 'Artifact store: sqlite:<path> (file created on first use), redis://host:port, or memory:',
   COMPACTOR_ARTIFACT_TTL_SECONDS: 'How long offloaded originals live, in seconds (7 days)',
+  OPENAI_BASE_URL: 'OpenAI-compatible server the LLM summarizer calls (unset with no key: the extractive summarizer serves)',
+  OPENAI_API_KEY: 'Key for that server (never logged)',
+  COMPACTOR_SUMMARIZER_MODEL: 'Default summarizer model; required when an LLM is configured',
+  COMPACTOR_SUMMARIZER_MODELS: 'Comma list of other models a request may choose',
+  COMPACTOR_SUMMARIZER_TIMEOUT_MS: 'Deadline of one summarizer call, in ms',
+  COMPACTOR_SUMMARIZER_MAX_RETRIES: 'Retries after a retryable summarizer failure (429, 5xx, timeout, reset)',
+  COMPACTOR_SUMMARIZER_CONCURRENCY: 'Summarizer calls in flight at once',
 };
 
 /** Thrown at boot when a variable is invalid; its message names every offending variable. */
@@ -61,10 +83,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     if (value !== undefined && value !== '') input[key] = value;
   }
   const parsed = ConfigSchema.safeParse(input);
+  if (parsed.success && (parsed.data.OPENAI_BASE_URL || parsed.data.OPENAI_API_KEY) && !parsed.data.COMPACTOR_SUMMARIZER_MODEL) {
+    throw new ConfigError(
+      'invalid configuration: COMPACTOR_SUMMARIZER_MODEL is required when OPENAI_BASE_URL or OPENAI_API_KEY is set',
+    );
+  }
   if (!parsed.success) {
     const lines = parsed.error.issues.map((issue) => {
       const name = String(issue.path[0] ?? '(environment)');
-      return `${name}=${JSON.stringify(input[name] ?? '')}: ${issue.message}`;
+      const shown = /KEY|SECRET|TOKEN/.test(name) ? '(redacted)' : JSON.stringify(input[name] ?? '');
+      return `${name}=${shown}: ${issue.message}`;
     });
     throw new ConfigError(`invalid configuration: ${lines.join('; ')}`);
   }

@@ -284,7 +284,9 @@ function blockText(content: unknown): string {
 function resultSites(message: unknown): ResultSite[] {
   const out: ResultSite[] = [];
   blocksOf(message).forEach((block, slot) => {
-    if (block.type === 'tool_result') out.push({ callId: block.tool_use_id as string, slot, text: blockText(block.content) });
+    if (block.type === 'tool_result') {
+      out.push({ callId: block.tool_use_id as string, slot, text: blockText(block.content), error: block.is_error === true });
+    }
   });
   return out;
 }
@@ -337,6 +339,29 @@ export const anthropic: FormatAdapter = {
   callWithArgs: (unit, args) => ({ ...(unit as JsonObject), input: args }),
   withoutThinking,
   textMessage: (role, text) => ({ role, content: [{ type: 'text', text }] }),
+  systemMessages: false,
+  prose: (message) => {
+    const content = (message as JsonObject).content;
+    if (typeof content === 'string') return content;
+    return blocksOf(message)
+      .filter((b) => b.type === 'text')
+      .map((b) => String(b.text))
+      .join('\n');
+  },
+  appendText: (message, text) => {
+    const m = message as JsonObject;
+    const blocks = typeof m.content === 'string' ? [{ type: 'text', text: m.content }] : blocksOf(m);
+    return { ...m, content: [...blocks, { type: 'text', text }] };
+  },
+  lastText: (message) => {
+    const last = blocksOf(message).at(-1);
+    return last?.type === 'text' && typeof last.text === 'string' ? last.text : undefined;
+  },
+  dropLastText: (message, collapse) => {
+    const rest = blocksOf(message).slice(0, -1);
+    const single = rest.length === 1 && rest[0]?.type === 'text';
+    return { ...(message as JsonObject), content: collapse && single ? rest[0]?.text : rest };
+  },
   framing: { perMessage: 3, perRequest: 3 },
   media: { image: 1600, document: 1500, audio: 0 },
 };

@@ -223,6 +223,18 @@ export const gemini: FormatAdapter = {
   callWithArgs,
   withoutThinking,
   textMessage: (role, text) => ({ role: role === 'assistant' ? 'model' : 'user', parts: [{ text }] }),
+  systemMessages: false,
+  prose: (message) =>
+    partsOf(message)
+      .filter((p) => typeof p.text === 'string' && p.thought !== true)
+      .map((p) => p.text as string)
+      .join('\n'),
+  appendText: (message, text) => ({ ...(message as JsonObject), parts: [...partsOf(message), { text }] }),
+  lastText: (message) => {
+    const last = partsOf(message).at(-1);
+    return typeof last?.text === 'string' && last.thought !== true ? last.text : undefined;
+  },
+  dropLastText: (message) => ({ ...(message as JsonObject), parts: partsOf(message).slice(0, -1) }),
   framing: { perMessage: 3, perRequest: 3 },
   media: { image: 1032, document: 1500, audio: 960 },
 };

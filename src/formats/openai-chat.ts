@@ -298,6 +298,34 @@ export const openaiChat: FormatAdapter = {
   callWithArgs,
   withoutThinking,
   textMessage: (role, text) => ({ role, content: text }),
+  systemMessages: true,
+  prose: (message) => {
+    const m = message as JsonObject;
+    const content = m.content;
+    const parts = Array.isArray(content)
+      ? (content as JsonObject[]).map((p) =>
+          typeof p.text === 'string' ? p.text : typeof p.refusal === 'string' ? p.refusal : '',
+        )
+      : [typeof content === 'string' ? content : ''];
+    if (typeof m.refusal === 'string') parts.push(m.refusal);
+    return parts.filter(Boolean).join('\n');
+  },
+  appendText: (message, text) => {
+    const m = message as JsonObject;
+    const parts = typeof m.content === 'string' ? [{ type: 'text', text: m.content }] : Array.isArray(m.content) ? m.content : [];
+    return { ...m, content: [...parts, { type: 'text', text }] };
+  },
+  lastText: (message) => {
+    const content = (message as JsonObject).content;
+    const last = Array.isArray(content) ? (content[content.length - 1] as JsonObject | undefined) : undefined;
+    return last?.type === 'text' && typeof last.text === 'string' ? last.text : undefined;
+  },
+  dropLastText: (message, collapse) => {
+    const m = message as JsonObject;
+    const rest = (m.content as unknown[]).slice(0, -1) as JsonObject[];
+    const single = rest.length === 1 && rest[0]?.type === 'text';
+    return { ...m, content: collapse && single ? rest[0]?.text : rest };
+  },
   framing: { perMessage: 3, perRequest: 3 },
   media: { image: 765, document: 1500, audio: 500 },
 };

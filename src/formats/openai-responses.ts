@@ -276,6 +276,32 @@ export const openaiResponses: FormatAdapter = {
   callWithArgs: (unit, args) => ({ ...(unit as JsonObject), arguments: JSON.stringify(args) }),
   withoutThinking: () => undefined,
   textMessage: (role, text) => ({ type: 'message', role, content: text }),
+  systemMessages: true,
+  prose: (message) => {
+    const m = message as JsonObject;
+    if (itemType(m) !== 'message') return '';
+    if (typeof m.content === 'string') return m.content;
+    return (m.content as JsonObject[])
+      .map((p) => (typeof p.text === 'string' ? p.text : typeof p.refusal === 'string' ? p.refusal : ''))
+      .filter(Boolean)
+      .join('\n');
+  },
+  appendText: (message, text) => {
+    const m = message as JsonObject;
+    const kind = m.role === 'assistant' ? 'output_text' : 'input_text';
+    const parts = typeof m.content === 'string' ? [{ type: kind, text: m.content }] : (m.content as unknown[]);
+    return { ...m, content: [...parts, { type: kind, text, ...(kind === 'output_text' ? { annotations: [] } : {}) }] };
+  },
+  lastText: (message) => {
+    const content = (message as JsonObject).content;
+    const last = Array.isArray(content) ? (content[content.length - 1] as JsonObject | undefined) : undefined;
+    return typeof last?.text === 'string' ? last.text : undefined;
+  },
+  dropLastText: (message, collapse) => {
+    const m = message as JsonObject;
+    const rest = (m.content as JsonObject[]).slice(0, -1);
+    return { ...m, content: collapse && rest.length === 1 && typeof rest[0]?.text === 'string' ? rest[0].text : rest };
+  },
   framing: { perMessage: 3, perRequest: 3 },
   media: { image: 765, document: 1500, audio: 500 },
 };

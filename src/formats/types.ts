@@ -31,6 +31,8 @@ export interface ResultSite {
   readonly slot: number;
   /** The result's text (images and files as short notes), what placeholders and dedupe read. */
   readonly text: string;
+  /** Whether the result reports an error (Anthropic `is_error`), when the format says. */
+  readonly error?: boolean;
 }
 
 export type UnitKind = 'call' | 'result';
@@ -78,7 +80,20 @@ export interface FormatAdapter {
    */
   withoutThinking(message: unknown): unknown | undefined;
   /** A plain text message of this format, in its natural form (summaries, notes). */
-  textMessage(role: 'user' | 'assistant', text: string): unknown;
+  textMessage(role: 'user' | 'assistant' | 'system', text: string): unknown;
+  /** Whether this format accepts a `system` message inside the history. */
+  readonly systemMessages: boolean;
+  /** The message's own prose: text parts and refusals, without tool traffic or thinking. */
+  prose(message: unknown): string;
+  /** The message with `text` appended as one more text block or part (a summary joining it). */
+  appendText(message: unknown, text: string): unknown;
+  /** The text of the message's last text block or part, if its last block is text. */
+  lastText(message: unknown): string | undefined;
+  /**
+   * The message without its last block (which `appendText` added); with `collapse`, a single
+   * remaining text block becomes string content again, as it was before `appendText`.
+   */
+  dropLastText(message: unknown, collapse: boolean): unknown;
   /** Token overheads the provider charges for framing: per message, and once per request. */
   readonly framing: { readonly perMessage: number; readonly perRequest: number };
   /** Flat token costs for media whose size cannot be read from the request. */

@@ -1,5 +1,5 @@
 import type { FormatAdapter } from '../formats/types.js';
-import { markedIds } from './markers.js';
+import { markedIds, parseSummary, SUMMARY_REQUEST } from './markers.js';
 
 /** One placeholder found in a history: where it is and which artifact it names. */
 interface Reference {
@@ -48,9 +48,10 @@ export async function expandHistory(
   input: readonly unknown[],
   lookup: (ids: readonly string[]) => Promise<Map<string, unknown>>,
 ): Promise<ExpandResult> {
-  const messages = [...input];
   const missing = new Set<string>();
-  let restored = 0;
+  const summaries = await expandSummaries(format, input, lookup, missing);
+  const messages = summaries.messages;
+  let restored = summaries.restored;
   for (let round = 0; round < 8; round++) {
     const refs = references(format, messages).filter((r) => !missing.has(r.id));
     if (refs.length === 0) break;
@@ -76,4 +77,60 @@ export async function expandHistory(
     if (!progress) break;
   }
   return { messages, restored, missing: [...missing] };
+}
+
+interface RangeArtifact {
+  messages: unknown[];
+  previous_id: string | null;
+}
+
+function isRange(value: unknown): value is RangeArtifact {
+  return typeof value === 'object' && value !== null && Array.isArray((value as RangeArtifact).messages);
+}
+
+/**
+ * Puts the transcript a summary stands for back in its place: the summarized range, preceded by
+ * whatever each earlier summary it folded stood for (followed through `previous_id`). A summary
+ * that joined a neighbour is taken out of it first. Unknown or expired ranges stay summarized.
+ */
+async function expandSummaries(
+  format: FormatAdapter,
+  input: readonly unknown[],
+  lookup: (ids: readonly string[]) => Promise<Map<string, unknown>>,
+  missing: Set<string>,
+): Promise<{ messages: unknown[]; restored: number }> {
+  const resolve = async (id: string, depth: number): Promise<unknown[] | undefined> => {
+    const found = (await lookup([id])).get(id);
+    if (!isRange(found) || depth > 64) {
+      missing.add(id);
+      return undefined;
+    }
+    const earlier = found.previous_id ? ((await resolve(found.previous_id, depth + 1)) ?? []) : [];
+    return [...earlier, ...found.messages];
+  };
+  const out: unknown[] = [];
+  let restored = 0;
+  for (let i = 0; i < input.length; i++) {
+    const message = input[i];
+    const own = parseSummary(format.prose(message));
+    const joined = own ? undefined : parseSummary(format.lastText(message));
+    const marker = own ?? joined;
+    if (!marker?.id) {
+      out.push(message);
+      continue;
+    }
+    const range = await resolve(marker.id, 0);
+    if (!range) {
+      out.push(message);
+      continue;
+    }
+    restored++;
+    if (marker.placement === 'joined' || marker.placement === 'joined-string') {
+      out.push(format.dropLastText(message, marker.placement === 'joined-string'), ...range);
+    } else {
+      if (marker.placement === 'pair' && out.length > 0 && format.prose(out[out.length - 1]) === SUMMARY_REQUEST) out.pop();
+      out.push(...range);
+    }
+  }
+  return { messages: out, restored };
 }

@@ -30,3 +30,38 @@ export function contentAddress(json: string): { id: string; sha256: string } {
   const sha256 = createHash('sha256').update(json).digest('hex');
   return { id: `art_${sha256.slice(0, 24)}`, sha256 };
 }
+
+/** Where a summary of ours sits: its own message, a request/answer pair, or joined to a neighbour. */
+export type SummaryPlacement = 'own' | 'pair' | 'joined' | 'joined-string';
+
+export interface SummaryMarker {
+  /** The artifact holding the summarized range, or null with `store: none`. */
+  id: string | null;
+  placement: SummaryPlacement;
+  /** How many original messages the summary stands for, earlier summaries included. */
+  covers: number;
+  /** The summary's text without its marker line. */
+  text: string;
+}
+
+const SUMMARY_LINE = /^\[compactor:summary (art_[0-9a-f]{24}|none) (own|pair|joined|joined-string) covers=(\d+)\]\n/;
+
+/** The first line of every summary Compactor writes; recognized exactly on later calls. */
+export function summaryMarker(id: string | null, placement: SummaryPlacement, covers: number): string {
+  return `[compactor:summary ${id ?? 'none'} ${placement} covers=${covers}]\n`;
+}
+
+/** Reads a summary marker at the start of a text, or undefined when the text is not ours. */
+export function parseSummary(text: string | undefined): SummaryMarker | undefined {
+  const m = text === undefined ? null : SUMMARY_LINE.exec(text);
+  if (!m || text === undefined) return undefined;
+  return {
+    id: m[1] === 'none' ? null : (m[1] as string),
+    placement: m[2] as SummaryPlacement,
+    covers: Number(m[3]),
+    text: text.slice(m[0].length),
+  };
+}
+
+/** The user half of a `pair` summary. */
+export const SUMMARY_REQUEST = '[compactor:summary-request] Summarize the conversation so far.';

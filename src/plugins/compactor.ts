@@ -4,6 +4,7 @@ import { Gauge } from 'prom-client';
 import { Compactor } from '../compactor.js';
 import { openStore } from '../store/index.js';
 import type { ArtifactStore } from '../store/types.js';
+import type { Summarizer } from '../summarizers/types.js';
 import { TokenCounter } from '../tokens/counter.js';
 
 declare module 'fastify' {
@@ -17,6 +18,7 @@ export interface CompactorPluginOptions {
   tokenCacheEntries: number;
   storeUrl: string;
   artifactTtlSeconds: number;
+  summarizer: Summarizer;
   /** A store built by the caller (tests); otherwise one is opened from `storeUrl`. */
   store?: ArtifactStore;
 }

@@ -1,10 +1,12 @@
 import { compactStrategy } from './compact.js';
 import { windowStrategy } from './sliding-window.js';
+import { summarizeStrategy } from './summarize.js';
 
 /** Every strategy, by kind: the only list of them. Endpoint schemas are derived from it. */
 export const STRATEGIES = {
   window: windowStrategy,
   compact: compactStrategy,
+  summarize: summarizeStrategy,
 } as const;
 
 export type StrategyKind = keyof typeof STRATEGIES;

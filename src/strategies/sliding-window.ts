@@ -40,7 +40,7 @@ const sum = (counts: readonly number[], from: number, to: number): number => {
 };
 
 /** The requested cut (start of the kept tail), before it is moved to a safe boundary. */
-function requestedCut(h: PreparedHistory, keep: Keep, firstUser: number): number {
+export function requestedCut(h: PreparedHistory, keep: Keep, firstUser: number): number {
   const n = h.items.length;
   if (keep.runs !== undefined) {
     const k = Math.max(1, keep.runs);
@@ -64,6 +64,18 @@ function requestedCut(h: PreparedHistory, keep: Keep, firstUser: number): number
 }
 
 /**
+ * The requested cut moved back to a group start, never past the newest group's start, never into
+ * the head: the start of a tail that keeps whole groups.
+ */
+export function safeCut(h: PreparedHistory, requested: number): number {
+  const n = h.items.length;
+  const newest = h.groups[h.groups.length - 1];
+  let cut = newest && newest.kind !== 'head' ? Math.min(requested, newest.start) : n;
+  if (cut < n) cut = (h.groups[h.groupOf[cut] as number] as { start: number }).start;
+  return Math.max(cut, h.head);
+}
+
+/**
  * Sliding window (hastekit's sliding-window summarizer; Manning 6.2.2): keeps the head, the first
  * user message (by default) and the newest runs, messages or tokens; drops the rest. The cut is
  * moved back to a group start, never below the newest group, and further back while the format
@@ -76,9 +88,7 @@ function run(h: PreparedHistory, options: z.output<typeof WindowOptions>): Strat
   const newest = groups[groups.length - 1];
   const firstUser = options.keep_first_user ? h.firstUser : -1;
   const requested = requestedCut(h, options.keep, firstUser);
-  let cut = newest && newest.kind !== 'head' ? Math.min(requested, newest.start) : n;
-  if (cut < n) cut = (groups[groupOf[cut] as number] as { start: number }).start;
-  cut = Math.max(cut, head);
+  let cut = safeCut(h, requested);
 
   const headLast: Item | undefined = head > 0 ? items[head - 1] : undefined;
   let keepFirst = firstUser >= head && firstUser < cut && format.canFollow(headLast, items[firstUser] as Item);

@@ -2,6 +2,7 @@ import type { z } from 'zod';
 import type { FormatAdapter } from '../formats/types.js';
 import type { Action, Group, Item, Warning } from '../history/types.js';
 import type { NewArtifact } from '../store/types.js';
+import type { Summarizer } from '../summarizers/types.js';
 import type { TokenCounter } from '../tokens/counter.js';
 import type { ModelProfile } from '../tokens/models.js';
 
@@ -33,6 +34,21 @@ export interface StrategyContext {
   readonly counter: TokenCounter;
   readonly profile: ModelProfile;
   readonly signal?: AbortSignal;
+  /** The configured summarizer (the extractive one when no LLM is configured). */
+  readonly summarizer?: Summarizer;
+  /** Reads stored artifacts (the summary cache); resolves empty when the store cannot answer. */
+  readonly recall?: (ids: readonly string[]) => Promise<Map<string, string>>;
+  /** A dry run: compute and report, change nothing, call no LLM. */
+  readonly dryRun?: boolean;
+}
+
+/** What a strategy's LLM calls cost (summed). */
+export interface BilledUsage {
+  input_tokens: number;
+  output_tokens: number;
+  cached_input_tokens: number;
+  calls: number;
+  model: string | null;
 }
 
 /** A strategy's answer. `messages` holds original values for kept messages, by reference. */
@@ -46,6 +62,12 @@ export interface StrategyOutput<Extra> {
   addedTokens: number;
   /** Originals to persist when the request's store is `server` (never on a dry run). */
   offload?: NewArtifact[];
+  /** Entries to store if the store answers (the summary cache); a failure is only logged. */
+  bestEffort?: NewArtifact[];
+  /** What the strategy's LLM calls were billed, failed ones included. */
+  usage?: BilledUsage;
+  /** A cheaper strategy stood in for a failed one. */
+  fallback?: { from: string; to: string; reason: string };
   /** Strategy-specific response fields (e.g. `dropped`). */
   extra: Extra;
 }

@@ -37,7 +37,9 @@ export class ExtractiveSummarizer implements Summarizer {
   async summarize(request: SummaryRequest): Promise<SummaryResult> {
     const budget = Math.max(200, request.maxTokens * 4);
     const lines = events(request.entries);
-    const head: string[] = [`Digest of ${request.entries.length} earlier messages (extractive: no LLM was used).`];
+    const head: string[] = [
+      `Digest of the earlier conversation (extractive: no LLM was used; ${request.entries.length} entries).`,
+    ];
     if (request.previous) head.push('', 'Earlier summary:', clip(request.previous, Math.floor(budget / 3), 200));
     const facts = request.facts.length ? ['', 'Key references:', ...request.facts.map((f) => `- ${f}`)] : [];
     const fixed = head.join('\n').length + facts.join('\n').length + 64;

@@ -1,0 +1,38 @@
+import { z } from 'zod';
+import { SummarizeOptions } from '../strategies/summarize.js';
+import { HistoryFields, StrategyResponseFields } from './common.js';
+import { Dropped } from './window.js';
+
+export const SummarizeRequest = z.strictObject({ ...HistoryFields, ...SummarizeOptions.shape }).meta({ id: 'SummarizeRequest' });
+
+export const SummaryReportSchema = z
+  .object({
+    id: z.string().describe('the art_… artifact holding the summarized range (its content address with store none)'),
+    parent_id: z.string().nullable().describe('the earlier summary this one folded'),
+    text: z.string(),
+    role: z.string().describe('user, system, pair, or "<role> (joined)" when it joined a neighbour to keep roles alternating'),
+    message_index: z.number().int().describe('where the summary sits in the returned messages'),
+    covered_messages: z.number().int().describe('original messages it stands for, through every earlier summary'),
+    last_summarized_run_id: z.string().nullable(),
+    summarizer: z.enum(['llm', 'extractive']),
+    model: z.string().nullable(),
+    cached: z.boolean().describe('served from the summary cache: nothing was billed'),
+    facts: z.object({ found: z.number().int(), kept: z.number().int(), appended: z.number().int() }),
+  })
+  .meta({ id: 'SummaryReport' });
+
+export const SummaryPlanSchema = z
+  .object({
+    calls: z.array(z.object({ purpose: z.enum(['chunk', 'merge', 'summary']), input_tokens: z.number().int() })),
+    model: z.string().nullable(),
+  })
+  .meta({ id: 'SummaryPlan', description: 'The summarizer calls a dry run would make.' });
+
+export const SummarizeResponse = z
+  .object({
+    ...StrategyResponseFields,
+    summary: SummaryReportSchema.nullable(),
+    plan: SummaryPlanSchema.optional(),
+    dropped: Dropped.optional().describe('when the sliding window stood in for a failed summary'),
+  })
+  .meta({ id: 'SummarizeResponse' });

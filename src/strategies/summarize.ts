@@ -1,0 +1,341 @@
+import { z } from 'zod';
+import { CompactorError, fieldError } from '../errors.js';
+import { contentAddress, parseSummary, SUMMARY_REQUEST, type SummaryPlacement, summaryMarker } from '../history/markers.js';
+import type { Action, Item, Warning } from '../history/types.js';
+import type { NewArtifact } from '../store/types.js';
+import { extractFacts, type FactReport, guardFacts } from '../summarizers/facts.js';
+import { PROMPT_VERSION } from '../summarizers/prompts.js';
+import type { SummaryPlan, SummaryUsage } from '../summarizers/types.js';
+import { KeepSchema, requestedCut, safeCut, windowStrategy } from './sliding-window.js';
+import { rangeEntries } from './summary-range.js';
+import type { BilledUsage, PreparedHistory, Strategy, StrategyContext, StrategyOutput } from './types.js';
+
+export const SummarizeOptions = z.object({
+  mode: z.enum(['rolling']).default('rolling').describe('rolling: head + one summary + kept tail'),
+  keep: KeepSchema.default({ messages: 20 }),
+  keep_first_user: z.boolean().default(true).describe('keep the first user message (the original task)'),
+  summary_role: z
+    .enum(['user', 'system', 'pair'])
+    .default('user')
+    .describe(
+      'user; system (formats that accept a system message inside the history); pair (a user request and an assistant answer)',
+    ),
+  summarizer: z
+    .strictObject({
+      model: z.string().min(1).max(256).optional().describe('must be allowed by COMPACTOR_SUMMARIZER_MODELS'),
+      prompt: z.string().max(20_000).optional().describe('extra instructions appended to the versioned prompt'),
+      max_tokens: z.number().int().min(64).max(32_000).default(1024).describe("the summary's budget"),
+      temperature: z.number().min(0).max(2).optional(),
+    })
+    .default({ max_tokens: 1024 }),
+  max_input_tokens: z
+    .number()
+    .int()
+    .min(1024)
+    .default(32_000)
+    .describe("one summarizer call's input budget: a longer range is summarized in chunks, then merged"),
+  on_failure: z
+    .enum(['keep', 'window', 'error'])
+    .default('keep')
+    .describe('keep: history unchanged; window: fall back to the sliding window; error: 502/503/504'),
+  timeout_ms: z.number().int().min(100).max(600_000).optional().describe('deadline for the whole request'),
+  store: z
+    .enum(['server', 'inline', 'none'])
+    .default('server')
+    .describe('server: the summarized range is offloaded as an artifact the summary names; none: nothing kept'),
+});
+
+export type SummarizeOptions = z.output<typeof SummarizeOptions>;
+
+export interface SummaryReport {
+  id: string;
+  parent_id: string | null;
+  text: string;
+  role: string;
+  message_index: number;
+  covered_messages: number;
+  last_summarized_run_id: string | null;
+  summarizer: 'llm' | 'extractive';
+  model: string | null;
+  cached: boolean;
+  facts: FactReport;
+}
+
+export interface SummarizeExtra {
+  summary: SummaryReport | null;
+  plan?: SummaryPlan;
+  dropped?: unknown;
+}
+
+interface Earlier {
+  /** Messages the earlier summary occupies (own or pair), or the message it joined. */
+  start: number;
+  end: number;
+  marker: NonNullable<ReturnType<typeof parseSummary>>;
+  /** For a joined summary: the host message as it was before the summary joined it. */
+  host?: unknown;
+}
+
+/** Finds an earlier summary of ours right after the prefix (or joined to its last message). */
+function findEarlier(h: PreparedHistory, prefixEnd: number): Earlier | undefined {
+  const { format, messages } = h;
+  const last = prefixEnd - 1;
+  if (last >= 0) {
+    const joined = parseSummary(format.lastText(messages[last]));
+    if (joined && (joined.placement === 'joined' || joined.placement === 'joined-string')) {
+      return {
+        start: last,
+        end: last,
+        marker: joined,
+        host: format.dropLastText(messages[last], joined.placement === 'joined-string'),
+      };
+    }
+  }
+  const own = parseSummary(format.prose(messages[prefixEnd]));
+  if (own?.placement === 'own') return { start: prefixEnd, end: prefixEnd + 1, marker: own };
+  if (format.prose(messages[prefixEnd]) === SUMMARY_REQUEST) {
+    const pair = parseSummary(format.prose(messages[prefixEnd + 1]));
+    if (pair?.placement === 'pair') return { start: prefixEnd, end: prefixEnd + 2, marker: pair };
+  }
+  return undefined;
+}
+
+const roleItem = (role: Item['role']): Item => ({
+  index: -1,
+  role,
+  userTurn: role === 'user',
+  calls: [],
+  results: [],
+  thinking: false,
+  original: null,
+});
+
+function billed(usage: SummaryUsage, model: string | null): BilledUsage {
+  return { ...usage, model: usage.calls > 0 ? model : null };
+}
+
+/**
+ * Rolling summary (Manning 6.2.5; hastekit's LLM summarizer; sagents): keeps the head, the first
+ * user message and the tail (`keep`, moved back to a safe boundary, never forward), and replaces
+ * the range between them with one summary. An earlier summary of ours found there is the starting
+ * point (folded, never summarized as conversation, never duplicated). The range is offloaded as an
+ * artifact the summary names, so `expand` gives the full transcript back. Identical requests are
+ * served from a content-addressed cache; an empty or failed summary is never committed.
+ */
+async function run(h: PreparedHistory, o: SummarizeOptions, ctx: StrategyContext): Promise<StrategyOutput<SummarizeExtra>> {
+  const { format, items, messages, counts } = h;
+  const summarizer = ctx.summarizer;
+  if (!summarizer) throw new CompactorError('CMP_ERR_INTERNAL', 'no summarizer configured');
+  if (o.summary_role === 'system' && !format.systemMessages) {
+    throw fieldError(
+      'CMP_ERR_OPTIONS_INVALID',
+      'summary_role',
+      `${format.name} takes no system message inside the history; use user or pair`,
+    );
+  }
+  const warnings: Warning[] = [];
+  const none = (reason: string, extra: Partial<SummarizeExtra> = {}, usage?: BilledUsage): StrategyOutput<SummarizeExtra> => ({
+    messages: [...messages],
+    actions: [],
+    warnings,
+    reason,
+    addedTokens: 0,
+    ...(usage ? { usage } : {}),
+    extra: { summary: null, ...extra },
+  });
+
+  // 1. Prefix (head and first user message) and the tail's start, at a safe boundary.
+  const firstUser = o.keep_first_user ? h.firstUser : -1;
+  const requested = requestedCut(h, o.keep, firstUser);
+  let cut = safeCut(h, requested);
+  const keepFirst = firstUser >= h.head && firstUser < cut;
+  const prefixEnd = keepFirst ? firstUser + 1 : h.head;
+  const earlier = findEarlier(h, prefixEnd);
+  const rangeStart = earlier && earlier.end > earlier.start ? earlier.end : prefixEnd;
+
+  // 2. Where the summary goes, and a tail start that the format accepts after it.
+  const hostIndex = prefixEnd - 1;
+  const left = hostIndex >= 0 ? items[hostIndex] : undefined;
+  const summaryRole = o.summary_role === 'system' ? 'system' : 'user';
+  let placement: SummaryPlacement = o.summary_role === 'pair' ? 'pair' : 'own';
+  if (placement === 'own' && !format.canFollow(left, roleItem(summaryRole))) {
+    const host = earlier?.host ?? messages[hostIndex];
+    placement = typeof (host as { content?: unknown })?.content === 'string' ? 'joined-string' : 'joined';
+  }
+  const lastRole: Item['role'] = placement === 'pair' ? 'assistant' : placement === 'own' ? summaryRole : (left?.role ?? 'user');
+  while (cut > rangeStart && cut < items.length && !format.canFollow(roleItem(lastRole), items[cut] as Item)) {
+    cut = (h.groups[(h.groupOf[cut] as number) - 1] as { start: number }).start;
+  }
+  if (cut < requested) {
+    warnings.push({
+      code: 'unsafe_cut_avoided',
+      message: `the kept tail starts at message ${cut}, not ${requested}: a cut there is not safe`,
+    });
+  }
+  const range: number[] = [];
+  const opaque: number[] = [];
+  for (let i = rangeStart; i < cut; i++) ((items[i] as Item).opaque ? opaque : range).push(i);
+  if (range.length === 0) return none('nothing_to_reduce');
+
+  // 3. What to summarize: the range as transcript entries, the earlier summary, the exact facts.
+  const entries = rangeEntries(h, range);
+  const previous = earlier?.marker.text ?? null;
+  const facts = extractFacts([previous ?? '', ...entries.flatMap((e) => [e.text, ...e.calls.map((c) => c.args)])]);
+  const request = {
+    entries,
+    previous,
+    facts,
+    maxTokens: o.summarizer.max_tokens,
+    model: o.summarizer.model,
+    instructions: o.summarizer.prompt,
+    temperature: o.summarizer.temperature,
+    maxInputTokens: o.max_input_tokens,
+    signal: o.timeout_ms ? AbortSignal.timeout(o.timeout_ms) : ctx.signal,
+  };
+  const rangeMessages = range.map((i) => messages[i]);
+  const rangeJson = JSON.stringify({ messages: rangeMessages, previous_id: earlier?.marker.id ?? null });
+  const cacheKey = JSON.stringify([PROMPT_VERSION, summarizer.kind, o.summarizer, o.max_input_tokens, previous, rangeJson]);
+  const cache = contentAddress(`summary-cache\n${cacheKey}`);
+  if (ctx.dryRun) return none('dry_run', { plan: summarizer.plan(request) });
+
+  // 4. The summary: from the cache, or from the summarizer (following on_failure when it fails).
+  let text: string;
+  let factReport: FactReport;
+  let usage: SummaryUsage = { input_tokens: 0, output_tokens: 0, cached_input_tokens: 0, calls: 0 };
+  let model: string | null = null;
+  let cached = false;
+  const hit = (await ctx.recall?.([cache.id]))?.get(cache.id);
+  if (hit) {
+    ({ text, facts: factReport, model } = JSON.parse(hit) as { text: string; facts: FactReport; model: string | null });
+    cached = true;
+  } else {
+    try {
+      const result = await summarizer.summarize(request);
+      usage = result.usage;
+      model = result.model;
+      if (result.text.trim() === '')
+        throw new CompactorError('CMP_ERR_SUMMARIZER_EMPTY', 'the summarizer returned an empty summary');
+      ({ text, facts: factReport } = guardFacts(result.text.trim(), facts));
+    } catch (error) {
+      if (!(error instanceof CompactorError)) throw error;
+      const spent = (error as CompactorError & { billed?: SummaryUsage }).billed ?? usage;
+      const cost = billed(spent, model ?? o.summarizer.model ?? null);
+      if (o.on_failure === 'error') throw error;
+      warnings.push({ code: 'summarizer_failed', message: `${error.code}: ${error.message}` });
+      if (o.on_failure === 'keep') return none('summarizer_failed', {}, cost);
+      const fallback = (await windowStrategy.run(
+        h,
+        { keep: o.keep, keep_first_user: o.keep_first_user },
+        ctx,
+      )) as unknown as StrategyOutput<SummarizeExtra>;
+      return {
+        ...fallback,
+        warnings: [...warnings, ...fallback.warnings],
+        usage: cost,
+        fallback: { from: 'summarize', to: 'window', reason: error.code },
+        extra: { summary: null, dropped: (fallback.extra as unknown as { dropped: unknown }).dropped },
+      };
+    }
+  }
+
+  // 5. The summarized range is offloaded; the summary names it.
+  const bestEffort: NewArtifact[] = cached
+    ? []
+    : [
+        {
+          id: cache.id,
+          kind: 'summary_cache',
+          tool_name: null,
+          sha256: cache.sha256,
+          content: JSON.stringify({ text, facts: factReport, model }),
+        },
+      ];
+  const rangeArtifact = contentAddress(rangeJson);
+  const id = o.store === 'none' ? null : rangeArtifact.id;
+  const offload: NewArtifact[] =
+    o.store === 'server'
+      ? [{ id: rangeArtifact.id, kind: 'summary_range', tool_name: null, content: rangeJson, sha256: rangeArtifact.sha256 }]
+      : [];
+  const covers = range.length + (earlier?.marker.covers ?? 0);
+  const body = `${summaryMarker(id, placement, covers)}${text}`;
+
+  // 6. The new history: prefix, opaque items kept, the summary, the tail.
+  const actions: Action[] = messages.map((_, index) => ({ index, action: 'keep', tokens_freed: 0 }));
+  const count = (m: unknown) => ctx.counter.countMessage(format, ctx.profile, m);
+  const out: unknown[] = messages.slice(0, prefixEnd);
+  let added = 0;
+  let messageIndex: number;
+  if (placement === 'joined' || placement === 'joined-string') {
+    const host = earlier?.host ?? messages[hostIndex];
+    const joined = format.appendText(host, body);
+    out[hostIndex] = joined;
+    const hostAction = actions[hostIndex] as Action;
+    hostAction.action = 'rewrite';
+    hostAction.tokens_freed = (counts[hostIndex] as number) - count(host);
+    added += count(joined) - count(host);
+    messageIndex = hostIndex;
+  } else {
+    if (earlier?.host !== undefined) {
+      // An earlier summary joined the host: the host goes back to what it was before.
+      out[hostIndex] = earlier.host;
+      Object.assign(actions[hostIndex] as Action, {
+        action: 'rewrite',
+        tokens_freed: (counts[hostIndex] as number) - count(earlier.host),
+      });
+    }
+    for (const i of opaque) out.push(messages[i]);
+    if (earlier?.host === undefined && earlier) {
+      for (let i = earlier.start; i < earlier.end; i++)
+        Object.assign(actions[i] as Action, { action: 'summarize', tokens_freed: counts[i] });
+    }
+    const inserted =
+      placement === 'pair'
+        ? [format.textMessage('user', SUMMARY_REQUEST), format.textMessage('assistant', body)]
+        : [format.textMessage(summaryRole, body)];
+    out.push(...inserted);
+    for (const m of inserted) added += count(m);
+    messageIndex = out.length - 1;
+  }
+  if (placement !== 'own' && placement !== 'pair') for (const i of opaque) out.push(messages[i]);
+  for (const i of range) Object.assign(actions[i] as Action, { action: 'summarize', tokens_freed: counts[i] });
+  for (let i = cut; i < messages.length; i++) out.push(messages[i]);
+
+  const freed = actions.reduce((sum, a) => sum + a.tokens_freed, 0);
+  if (freed - added <= 0) {
+    warnings.push({
+      code: 'summary_not_smaller',
+      message: `the summary (${added} tokens) would not be smaller than what it replaces (${freed})`,
+    });
+    return none('nothing_to_reduce', {}, billed(usage, model));
+  }
+  const summary: SummaryReport = {
+    id: id ?? cache.id,
+    parent_id: earlier?.marker.id ?? null,
+    text,
+    role: placement === 'pair' ? 'pair' : placement === 'own' ? summaryRole : `${left?.role ?? 'user'} (joined)`,
+    message_index: messageIndex,
+    covered_messages: covers,
+    last_summarized_run_id: h.runIds?.[cut - 1] ?? null,
+    summarizer: summarizer.kind,
+    model,
+    cached,
+    facts: factReport,
+  };
+  return {
+    messages: out,
+    actions,
+    warnings,
+    addedTokens: added,
+    offload,
+    bestEffort,
+    usage: billed(usage, model),
+    extra: { summary },
+  };
+}
+
+export const summarizeStrategy: Strategy<typeof SummarizeOptions, SummarizeExtra> = {
+  kind: 'summarize',
+  options: SummarizeOptions,
+  idle: () => ({ summary: null }),
+  run,
+};

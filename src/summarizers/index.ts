@@ -1,0 +1,27 @@
+import type { Config } from '../config.js';
+import { countText } from '../tokens/counter.js';
+import { resolveModel } from '../tokens/models.js';
+import { ExtractiveSummarizer } from './extractive.js';
+import type { Summarizer } from './types.js';
+
+/**
+ * The summarizer the configuration asks for: the LLM one when `OPENAI_BASE_URL` or
+ * `OPENAI_API_KEY` is set (loaded only then), else the extractive one, so a fresh machine needs
+ * no key.
+ */
+export async function createSummarizer(config: Config): Promise<Summarizer> {
+  if (!config.OPENAI_BASE_URL && !config.OPENAI_API_KEY) return new ExtractiveSummarizer();
+  const { LlmSummarizer } = await import('./llm.js');
+  const model = config.COMPACTOR_SUMMARIZER_MODEL as string;
+  const profile = resolveModel(model);
+  return new LlmSummarizer({
+    baseURL: config.OPENAI_BASE_URL ?? 'https://api.openai.com/v1',
+    apiKey: config.OPENAI_API_KEY,
+    defaultModel: model,
+    allowedModels: config.COMPACTOR_SUMMARIZER_MODELS ?? [],
+    timeoutMs: config.COMPACTOR_SUMMARIZER_TIMEOUT_MS,
+    maxRetries: config.COMPACTOR_SUMMARIZER_MAX_RETRIES,
+    concurrency: config.COMPACTOR_SUMMARIZER_CONCURRENCY,
+    countTokens: (text) => countText(profile, text),
+  });
+}
