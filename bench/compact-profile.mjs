@@ -1,14 +1,15 @@
 /**
  * CPU profile of the Compactor server on /v1/compact and /v1/expand (diagnostic for issue 3; not
- * part of bench/compact.mjs). For each input (the generated 2,000-message history and the largest
- * corpus transcript), starts `node --cpu-prof dist/server.js` on a fresh SQLite store, warms it up
+ * part of bench/compact.mjs). For each input (the generated 2,000-message history, the largest
+ * corpus transcript and the mid-size one of the throughput test), starts `node --cpu-prof dist/server.js` on a fresh SQLite store, warms it up
  * on histories that are never analyzed, then runs three phases:
  *   - cold: PROFILE_N unseen histories (every message misses the count cache);
  *   - warm: the last of them with one (different) message appended, PROFILE_N times;
  *   - expand: the cold call's compacted history expanded PROFILE_N times.
  * Only the samples taken inside each phase's time window are counted (the profile's clock and
  * process.hrtime are both CLOCK_MONOTONIC), and every figure is divided by PROFILE_N: ms per request.
- * Prints the functions with the most self and inclusive time; writes the .cpuprofile files under
+ * Prints the functions with the most self and inclusive time (for the mid-size transcript, the warm
+ * phase only: the request the throughput test repeats); writes the .cpuprofile files under
  * bench/out/profiles/.
  *
  * Usage: npm run build && node bench/compact-profile.mjs
@@ -23,14 +24,19 @@ const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const N = Number(process.env.PROFILE_N ?? 8);
 const stamp = new Date().toISOString().replace(/[:.]/g, '-');
 const LARGEST = '/work/shared/corpus/real/openai/mini-swe-agent-gemini-3-pro__psf__requests-1142.json';
+/** The body of the throughput test in bench/compact.mjs. */
+const MID = '/work/shared/corpus/real/openai/mini-swe-agent-gemini-3-pro__django__django-11138.json';
 const nowUs = () => Number(process.hrtime.bigint() / 1000n);
 
 const INPUTS = [
   { name: 'generated', messages: generateHistory({ seed: 42 }), model: 'gpt-4o' },
-  (() => {
-    const file = JSON.parse(readFileSync(LARGEST, 'utf8'));
-    return { name: 'corpus', messages: file.messages, model: file.meta.model };
-  })(),
+  ...[
+    ['corpus', LARGEST],
+    ['mid', MID],
+  ].map(([name, path]) => {
+    const file = JSON.parse(readFileSync(path, 'utf8'));
+    return { name, messages: file.messages, model: file.meta.model };
+  }),
 ];
 
 async function call(base, path, payload) {
@@ -128,6 +134,7 @@ for (const input of INPUTS) {
   const p = JSON.parse(readFileSync(file, 'utf8'));
   console.log(`\n# ${input.name}: ${input.messages.length} messages; profile ${file}`);
   for (const [name, ph] of Object.entries(phases)) {
+    if (input.name === 'mid' && name !== 'warm') continue;
     const { self, incl, total } = analyze(p, ph.start, ph.end);
     const top = (m, n) =>
       [...m]

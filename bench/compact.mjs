@@ -336,7 +336,9 @@ async function loadBench() {
     gc();
     r.ours = cannonFigures(await cannon(`${ours.base}/v1/compact`, body, DURATION));
     r.ours_peak_rss_mib = peakRssMiB(ours.pid);
-    log(`load ours: ${fmt(r.ours.rps)} req/s, p50 ${r.ours.latency_p50_ms} p99 ${r.ours.latency_p99_ms} ms, errors ${r.ours.errors} non2xx ${r.ours.non2xx}`);
+    log(
+      `load ours: ${fmt(r.ours.rps)} req/s, p50 ${r.ours.latency_p50_ms} p99 ${r.ours.latency_p99_ms} ms, errors ${r.ours.errors} non2xx ${r.ours.non2xx}`,
+    );
     gc();
     r.floor = cannonFigures(await cannon(floor.url, body, DURATION));
     r.floor_peak_rss_mib = peakRssMiB(floor.pid);
@@ -463,11 +465,14 @@ if (load) {
 meta.loadavg_end = os.loadavg().map((x) => Number(x.toFixed(2)));
 meta.seconds = Math.round((performance.now() - T0) / 1000);
 meta.dist_hash_end = distHash();
-if (meta.dist_hash_end !== meta.dist_hash) log('WARNING: dist/ changed during the run (someone rebuilt it): figures mix two builds');
+if (meta.dist_hash_end !== meta.dist_hash)
+  log('WARNING: dist/ changed during the run (someone rebuilt it): figures mix two builds');
 
 const met = (f) => (f.goal ? (f.goal.op === '<=' ? f.value <= f.goal.value : f.value >= f.goal.value) : undefined);
 
-console.log(`\n# Compaction benchmarks: ${meta.date}, node ${meta.node}, ${meta.nproc} cpus (${meta.cpu}), commit ${meta.commit}`);
+console.log(
+  `\n# Compaction benchmarks: ${meta.date}, node ${meta.node}, ${meta.nproc} cpus (${meta.cpu}), commit ${meta.commit}`,
+);
 console.log(
   `dist ${meta.dist_hash}${meta.dist_hash_end !== meta.dist_hash ? ` -> ${meta.dist_hash_end} (CHANGED during the run)` : ''}, src dirty: ${meta.src_dirty}; load average at start ${meta.loadavg_start.join(' ')}, at end ${meta.loadavg_end.join(' ')}; ${meta.seconds} s`,
 );
@@ -490,9 +495,13 @@ if (savings) {
 }
 if (http) {
   console.log('\nb/c. inputs:');
-  for (const input of HTTP_INPUTS) console.log(`  ${input.name.padEnd(10)} ${input.label}: ${JSON.stringify(http[input.name].summary)}`);
+  for (const input of HTTP_INPUTS)
+    console.log(`  ${input.name.padEnd(10)} ${input.label}: ${JSON.stringify(http[input.name].summary)}`);
 }
-if (load) console.log(`\nd. load input: ${load.input}, ${load.request_bytes} bytes, tokens ${load.tokens_before} -> ${load.tokens_after}`);
+if (load)
+  console.log(
+    `\nd. load input: ${load.input}, ${load.request_bytes} bytes, tokens ${load.tokens_before} -> ${load.tokens_after}`,
+  );
 console.log(`\nmedians of ${REPS} repetitions, minimum in brackets:`);
 for (const f of figures) {
   const m = met(f);

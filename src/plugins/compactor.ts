@@ -35,7 +35,15 @@ export default fp<CompactorPluginOptions>(
       if (!options.store) await store.close();
     });
     app.decorate('store', store);
-    app.decorate('compactor', new Compactor(counter, { store, artifactTtlSeconds: options.artifactTtlSeconds, logger: app.log }));
+    app.decorate(
+      'compactor',
+      new Compactor(counter, {
+        store,
+        artifactTtlSeconds: options.artifactTtlSeconds,
+        logger: app.log,
+        summarizer: options.summarizer,
+      }),
+    );
     const stat = (name: string, help: string, read: () => number) =>
       new Gauge({
         name,

@@ -1,7 +1,6 @@
 import { z } from 'zod';
 import { hasMarker, marker } from '../history/markers.js';
 import type { ActionKind, Warning } from '../history/types.js';
-import { countText } from '../tokens/counter.js';
 import { Rewrite } from './compact-rewrite.js';
 import { INPUT_PLACEHOLDER, placeholderFor, RuleSchema, render, WRITE_TOOLS } from './compact-rules.js';
 import type { PreparedHistory, Strategy, StrategyContext, StrategyOutput } from './types.js';
@@ -92,7 +91,7 @@ function resultSites(h: PreparedHistory, o: CompactOptions): ResultSiteInfo[] {
 }
 
 function tokensOf(ctx: StrategyContext, text: string): number {
-  return countText(ctx.profile, text);
+  return ctx.counter.countTextCached(ctx.profile, text);
 }
 
 /** Head and tail of a text, each about `keep / 2` tokens (cut on characters, by the text's own ratio). */

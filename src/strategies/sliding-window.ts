@@ -85,7 +85,6 @@ function run(h: PreparedHistory, options: z.output<typeof WindowOptions>): Strat
   const { items, groups, groupOf, head, format } = h;
   const n = items.length;
   const warnings: Warning[] = [];
-  const newest = groups[groups.length - 1];
   const firstUser = options.keep_first_user ? h.firstUser : -1;
   const requested = requestedCut(h, options.keep, firstUser);
   let cut = safeCut(h, requested);

@@ -158,7 +158,8 @@ async function run(h: PreparedHistory, o: SummarizeOptions, ctx: StrategyContext
   const left = hostIndex >= 0 ? items[hostIndex] : undefined;
   const summaryRole = o.summary_role === 'system' ? 'system' : 'user';
   let placement: SummaryPlacement = o.summary_role === 'pair' ? 'pair' : 'own';
-  if (placement === 'own' && !format.canFollow(left, roleItem(summaryRole))) {
+  // A summary that would follow a message of its own role where roles must alternate joins it.
+  if (!format.canFollow(left, roleItem(placement === 'pair' ? 'user' : summaryRole))) {
     const host = earlier?.host ?? messages[hostIndex];
     placement = typeof (host as { content?: unknown })?.content === 'string' ? 'joined-string' : 'joined';
   }

@@ -52,8 +52,9 @@ export interface SummaryPlan {
 
 /**
  * The Summarizer contract: `llm` (an OpenAI-compatible server) or `extractive` (no LLM, a
- * deterministic digest). Failures reject with a `CompactorError` of the `CMP_ERR_SUMMARIZER_*`
- * family, translated at the implementation's boundary; an empty summary is a failure.
+ * deterministic digest). Failures reject with a `CompactorError` with a summarizer code (timeout,
+ * unavailable, upstream, empty), translated at the implementation's boundary; an empty summary is
+ * a failure.
  */
 export interface Summarizer {
   readonly kind: 'llm' | 'extractive';

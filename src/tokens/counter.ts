@@ -142,6 +142,21 @@ export class TokenCounter {
     return total;
   }
 
+  /** Tokens of a text under a profile, through the same cache (a tool result counted again on a later call is a hit). */
+  countTextCached(profile: ModelProfile, text: string): number {
+    if (!this.cache || text.length < 48) return countText(profile, text);
+    const key = `${profile.id}|text|${hash('sha1', text, 'base64')}`;
+    const cached = this.cache.get(key);
+    if (cached !== undefined) {
+      this.hits++;
+      return cached;
+    }
+    this.misses++;
+    const n = countText(profile, text);
+    this.cache.set(key, n);
+    return n;
+  }
+
   countMessages(format: FormatAdapter, profile: ModelProfile, messages: readonly unknown[]): number[] {
     return messages.map((m) => this.countMessage(format, profile, m));
   }

@@ -1,0 +1,118 @@
+import assert from 'node:assert/strict';
+import fc from 'fast-check';
+import t from 'tap';
+import { Compactor } from '../../src/compactor.js';
+import { CompactorError } from '../../src/errors.js';
+import { parseSummary } from '../../src/history/markers.js';
+import { MemoryStore } from '../../src/store/memory.js';
+import { type SummarizeOptions, summarizeStrategy } from '../../src/strategies/summarize.js';
+import type { Summarizer, SummaryRequest } from '../../src/summarizers/types.js';
+import { TokenCounter } from '../../src/tokens/counter.js';
+import { histories } from '../support/histories.js';
+import { adapter, violationsOf } from '../support/invariants.js';
+import { schemaErrors } from '../support/schemas.js';
+
+type Behaviour =
+  | { kind: 'ok'; text: string }
+  | { kind: 'fail'; code: 'CMP_ERR_SUMMARIZER_TIMEOUT' | 'CMP_ERR_SUMMARIZER_UPSTREAM' }
+  | { kind: 'empty' };
+
+/** A summarizer whose answer the property chooses: any text, a failure, or nothing. */
+class Scripted implements Summarizer {
+  readonly kind = 'llm' as const;
+  behaviour: Behaviour = { kind: 'ok', text: 'summary' };
+  calls: SummaryRequest[] = [];
+  async summarize(request: SummaryRequest) {
+    this.calls.push(request);
+    const b = this.behaviour;
+    if (b.kind === 'fail')
+      throw Object.assign(new CompactorError(b.code, 'scripted'), {
+        billed: { input_tokens: 10, output_tokens: 0, cached_input_tokens: 0, calls: 1 },
+      });
+    return {
+      text: b.kind === 'ok' ? b.text : '   ',
+      usage: { input_tokens: 100, output_tokens: 20, cached_input_tokens: 0, calls: 1 },
+      model: 'scripted',
+    };
+  }
+  plan() {
+    return { calls: [{ purpose: 'summary' as const, input_tokens: 1 }], model: 'scripted' };
+  }
+}
+
+const behaviour: fc.Arbitrary<Behaviour> = fc.oneof(
+  { arbitrary: fc.record({ kind: fc.constant('ok' as const), text: fc.string({ minLength: 1, maxLength: 200 }) }), weight: 4 },
+  {
+    arbitrary: fc.record({
+      kind: fc.constant('fail' as const),
+      code: fc.constantFrom('CMP_ERR_SUMMARIZER_TIMEOUT' as const, 'CMP_ERR_SUMMARIZER_UPSTREAM' as const),
+    }),
+    weight: 1,
+  },
+  { arbitrary: fc.constant({ kind: 'empty' as const }), weight: 1 },
+);
+
+const options = fc.record({
+  keep: fc.oneof(fc.record({ messages: fc.integer({ min: 0, max: 12 }) }), fc.record({ runs: fc.integer({ min: 0, max: 3 }) })),
+  keep_first_user: fc.boolean(),
+  summary_role: fc.constantFrom('user' as const, 'pair' as const),
+  on_failure: fc.constantFrom('keep' as const, 'window' as const),
+  store: fc.constantFrom('server' as const, 'none' as const),
+});
+
+const json = (v: unknown) => JSON.stringify(v);
+
+function summariesIn(format: string, messages: readonly unknown[]): number {
+  const a = adapter(format);
+  return messages.filter((m) => parseSummary(a.prose(m)) ?? parseSummary(a.lastText(m))).length;
+}
+
+for (const [format, arbitrary] of Object.entries(histories)) {
+  t.test(`${format}: whatever the summarizer does, the output is valid and keeps what must be kept`, async (t) => {
+    const summarizer = new Scripted();
+    const compactor = new Compactor(new TokenCounter(20_000), { store: new MemoryStore(), summarizer });
+    await fc.assert(
+      fc.asyncProperty(arbitrary, options, behaviour, behaviour, async (h, o, first, second) => {
+        const opts: SummarizeOptions = { mode: 'rolling', summarizer: { max_tokens: 512 }, max_input_tokens: 32_000, ...o };
+        const req = { messages: h.messages, format: h.format, ...(h.system ? { system: h.system } : {}) };
+        const before = json(h.messages);
+        summarizer.behaviour = first;
+        const res = await compactor.run(summarizeStrategy, req, opts);
+        assert.equal(json(h.messages), before, 'input not mutated');
+        assert.deepEqual(violationsOf(format, res.messages), [], 'structural rules');
+        assert.deepEqual(schemaErrors(format, res.messages), [], 'provider schema');
+        assert.ok(summariesIn(format, res.messages) <= 1, 'at most one summary of ours');
+        assert.ok(res.tokens.after <= res.tokens.before, 'never grows');
+        if (first.kind !== 'ok') assert.ok(!res.extra.summary, 'a failed or empty summary is never committed');
+        // Every message the actions keep is the very input value, in order.
+        const kept = res.actions.filter((a) => a.action === 'keep').map((a) => h.messages[a.index]);
+        assert.deepEqual(
+          res.messages.filter((m) => h.messages.includes(m)),
+          kept.filter((m) => res.messages.includes(m)),
+        );
+        for (const a of res.actions)
+          if (a.action === 'keep') assert.ok(res.messages.includes(h.messages[a.index]), `kept message ${a.index} is there`);
+        const host = res.actions.find((a) => a.action === 'rewrite');
+        if (host) {
+          // Only a summary joining its neighbour rewrites it, and taking the summary out gives the message back.
+          const a = adapter(format);
+          const joined = res.messages[host.index];
+          const marker = parseSummary(a.lastText(joined));
+          assert.ok(marker, 'the rewritten message carries our summary');
+          assert.equal(json(a.dropLastText(joined, marker.placement === 'joined-string')), json(h.messages[host.index]));
+        }
+        if (res.extra.summary && opts.store === 'server') {
+          const expanded = await compactor.expand({ messages: res.messages, format: h.format });
+          assert.equal(json(expanded.messages), before, 'expand gives the transcript back');
+        }
+        // A second pass over the output folds, never duplicates.
+        summarizer.behaviour = second;
+        const again = await compactor.run(summarizeStrategy, { ...req, messages: res.messages }, opts);
+        assert.deepEqual(violationsOf(format, again.messages), []);
+        assert.ok(summariesIn(format, again.messages) <= 1, 'still at most one summary');
+      }),
+      { numRuns: 100 },
+    );
+    t.pass('properties held');
+  });
+}
