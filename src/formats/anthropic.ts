@@ -340,6 +340,8 @@ export const anthropic: FormatAdapter = {
   withoutThinking,
   textMessage: (role, text) => ({ role, content: [{ type: 'text', text }] }),
   systemMessages: false,
+  // Anthropic expects every tool_use to match a declared tool: summaries are marked assistant text.
+  summaryExchange: () => undefined,
   prose: (message) => {
     const content = (message as JsonObject).content;
     if (typeof content === 'string') return content;

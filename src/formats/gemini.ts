@@ -224,6 +224,18 @@ export const gemini: FormatAdapter = {
   withoutThinking,
   textMessage: (role, text) => ({ role: role === 'assistant' ? 'model' : 'user', parts: [{ text }] }),
   systemMessages: false,
+  summaryExchange: (id, text, { signed }) => [
+    {
+      role: 'model',
+      parts: [
+        {
+          functionCall: { id, name: 'compactor_summary', args: {} },
+          ...(signed ? { thoughtSignature: 'skip_thought_signature_validator' } : {}),
+        },
+      ],
+    },
+    { role: 'user', parts: [{ functionResponse: { id, name: 'compactor_summary', response: { output: text } } }] },
+  ],
   prose: (message) =>
     partsOf(message)
       .filter((p) => typeof p.text === 'string' && p.thought !== true)

@@ -299,6 +299,15 @@ export const openaiChat: FormatAdapter = {
   withoutThinking,
   textMessage: (role, text) => ({ role, content: text }),
   systemMessages: true,
+  summaryExchange: (id, text, { reasoning }) => [
+    {
+      role: 'assistant',
+      content: null,
+      ...(reasoning ? { reasoning_content: reasoning } : {}),
+      tool_calls: [{ id, type: 'function', function: { name: 'compactor_summary', arguments: '{}' } }],
+    },
+    { role: 'tool', tool_call_id: id, content: text },
+  ],
   prose: (message) => {
     const m = message as JsonObject;
     const content = m.content;

@@ -277,6 +277,10 @@ export const openaiResponses: FormatAdapter = {
   withoutThinking: () => undefined,
   textMessage: (role, text) => ({ type: 'message', role, content: text }),
   systemMessages: true,
+  summaryExchange: (id, text) => [
+    { type: 'function_call', call_id: id, name: 'compactor_summary', arguments: '{}' },
+    { type: 'function_call_output', call_id: id, output: text },
+  ],
   prose: (message) => {
     const m = message as JsonObject;
     if (itemType(m) !== 'message') return '';

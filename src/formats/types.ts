@@ -81,6 +81,13 @@ export interface FormatAdapter {
   withoutThinking(message: unknown): unknown | undefined;
   /** A plain text message of this format, in its natural form (summaries, notes). */
   textMessage(role: 'user' | 'assistant' | 'system', text: string): unknown;
+  /**
+   * A synthetic tool exchange holding a section summary (a call to `compactor_summary` and its
+   * result), or undefined where the format would reject a call to an undeclared tool. `signed`
+   * puts the provider's accepted placeholder signature on the call; `reasoning` keeps a
+   * reasoning text before it.
+   */
+  summaryExchange(id: string, text: string, options: { signed: boolean; reasoning: string | undefined }): unknown[] | undefined;
   /** Whether this format accepts a `system` message inside the history. */
   readonly systemMessages: boolean;
   /** The message's own prose: text parts and refusals, without tool traffic or thinking. */

@@ -79,6 +79,8 @@ export async function expandHistory(
   return { messages, restored, missing: [...missing] };
 }
 
+const SECTION_LINE = /^\[compactor:section-summary (art_[0-9a-f]{24}|none)\]\n/;
+
 interface RangeArtifact {
   messages: unknown[];
   previous_id: string | null;
@@ -112,6 +114,23 @@ async function expandSummaries(
   let restored = 0;
   for (let i = 0; i < input.length; i++) {
     const message = input[i];
+    // A section summary: marked assistant text, or the result of a synthetic compactor_summary call.
+    const sectionText = SECTION_LINE.exec(format.prose(message)) ?? SECTION_LINE.exec(format.resultSites(message)[0]?.text ?? '');
+    if (sectionText?.[1] && sectionText[1] !== 'none') {
+      const range = await resolve(sectionText[1], 0);
+      if (range) {
+        const previous = out[out.length - 1];
+        if (
+          format.resultSites(message).length > 0 &&
+          previous &&
+          format.callSites(previous).some((c) => c.name === 'compactor_summary')
+        )
+          out.pop();
+        out.push(...range);
+        restored++;
+        continue;
+      }
+    }
     const own = parseSummary(format.prose(message));
     const joined = own ? undefined : parseSummary(format.lastText(message));
     const marker = own ?? joined;

@@ -7,11 +7,15 @@ import { extractFacts, type FactReport, guardFacts } from '../summarizers/facts.
 import { PROMPT_VERSION } from '../summarizers/prompts.js';
 import type { SummaryPlan, SummaryUsage } from '../summarizers/types.js';
 import { KeepSchema, requestedCut, safeCut, windowStrategy } from './sliding-window.js';
+import { runSections } from './summarize-sections.js';
 import { rangeEntries } from './summary-range.js';
 import type { BilledUsage, PreparedHistory, Strategy, StrategyContext, StrategyOutput } from './types.js';
 
 export const SummarizeOptions = z.object({
-  mode: z.enum(['rolling']).default('rolling').describe('rolling: head + one summary + kept tail'),
+  mode: z
+    .enum(['rolling', 'sections'])
+    .default('rolling')
+    .describe('rolling: head + one summary + kept tail; sections: per-section summaries, last-section rotation, QA merge'),
   keep: KeepSchema.default({ messages: 20 }),
   keep_first_user: z.boolean().default(true).describe('keep the first user message (the original task)'),
   summary_role: z
@@ -43,6 +47,26 @@ export const SummarizeOptions = z.object({
     .enum(['server', 'inline', 'none'])
     .default('server')
     .describe('server: the summarized range is offloaded as an artifact the summary names; none: nothing kept'),
+  keep_sections: z.number().int().min(1).default(1).describe('sections mode: newest sections kept whole'),
+  max_pair_tokens: z.number().int().min(64).default(4096).describe('sections mode: a kept pair over this is summarized alone'),
+  max_section_tokens: z
+    .number()
+    .int()
+    .min(256)
+    .default(12_800)
+    .describe('sections mode: a kept section over this has its oldest pairs summarized'),
+  qa: z
+    .strictObject({
+      enabled: z.boolean().default(true),
+      max_sections: z.number().int().min(2).default(10),
+      max_tokens: z.number().int().min(256).default(16_384),
+    })
+    .default({ enabled: true, max_sections: 10, max_tokens: 16_384 })
+    .describe('sections mode: past these, the older sections merge into one'),
+  summarize_user_messages: z
+    .boolean()
+    .default(false)
+    .describe('sections mode: QA merge joins (false) the user messages of merged sections'),
 });
 
 export type SummarizeOptions = z.output<typeof SummarizeOptions>;
@@ -123,6 +147,59 @@ function billed(usage: SummaryUsage, model: string | null): BilledUsage {
  * served from a content-addressed cache; an empty or failed summary is never committed.
  */
 async function run(h: PreparedHistory, o: SummarizeOptions, ctx: StrategyContext): Promise<StrategyOutput<SummarizeExtra>> {
+  if (o.mode !== 'sections') return rolling(h, o, ctx);
+  try {
+    return await runSections(h, o, ctx);
+  } catch (error) {
+    if (!(error instanceof CompactorError)) throw error;
+    return onFailure(h, o, ctx, error, [], o.summarizer.model ?? null);
+  }
+}
+
+/** Follows `on_failure` after a failed summary: unchanged, the sliding window, or the error itself. */
+async function onFailure(
+  h: PreparedHistory,
+  o: SummarizeOptions,
+  ctx: StrategyContext,
+  error: CompactorError,
+  warnings: Warning[],
+  model: string | null,
+): Promise<StrategyOutput<SummarizeExtra>> {
+  const spent = (error as CompactorError & { billed?: SummaryUsage }).billed ?? {
+    input_tokens: 0,
+    output_tokens: 0,
+    cached_input_tokens: 0,
+    calls: 0,
+  };
+  const cost = billed(spent, model);
+  if (o.on_failure === 'error') throw error;
+  warnings.push({ code: 'summarizer_failed', message: `${error.code}: ${error.message}` });
+  if (o.on_failure === 'keep') {
+    return {
+      messages: [...h.messages],
+      actions: [],
+      warnings,
+      reason: 'summarizer_failed',
+      addedTokens: 0,
+      usage: cost,
+      extra: { summary: null },
+    };
+  }
+  const fallback = (await windowStrategy.run(
+    h,
+    { keep: o.keep, keep_first_user: o.keep_first_user },
+    ctx,
+  )) as unknown as StrategyOutput<SummarizeExtra>;
+  return {
+    ...fallback,
+    warnings: [...warnings, ...fallback.warnings],
+    usage: cost,
+    fallback: { from: 'summarize', to: 'window', reason: error.code },
+    extra: { summary: null, dropped: (fallback.extra as unknown as { dropped: unknown }).dropped },
+  };
+}
+
+async function rolling(h: PreparedHistory, o: SummarizeOptions, ctx: StrategyContext): Promise<StrategyOutput<SummarizeExtra>> {
   const { format, items, messages, counts } = h;
   const summarizer = ctx.summarizer;
   if (!summarizer) throw new CompactorError('CMP_ERR_INTERNAL', 'no summarizer configured');
@@ -219,23 +296,7 @@ async function run(h: PreparedHistory, o: SummarizeOptions, ctx: StrategyContext
       ({ text, facts: factReport } = guardFacts(result.text.trim(), facts));
     } catch (error) {
       if (!(error instanceof CompactorError)) throw error;
-      const spent = (error as CompactorError & { billed?: SummaryUsage }).billed ?? usage;
-      const cost = billed(spent, model ?? o.summarizer.model ?? null);
-      if (o.on_failure === 'error') throw error;
-      warnings.push({ code: 'summarizer_failed', message: `${error.code}: ${error.message}` });
-      if (o.on_failure === 'keep') return none('summarizer_failed', {}, cost);
-      const fallback = (await windowStrategy.run(
-        h,
-        { keep: o.keep, keep_first_user: o.keep_first_user },
-        ctx,
-      )) as unknown as StrategyOutput<SummarizeExtra>;
-      return {
-        ...fallback,
-        warnings: [...warnings, ...fallback.warnings],
-        usage: cost,
-        fallback: { from: 'summarize', to: 'window', reason: error.code },
-        extra: { summary: null, dropped: (fallback.extra as unknown as { dropped: unknown }).dropped },
-      };
+      return onFailure(h, o, ctx, error, warnings, model ?? o.summarizer.model ?? null);
     }
   }
 

@@ -296,3 +296,53 @@ t.test('extractive summaries of the real corpus: valid, facts reported', async (
     t.ok(adapter(transcript.format));
   }
 });
+
+t.test('sections mode on the real corpus: valid, idempotent three times running with no LLM call', async (t) => {
+  const server = await withLlm(t);
+  const app = await appWith(t, server);
+  const post = async (messages: unknown[], model?: string) =>
+    app.inject({
+      method: 'POST',
+      url: '/v1/summarize',
+      payload: { messages, mode: 'sections', max_pair_tokens: 1500, max_section_tokens: 6000, ...(model ? { model } : {}) },
+    });
+  for (const transcript of loadCorpus().filter((x) => x.messages.length > 100)) {
+    const before = server.requests.length;
+    const res = await post(transcript.messages, transcript.model);
+    t.equal(res.statusCode, 200, `${transcript.file}: ${res.body.slice(0, 200)}`);
+    const body = res.json();
+    t.same(violationsOf(transcript.format, body.messages), [], `${transcript.file}: valid`);
+    t.same(schemaErrors(transcript.format, body.messages), [], `${transcript.file}: provider schema`);
+    const calls = server.requests.length - before;
+    t.ok(
+      body.applied ? calls > 0 && body.tokens.saved > 0 : calls === 0,
+      `${transcript.file}: ${calls} calls, saved ${body.tokens.saved} of ${body.tokens.before}`,
+    );
+    let current = body.messages;
+    for (let round = 1; round <= 3; round++) {
+      const again = await post(current, transcript.model);
+      t.same(again.json().messages, current, `${transcript.file}: round ${round} byte-identical`);
+      current = again.json().messages;
+    }
+    t.equal(server.requests.length - before, calls, `${transcript.file}: no call on the reruns`);
+  }
+});
+
+t.test('sections mode: expand restores summarized pairs', async (t) => {
+  const app = await build(t, { COMPACTOR_STORE_URL: 'memory:' });
+  const messages = [
+    ...history(6),
+    { role: 'user', content: 'Now run the tests.' },
+    ...Array.from({ length: 4 }, (_, i) => step(20 + i)).flat(),
+  ];
+  const res = await app.inject({
+    method: 'POST',
+    url: '/v1/summarize',
+    payload: { messages, mode: 'sections', qa: { enabled: false } },
+  });
+  const body = res.json();
+  t.equal(body.applied, true, res.body.slice(0, 300));
+  t.match(JSON.stringify(body.messages), /compactor_summary/, 'the older section became a synthetic exchange');
+  const expanded = await app.inject({ method: 'POST', url: '/v1/expand', payload: { messages: body.messages } });
+  t.same(expanded.json().messages, messages);
+});

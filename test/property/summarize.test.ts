@@ -5,7 +5,7 @@ import { Compactor } from '../../src/compactor.js';
 import { CompactorError } from '../../src/errors.js';
 import { parseSummary } from '../../src/history/markers.js';
 import { MemoryStore } from '../../src/store/memory.js';
-import { type SummarizeOptions, summarizeStrategy } from '../../src/strategies/summarize.js';
+import { SummarizeOptions, summarizeStrategy } from '../../src/strategies/summarize.js';
 import type { Summarizer, SummaryRequest } from '../../src/summarizers/types.js';
 import { TokenCounter } from '../../src/tokens/counter.js';
 import { histories } from '../support/histories.js';
@@ -73,7 +73,7 @@ for (const [format, arbitrary] of Object.entries(histories)) {
     const compactor = new Compactor(new TokenCounter(20_000), { store: new MemoryStore(), summarizer });
     await fc.assert(
       fc.asyncProperty(arbitrary, options, behaviour, behaviour, async (h, o, first, second) => {
-        const opts: SummarizeOptions = { mode: 'rolling', summarizer: { max_tokens: 512 }, max_input_tokens: 32_000, ...o };
+        const opts: SummarizeOptions = SummarizeOptions.parse({ mode: 'rolling', summarizer: { max_tokens: 512 }, ...o });
         const req = { messages: h.messages, format: h.format, ...(h.system ? { system: h.system } : {}) };
         const before = json(h.messages);
         summarizer.behaviour = first;
@@ -112,6 +112,50 @@ for (const [format, arbitrary] of Object.entries(histories)) {
         assert.ok(summariesIn(format, again.messages) <= 1, 'still at most one summary');
       }),
       { numRuns: 100 },
+    );
+    t.pass('properties held');
+  });
+}
+
+const sectionOptions = fc.record({
+  keep_sections: fc.integer({ min: 1, max: 3 }),
+  max_pair_tokens: fc.integer({ min: 64, max: 400 }),
+  max_section_tokens: fc.integer({ min: 256, max: 2000 }),
+  qa: fc.record({
+    enabled: fc.boolean(),
+    max_sections: fc.integer({ min: 2, max: 5 }),
+    max_tokens: fc.integer({ min: 256, max: 4000 }),
+  }),
+  store: fc.constantFrom('server' as const, 'none' as const),
+});
+
+for (const [format, arbitrary] of Object.entries(histories)) {
+  t.test(`${format}: sections mode is valid, and idempotent three times running with no LLM call`, async (t) => {
+    const summarizer = new Scripted();
+    summarizer.behaviour = { kind: 'ok', text: 'A section summary: built the parser, tests pass.' };
+    const compactor = new Compactor(new TokenCounter(20_000), { store: new MemoryStore(), summarizer });
+    await fc.assert(
+      fc.asyncProperty(arbitrary, sectionOptions, async (h, o) => {
+        const opts = SummarizeOptions.parse({ mode: 'sections', summarizer: { max_tokens: 128 }, ...o });
+        const req = { messages: h.messages, format: h.format, ...(h.system ? { system: h.system } : {}) };
+        const before = json(h.messages);
+        const res = await compactor.run(summarizeStrategy, req, opts);
+        assert.equal(json(h.messages), before, 'input not mutated');
+        assert.deepEqual(violationsOf(format, res.messages), [], 'structural rules');
+        assert.deepEqual(schemaErrors(format, res.messages), [], 'provider schema');
+        assert.ok(res.tokens.after <= res.tokens.before, 'never grows');
+        const last = h.messages.length - 1;
+        if (last >= 0) assert.equal(json(res.messages.at(-1)), json(h.messages[last]), 'the newest message is kept');
+        let current = res.messages;
+        for (let round = 0; round < 3; round++) {
+          const calls = summarizer.calls.length;
+          const again = await compactor.run(summarizeStrategy, { ...req, messages: current }, opts);
+          assert.equal(json(again.messages), json(current), `round ${round + 1}: byte-identical`);
+          assert.equal(summarizer.calls.length, calls, `round ${round + 1}: no LLM call`);
+          current = again.messages;
+        }
+      }),
+      { numRuns: 80 },
     );
     t.pass('properties held');
   });

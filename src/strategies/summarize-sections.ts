@@ -1,0 +1,329 @@
+import { contentAddress } from '../history/markers.js';
+import type { Action, Group, Item, Warning } from '../history/types.js';
+import type { NewArtifact } from '../store/types.js';
+import { extractFacts, guardFacts } from '../summarizers/facts.js';
+import type { SummaryPlan, SummaryUsage } from '../summarizers/types.js';
+import { addUsage, NO_SUMMARY_USAGE } from '../summarizers/types.js';
+import { rangeEntries } from './summary-range.js';
+import type { PreparedHistory, StrategyContext, StrategyOutput } from './types.js';
+
+/** The first line of a section summary written as assistant text. */
+export const SECTION_MARKER = /^\[compactor:section-summary (art_[0-9a-f]{24}|none)\]\n/;
+const SUMMARY_TOOL = 'compactor_summary';
+
+export interface SectionsOptions {
+  keep_sections: number;
+  max_pair_tokens: number;
+  max_section_tokens: number;
+  qa: { enabled: boolean; max_sections: number; max_tokens: number };
+  summarize_user_messages: boolean;
+  summarizer: { model?: string | undefined; prompt?: string | undefined; max_tokens: number; temperature?: number | undefined };
+  max_input_tokens: number;
+  store: 'server' | 'inline' | 'none';
+}
+
+/** The messages around a run of pairs: what a summary pair replacing them must fit between. */
+interface Around {
+  prev: Item | undefined;
+  next: Item | undefined;
+}
+
+/** A body pair: one group (an assistant message and the results that answer it), or a summary written for some. */
+type Pair = { kind: 'original'; group: Group } | { kind: 'summary'; messages: unknown[]; covers: number[] };
+
+interface Section {
+  /** The header: user messages (indexes), or a QA header written anew. */
+  header: number[];
+  qaHeader?: unknown;
+  pairs: Pair[];
+}
+
+function isSummaryPair(h: PreparedHistory, group: Group): boolean {
+  const first = h.messages[group.start];
+  if (SECTION_MARKER.test(h.format.prose(first))) return true;
+  return h.format.callSites(first).some((c) => c.name === SUMMARY_TOOL);
+}
+
+/** Sections: a header of consecutive user turns, then the groups that answer it. */
+function sectionsOf(h: PreparedHistory): Section[] {
+  const sections: Section[] = [];
+  for (const group of h.groups) {
+    if (group.kind === 'head') continue;
+    const current = sections[sections.length - 1];
+    if (group.kind === 'user') {
+      if (current && current.pairs.length === 0) current.header.push(group.start);
+      else sections.push({ header: [group.start], pairs: [] });
+      continue;
+    }
+    if (!current) sections.push({ header: [], pairs: [{ kind: 'original', group }] });
+    else current.pairs.push({ kind: 'original', group });
+  }
+  return sections;
+}
+
+/**
+ * Sections mode (PentAGI's chain summarization): (1) every section but the newest `keep_sections`
+ * becomes its header plus one summary pair (sections summarized concurrently); (2) in the kept
+ * sections, a pair but the last over `max_pair_tokens` is summarized alone, and a section still over
+ * `max_section_tokens` has its oldest pairs summarized into one so that it fits in 75% of the
+ * limit; (3) QA merge: past `qa.max_sections` sections or `qa.max_tokens`, the older sections become
+ * one, under a header joining their user messages. Summary pairs are recognized on later calls, so
+ * a second run changes nothing and calls no LLM.
+ */
+export async function runSections(
+  h: PreparedHistory,
+  o: SectionsOptions,
+  ctx: StrategyContext,
+): Promise<StrategyOutput<{ summary: null; plan?: SummaryPlan }>> {
+  const { format, messages, counts } = h;
+  const summarizer = ctx.summarizer;
+  const warnings: Warning[] = [];
+  let usage: SummaryUsage = NO_SUMMARY_USAGE;
+  let model: string | null = null;
+  const offload: NewArtifact[] = [];
+  const sections = sectionsOf(h);
+  const sizeOf = (p: Pair) =>
+    p.kind === 'original'
+      ? counts.slice(p.group.start, p.group.end).reduce((a, b) => a + b, 0)
+      : p.messages.reduce<number>((n, m) => n + ctx.counter.countMessage(format, ctx.profile, m), 0);
+  const indexesOf = (pairs: readonly Pair[]) =>
+    pairs.flatMap((p) =>
+      p.kind === 'original' ? Array.from({ length: p.group.end - p.group.start }, (_, k) => p.group.start + k) : p.covers,
+    );
+  let calls = 0;
+
+  /** Summarizes pairs into one summary pair, in the role their originals had. */
+  const summarizePairs = async (pairs: readonly Pair[], current: boolean, around: Around): Promise<Pair | undefined> => {
+    const covered = indexesOf(pairs);
+    const items = covered.map((i) => h.items[i] as Item);
+    const usedTools = items.some((it) => it.calls.length > 0);
+    // The form a summary pair takes: a synthetic tool exchange where the summarized pairs used
+    // tools and the format takes one, else marked assistant text; either must fit its neighbours.
+    const id0 = `call_summary_${contentAddress(JSON.stringify(covered)).sha256.slice(0, 16)}`;
+    const probe = (text: string) =>
+      (usedTools ? format.summaryExchange(id0, text, { signed: false, reasoning: undefined }) : undefined) ?? [
+        format.textMessage('assistant', text),
+      ];
+    const fits = (form: unknown[]) => {
+      const roles = format.parse(form).items;
+      const first = roles[0];
+      const last = roles[roles.length - 1];
+      return !!first && !!last && format.canFollow(around.prev, first) && (!around.next || format.canFollow(last, around.next));
+    };
+    const forms = [probe('x'), [format.textMessage('assistant', 'x')]];
+    const form = forms.findIndex(fits);
+    if (form < 0) {
+      warnings.push({
+        code: 'unsafe_cut_avoided',
+        message: `messages ${covered[0]}–${covered[covered.length - 1]} were not summarized: no summary form fits between their neighbours in ${format.name}`,
+      });
+      return undefined;
+    }
+    const originals = covered.map((i) => messages[i]);
+    const rangeJson = JSON.stringify({ messages: originals, previous_id: null });
+    const address = contentAddress(rangeJson);
+    const id = o.store === 'none' ? null : address.id;
+    if (o.store === 'server')
+      offload.push({ id: address.id, kind: 'section_range', tool_name: null, content: rangeJson, sha256: address.sha256 });
+    if (!summarizer || ctx.dryRun) throw new Error('unreachable: no summarizer');
+    const entries = rangeEntries(h, covered);
+    const facts = extractFacts(entries.flatMap((e) => [e.text, ...e.calls.map((c) => c.args)]));
+    calls++;
+    const result = await summarizer.summarize({
+      entries,
+      previous: null,
+      facts,
+      maxTokens: o.summarizer.max_tokens,
+      model: o.summarizer.model,
+      instructions: o.summarizer.prompt,
+      temperature: o.summarizer.temperature,
+      maxInputTokens: o.max_input_tokens,
+      signal: ctx.signal,
+    });
+    usage = addUsage(usage, result.usage);
+    model = result.model;
+    const text = `[compactor:section-summary ${id ?? 'none'}]\n${guardFacts(result.text, facts).text}`;
+    // Reasoning survives only in the current turn: a placeholder signature, the last reasoning text.
+    const signed = current && items.some((it) => it.thinking || JSON.stringify(messages[it.index]).includes('houghtSignature'));
+    const reasoning = current ? lastReasoning(originals) : undefined;
+    const exchange = form === 0 && usedTools ? format.summaryExchange(id0, text, { signed, reasoning }) : undefined;
+    return { kind: 'summary', messages: exchange ?? [format.textMessage('assistant', text)], covers: covered };
+  };
+
+  if (!summarizer)
+    return {
+      messages: [...messages],
+      actions: [],
+      warnings,
+      reason: 'nothing_to_reduce',
+      addedTokens: 0,
+      extra: { summary: null },
+    };
+
+  const itemsOf = (p: Pair): Item[] =>
+    p.kind === 'original' ? (h.items.slice(p.group.start, p.group.end) as Item[]) : format.parse(p.messages).items;
+  const firstOf = (sec: Section): Item | undefined =>
+    sec.header.length ? h.items[sec.header[0] as number] : sec.pairs[0] ? itemsOf(sec.pairs[0])[0] : undefined;
+  const lastOf = (sec: Section): Item | undefined => {
+    const p = sec.pairs[sec.pairs.length - 1];
+    return p ? itemsOf(p).at(-1) : sec.header.length ? h.items[sec.header[sec.header.length - 1] as number] : undefined;
+  };
+  /** What pairs a..b of section si sit between. */
+  const around = (si: number, a: number, b: number): Around => {
+    const sec = sections[si] as Section;
+    let prev: Item | undefined;
+    if (a > 0) prev = itemsOf(sec.pairs[a - 1] as Pair).at(-1);
+    else if (sec.header.length) prev = h.items[sec.header[sec.header.length - 1] as number];
+    else prev = si > 0 ? lastOf(sections[si - 1] as Section) : h.head > 0 ? h.items[h.head - 1] : undefined;
+    const next =
+      b + 1 < sec.pairs.length
+        ? itemsOf(sec.pairs[b + 1] as Pair)[0]
+        : si + 1 < sections.length
+          ? firstOf(sections[si + 1] as Section)
+          : undefined;
+    return { prev, next };
+  };
+
+  // Plan first (no LLM): what each step would summarize; a dry run stops here.
+  const kept = Math.max(1, o.keep_sections);
+  const older = sections.slice(0, Math.max(0, sections.length - kept));
+  const step1 = older.filter(
+    (s) => !(s.pairs.length === 1 && s.pairs[0]?.kind === 'original' && isSummaryPair(h, s.pairs[0].group)) && s.pairs.length > 0,
+  );
+  if (ctx.dryRun) {
+    const calls = step1.map((s) => ({
+      purpose: 'summary' as const,
+      input_tokens: indexesOf(s.pairs).reduce((n, i) => n + (counts[i] as number), 0),
+    }));
+    return {
+      messages: [...messages],
+      actions: [],
+      warnings,
+      reason: 'dry_run',
+      addedTokens: 0,
+      extra: { summary: null, plan: { calls, model: null } },
+    };
+  }
+
+  try {
+    // 1. Older sections: header plus one summary pair, concurrently.
+    await Promise.all(
+      step1.map(async (s) => {
+        const summary = await summarizePairs(s.pairs, false, around(sections.indexOf(s), 0, s.pairs.length - 1));
+        if (summary) s.pairs = [summary];
+      }),
+    );
+    // 2. Kept sections: oversized pairs alone, then the oldest pairs together until the section fits.
+    for (const s of sections.slice(sections.length - kept)) {
+      const si = sections.indexOf(s);
+      const last = s.pairs.length - 1;
+      for (let i = 0; i < last; i++) {
+        const p = s.pairs[i] as Pair;
+        if (p.kind === 'original' && !isSummaryPair(h, p.group) && sizeOf(p) > o.max_pair_tokens) {
+          s.pairs[i] = (await summarizePairs([p], true, around(si, i, i))) ?? p;
+        }
+      }
+      const headerSize = s.header.reduce((n, i) => n + (counts[i] as number), 0);
+      const total = () => headerSize + s.pairs.reduce((n, p) => n + sizeOf(p), 0);
+      if (total() > o.max_section_tokens && s.pairs.length > 2) {
+        const budget = 0.75 * o.max_section_tokens - headerSize - o.summarizer.max_tokens;
+        let keepFrom = s.pairs.length - 1;
+        let used = sizeOf(s.pairs[keepFrom] as Pair);
+        while (keepFrom > 1 && used + sizeOf(s.pairs[keepFrom - 1] as Pair) <= budget)
+          used += sizeOf(s.pairs[--keepFrom] as Pair);
+        const merged =
+          keepFrom > 1 ? await summarizePairs(s.pairs.slice(0, keepFrom), true, around(si, 0, keepFrom - 1)) : undefined;
+        if (merged) s.pairs = [merged, ...s.pairs.slice(keepFrom)];
+      }
+    }
+    // 3. QA merge: the older sections become one when there are too many, or they are too large.
+    if (o.qa.enabled) await qaMerge(h, o, sections, sizeOf, summarizePairs, around, warnings);
+  } catch (error) {
+    // Everything answered before the failure was billed: the caller reports it with on_failure.
+    const before = (error as { billed?: SummaryUsage }).billed ?? NO_SUMMARY_USAGE;
+    throw Object.assign(error as object, { billed: addUsage(usage, before) });
+  }
+  if (calls === 0)
+    return {
+      messages: [...messages],
+      actions: [],
+      warnings,
+      reason: 'nothing_to_reduce',
+      addedTokens: 0,
+      extra: { summary: null },
+    };
+
+  // Assemble: head, then each section's header and pairs.
+  const actions: Action[] = messages.map((_, index) => ({ index, action: 'keep', tokens_freed: 0 }));
+  const out: unknown[] = messages.slice(0, h.head);
+  let added = 0;
+  for (const s of sections) {
+    if (s.qaHeader !== undefined) {
+      out.push(s.qaHeader);
+      added += ctx.counter.countMessage(format, ctx.profile, s.qaHeader);
+      for (const i of s.header) Object.assign(actions[i] as Action, { action: 'summarize', tokens_freed: counts[i] });
+    } else for (const i of s.header) out.push(messages[i]);
+    for (const p of s.pairs) {
+      if (p.kind === 'original') {
+        for (let i = p.group.start; i < p.group.end; i++) out.push(messages[i]);
+        continue;
+      }
+      out.push(...p.messages);
+      for (const m of p.messages) added += ctx.counter.countMessage(format, ctx.profile, m);
+      for (const i of p.covers) Object.assign(actions[i] as Action, { action: 'summarize', tokens_freed: counts[i] });
+    }
+  }
+  return { messages: out, actions, warnings, addedTokens: added, offload, usage: { ...usage, model }, extra: { summary: null } };
+}
+
+function lastReasoning(originals: readonly unknown[]): string | undefined {
+  for (let i = originals.length - 1; i >= 0; i--) {
+    const r = (originals[i] as { reasoning_content?: unknown }).reasoning_content;
+    if (typeof r === 'string' && r !== '') return r;
+  }
+  return undefined;
+}
+
+async function qaMerge(
+  h: PreparedHistory,
+  o: SectionsOptions,
+  sections: Section[],
+  sizeOf: (p: Pair) => number,
+  summarizePairs: (pairs: readonly Pair[], current: boolean, around: Around) => Promise<Pair | undefined>,
+  around: (si: number, a: number, b: number) => Around,
+  warnings: Warning[],
+): Promise<void> {
+  const sizeOfSection = (s: Section) =>
+    s.header.reduce((n, i) => n + (h.counts[i] as number), 0) + s.pairs.reduce((n, p) => n + sizeOf(p), 0);
+  const total = sections.reduce((n, s) => n + sizeOfSection(s), 0);
+  if (sections.length <= o.qa.max_sections && total <= o.qa.max_tokens) return;
+  // Keep the newest sections that fit (at least one), merge the rest.
+  let keepFrom = sections.length - 1;
+  let used = sizeOfSection(sections[keepFrom] as Section);
+  while (
+    keepFrom > 1 &&
+    sections.length - keepFrom < o.qa.max_sections - 1 &&
+    used + sizeOfSection(sections[keepFrom - 1] as Section) <= o.qa.max_tokens
+  ) {
+    used += sizeOfSection(sections[--keepFrom] as Section);
+  }
+  const merged = sections.slice(0, keepFrom);
+  if (merged.length < 2) return;
+  const userText = merged
+    .flatMap((s) => s.header.map((i) => h.format.prose(h.messages[i])))
+    .filter(Boolean)
+    .join('\n\n');
+  if (o.summarize_user_messages)
+    warnings.push({ code: 'user_messages_joined', message: 'the merged section header joins the user messages verbatim' });
+  const header = h.format.textMessage('user', `[compactor:qa-header]\n${userText}`);
+  const userItem = h.format.parse([header]).items[0];
+  const next = sections[keepFrom]?.header.length ? h.items[sections[keepFrom]?.header[0] as number] : around(keepFrom, 0, 0).prev;
+  const body = await summarizePairs(
+    merged.flatMap((s) => s.pairs),
+    false,
+    { prev: userItem, next },
+  );
+  if (!body) return;
+  const qa: Section = { header: merged.flatMap((s) => s.header), qaHeader: header, pairs: [body] };
+  sections.splice(0, keepFrom, qa);
+}
