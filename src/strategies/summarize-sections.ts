@@ -150,15 +150,15 @@ export async function runSections(
     return { kind: 'summary', messages: exchange ?? [format.textMessage('assistant', text)], covers: covered };
   };
 
-  if (!summarizer)
-    return {
-      messages: [...messages],
-      actions: [],
-      warnings,
-      reason: 'nothing_to_reduce',
-      addedTokens: 0,
-      extra: { summary: null },
-    };
+  const unchanged = (reason: string, plan?: SummaryPlan): StrategyOutput<{ summary: null; plan?: SummaryPlan }> => ({
+    messages: [...messages],
+    actions: [],
+    warnings,
+    reason,
+    addedTokens: 0,
+    extra: { summary: null, ...(plan ? { plan } : {}) },
+  });
+  if (!summarizer) return unchanged('nothing_to_reduce');
 
   const itemsOf = (p: Pair): Item[] =>
     p.kind === 'original' ? (h.items.slice(p.group.start, p.group.end) as Item[]) : format.parse(p.messages).items;
@@ -195,14 +195,7 @@ export async function runSections(
       purpose: 'summary' as const,
       input_tokens: indexesOf(s.pairs).reduce((n, i) => n + (counts[i] as number), 0),
     }));
-    return {
-      messages: [...messages],
-      actions: [],
-      warnings,
-      reason: 'dry_run',
-      addedTokens: 0,
-      extra: { summary: null, plan: { calls, model: null } },
-    };
+    return unchanged('dry_run', { calls, model: null });
   }
 
   try {
@@ -243,15 +236,7 @@ export async function runSections(
     const before = (error as { billed?: SummaryUsage }).billed ?? NO_SUMMARY_USAGE;
     throw Object.assign(error as object, { billed: addUsage(usage, before) });
   }
-  if (calls === 0)
-    return {
-      messages: [...messages],
-      actions: [],
-      warnings,
-      reason: 'nothing_to_reduce',
-      addedTokens: 0,
-      extra: { summary: null },
-    };
+  if (calls === 0) return unchanged('nothing_to_reduce');
 
   // Assemble: head, then each section's header and pairs.
   const actions: Action[] = messages.map((_, index) => ({ index, action: 'keep', tokens_freed: 0 }));

@@ -86,6 +86,24 @@ export function translate(error: unknown): Failure {
   return fail('CMP_ERR_SUMMARIZER_UPSTREAM', 'the summarizer sent an answer that could not be read', true);
 }
 
+/** Splits items, in order, into runs whose summed cost stays within the budget (one item may exceed it alone). */
+function pack<T>(items: readonly T[], cost: (item: T) => number, budget: number): T[][] {
+  const out: T[][] = [[]];
+  let used = 0;
+  for (const item of items) {
+    const c = cost(item);
+    const current = out[out.length - 1] as T[];
+    if (current.length > 0 && used + c > budget) {
+      out.push([item]);
+      used = c;
+    } else {
+      current.push(item);
+      used += c;
+    }
+  }
+  return out;
+}
+
 const sleep = (ms: number, signal?: AbortSignal) =>
   new Promise<void>((resolve, reject) => {
     const timer = setTimeout(resolve, ms);
@@ -174,20 +192,7 @@ export class LlmSummarizer implements Summarizer {
   /** Splits the entries so that each chunk's prompt stays within the input budget. */
   private chunks(request: SummaryRequest, overhead: number): TranscriptEntry[][] {
     const budget = (request.maxInputTokens ?? Number.POSITIVE_INFINITY) - overhead;
-    const out: TranscriptEntry[][] = [[]];
-    let used = 0;
-    for (const entry of request.entries) {
-      const cost = this.options.countTokens(renderEntry(entry)) + 1;
-      const current = out[out.length - 1] as TranscriptEntry[];
-      if (current.length > 0 && used + cost > budget) {
-        out.push([entry]);
-        used = cost;
-      } else {
-        current.push(entry);
-        used += cost;
-      }
-    }
-    return out;
+    return pack(request.entries, (e) => this.options.countTokens(renderEntry(e)) + 1, budget);
   }
 
   private render(entries: readonly TranscriptEntry[]): string {
@@ -247,19 +252,7 @@ export class LlmSummarizer implements Summarizer {
     // Merge in rounds: each merge call takes as many partials as fit in the input budget.
     const budget = (request.maxInputTokens ?? Number.POSITIVE_INFINITY) - overhead;
     for (;;) {
-      const batches: string[][] = [[]];
-      let used = 0;
-      for (const p of partials) {
-        const cost = this.options.countTokens(p) + 16;
-        const current = batches[batches.length - 1] as string[];
-        if (current.length > 0 && used + cost > budget) {
-          batches.push([p]);
-          used = cost;
-        } else {
-          current.push(p);
-          used += cost;
-        }
-      }
+      const batches = pack(partials, (p) => this.options.countTokens(p) + 16, budget);
       const last = batches.length === 1;
       const merged = await Promise.all(
         batches.map((b) =>
