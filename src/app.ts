@@ -12,6 +12,7 @@ import metricsPlugin from './plugins/metrics.js';
 import problemPlugin from './plugins/problem.js';
 import swaggerPlugin from './plugins/swagger.js';
 import compactRoutes from './routes/compact.js';
+import fitRoutes from './routes/fit.js';
 import inspectRoutes from './routes/inspect.js';
 import summarizeRoutes from './routes/summarize.js';
 import windowRoutes from './routes/window.js';
@@ -106,6 +107,7 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   await app.register(windowRoutes);
   await app.register(compactRoutes);
   await app.register(summarizeRoutes);
+  await app.register(fitRoutes);
   await app.register(inspectRoutes);
   return app;
 }

@@ -250,6 +250,17 @@ export class Compactor {
       profile: h.profile,
       summarizer: this.summarizer,
       recall: (ids) => this.artifacts.recall(ids),
+      prepare: (messages, occupancy) => ({
+        ...this.prepare({
+          messages,
+          format: h.format.name,
+          ...(req.model ? { model: req.model } : {}),
+          ...(req.context_window ? { context_window: req.context_window } : {}),
+          ...(req.system !== undefined ? { system: req.system } : {}),
+          ...(req.tools ? { tools: req.tools } : {}),
+        }),
+        occupancy,
+      }),
       dryRun,
       ...(signal ? { signal } : {}),
     });

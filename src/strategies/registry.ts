@@ -1,4 +1,5 @@
 import { compactStrategy } from './compact.js';
+import { fitStrategy } from './fit.js';
 import { windowStrategy } from './sliding-window.js';
 import { summarizeStrategy } from './summarize.js';
 
@@ -7,6 +8,7 @@ export const STRATEGIES = {
   window: windowStrategy,
   compact: compactStrategy,
   summarize: summarizeStrategy,
+  fit: fitStrategy,
 } as const;
 
 export type StrategyKind = keyof typeof STRATEGIES;

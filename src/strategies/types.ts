@@ -40,6 +40,8 @@ export interface StrategyContext {
   readonly recall?: (ids: readonly string[]) => Promise<Map<string, string>>;
   /** A dry run: compute and report, change nothing, call no LLM. */
   readonly dryRun?: boolean;
+  /** Reads a history a previous stage produced (pipelines): parsed, grouped, counted, with this occupancy. */
+  readonly prepare?: (messages: unknown[], occupancy: number) => PreparedHistory;
 }
 
 /** What a strategy's LLM calls cost (summed). */

@@ -1,0 +1,33 @@
+import { z } from 'zod';
+import { FitOptions } from '../strategies/fit.js';
+import { BilledUsage, HistoryFields, StrategyResponseFields } from './common.js';
+import { ArtifactRefSchema } from './compact.js';
+import { SummaryReportSchema } from './summarize.js';
+import { Dropped } from './window.js';
+
+export const FitRequest = z.strictObject({ ...HistoryFields, ...FitOptions.shape }).meta({ id: 'FitRequest' });
+
+export const StageSchema = z
+  .object({
+    strategy: z.enum(['compact', 'summarize', 'window']),
+    applied: z.boolean(),
+    tokens_after: z.number().int(),
+    reason: z
+      .string()
+      .optional()
+      .describe('why the stage changed nothing: nothing_to_reduce, saving_too_small, summarizer_failed, …'),
+    usage: BilledUsage,
+  })
+  .meta({ id: 'Stage' });
+
+export const FitResponse = z
+  .object({
+    ...StrategyResponseFields,
+    stages: z.array(StageSchema),
+    target: z.number().int().describe('the occupancy aimed at'),
+    artifacts: z.array(ArtifactRefSchema),
+    summary: SummaryReportSchema.nullable(),
+    dropped: Dropped.nullable(),
+    call_again_at: z.number().int().describe('the occupancy at which calling again is worth it (guards against thrashing)'),
+  })
+  .meta({ id: 'FitResponse' });

@@ -1,0 +1,97 @@
+import t from 'tap';
+import { build } from '../support/app.js';
+import { loadCorpus } from '../support/corpus.js';
+import { FakeOpenAI } from '../support/fake-openai.js';
+import { violationsOf } from '../support/invariants.js';
+
+const corpus = loadCorpus();
+const django = corpus.find((x) => x.file.includes('django__django-11138'));
+
+t.test('fit stages on a real transcript: compaction alone, then summarization, then the window when the LLM fails', async (t) => {
+  if (!django) throw new Error('corpus missing');
+  const server = await new FakeOpenAI().start();
+  t.teardown(() => server.stop());
+  const app = await build(t, {
+    COMPACTOR_STORE_URL: 'memory:',
+    OPENAI_BASE_URL: server.url,
+    COMPACTOR_SUMMARIZER_MODEL: 'summarizer-small',
+    COMPACTOR_SUMMARIZER_MAX_RETRIES: '0',
+  });
+  const fit = async (payload: Record<string, unknown>) =>
+    (
+      await app.inject({
+        method: 'POST',
+        url: '/v1/fit',
+        payload: { messages: django.messages, model: django.model, ...payload },
+      })
+    ).json();
+
+  const easy = await fit({ target_tokens: 70_000 });
+  t.same(
+    easy.stages.map((s: { strategy: string; applied: boolean }) => [s.strategy, s.applied]),
+    [['compact', true]],
+    'compaction alone suffices',
+  );
+  t.ok(easy.tokens.after <= 70_000);
+  t.equal(easy.usage.calls, 0, 'no LLM call');
+  t.equal(server.requests.length, 0);
+
+  const hard = await fit({ target_tokens: 20_000 });
+  t.same(
+    hard.stages.map((s: { strategy: string; applied: boolean }) => [s.strategy, s.applied]),
+    [
+      ['compact', true],
+      ['summarize', true],
+    ],
+    'summarizes only when compaction is not enough',
+  );
+  t.ok(hard.tokens.after <= 20_000, `under target: ${hard.tokens.after}`);
+  t.ok(hard.usage.calls >= 1 && hard.usage.calls === server.requests.length, 'billed usage is the stages’ sum');
+  t.equal(hard.usage.calls, hard.stages[1].usage.calls);
+  t.equal(hard.summary.summarizer, 'llm');
+  t.same(violationsOf('openai-chat', hard.messages), []);
+
+  server.enqueue({ fault: 'status', status: 500 });
+  const failing = await fit({ target_tokens: 20_000, summarize: { keep: { messages: 30 } } });
+  t.same(
+    failing.stages.map((s: { strategy: string; applied: boolean }) => [s.strategy, s.applied]),
+    [
+      ['compact', true],
+      ['summarize', false],
+      ['window', true],
+    ],
+    'the window stands in when the summarizer fails',
+  );
+  t.equal(failing.stages[1].reason, 'summarizer_failed');
+  t.ok(failing.tokens.after <= 20_000);
+  t.ok(failing.dropped.messages > 0);
+
+  const below = await fit({ target_tokens: 1_000_000 });
+  t.equal(below.applied, false);
+  t.equal(below.reason, 'below_trigger', 'the target is the trigger');
+
+  const missing = await app.inject({ method: 'POST', url: '/v1/fit', payload: { messages: django.messages } });
+  t.equal(missing.statusCode, 400, 'a target is required');
+  const fraction = await fit({ target_fraction: 0.1, context_window: 200_000 });
+  t.equal(fraction.target, 20_000);
+});
+
+t.test('fit on the corpus: valid output, at or under target or target_not_met', async (t) => {
+  const app = await build(t, { COMPACTOR_STORE_URL: 'memory:' });
+  for (const transcript of corpus) {
+    const res = await app.inject({
+      method: 'POST',
+      url: '/v1/fit',
+      payload: { messages: transcript.messages, target_tokens: 8000, ...(transcript.model ? { model: transcript.model } : {}) },
+    });
+    t.equal(res.statusCode, 200, transcript.file);
+    const body = res.json();
+    t.same(violationsOf(transcript.format, body.messages), [], `${transcript.file}: valid`);
+    t.ok(
+      body.tokens.after <= 8000 ||
+        body.warnings.some((w: { code: string }) => w.code === 'target_not_met') ||
+        body.reason === 'below_trigger',
+      `${transcript.file}: ${body.tokens.before} → ${body.tokens.after} (${body.stages.map((s: { strategy: string; applied: boolean }) => `${s.strategy}:${s.applied}`).join(' ')})`,
+    );
+  }
+});

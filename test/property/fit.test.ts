@@ -1,0 +1,67 @@
+import assert from 'node:assert/strict';
+import fc from 'fast-check';
+import t from 'tap';
+import { Compactor } from '../../src/compactor.js';
+import { CompactorError } from '../../src/errors.js';
+import { MemoryStore } from '../../src/store/memory.js';
+import { FitOptions, fitStrategy } from '../../src/strategies/fit.js';
+import type { Summarizer, SummaryRequest } from '../../src/summarizers/types.js';
+import { TokenCounter } from '../../src/tokens/counter.js';
+import { histories } from '../support/histories.js';
+import { violationsOf } from '../support/invariants.js';
+import { schemaErrors } from '../support/schemas.js';
+
+class Scripted implements Summarizer {
+  readonly kind = 'llm' as const;
+  fail = false;
+  calls = 0;
+  async summarize(_request: SummaryRequest) {
+    this.calls++;
+    if (this.fail) throw new CompactorError('CMP_ERR_SUMMARIZER_UNAVAILABLE', 'scripted');
+    return {
+      text: 'Goal: build it. Done: most of it.',
+      usage: { input_tokens: 50, output_tokens: 10, cached_input_tokens: 0, calls: 1 },
+      model: 'scripted',
+    };
+  }
+  plan() {
+    return { calls: [], model: 'scripted' };
+  }
+}
+
+for (const [format, arbitrary] of Object.entries(histories)) {
+  t.test(`${format}: fit always returns a valid history, at or under target or saying why`, async (t) => {
+    const summarizer = new Scripted();
+    const compactor = new Compactor(new TokenCounter(20_000), { store: new MemoryStore(), summarizer });
+    await fc.assert(
+      fc.asyncProperty(arbitrary, fc.integer({ min: 0, max: 3000 }), fc.boolean(), async (h, target, fail) => {
+        summarizer.fail = fail;
+        const req = { messages: h.messages, format: h.format, ...(h.system ? { system: h.system } : {}) };
+        const res = await compactor.run(fitStrategy, req, FitOptions.parse({ target_tokens: target, min_saving_fraction: 0 }));
+        assert.deepEqual(violationsOf(format, res.messages), []);
+        assert.deepEqual(schemaErrors(format, res.messages), []);
+        assert.ok(res.tokens.after <= res.tokens.before, 'never grows');
+        if (res.tokens.before <= target) assert.equal(res.reason, 'below_trigger', 'nothing to do under the target');
+        else if (res.tokens.after > target)
+          assert.ok(
+            res.warnings.some((w) => w.code === 'target_not_met'),
+            'over target says so',
+          );
+        const stages = res.extra.stages.map((s) => s.strategy);
+        const compact = res.extra.stages[0];
+        if (compact?.applied && compact.tokens_after <= target)
+          assert.deepEqual(stages, ['compact'], 'stops after compaction when that suffices');
+        if (stages.includes('window')) {
+          const summarize = res.extra.stages.find((s) => s.strategy === 'summarize');
+          assert.ok(
+            !summarize?.applied || summarize.tokens_after > target,
+            'windows only after a failed or insufficient summary',
+          );
+        }
+        assert.equal(res.usage.total_tokens, res.usage.input_tokens + res.usage.output_tokens);
+      }),
+      { numRuns: 80 },
+    );
+    t.pass('properties held');
+  });
+}
