@@ -7,6 +7,7 @@ import sjson from 'secure-json-parse';
 import type { Config } from './config.js';
 import { CompactorError } from './errors.js';
 import compactorPlugin from './plugins/compactor.js';
+import guardPlugin from './plugins/guard.js';
 import healthPlugin from './plugins/health.js';
 import metricsPlugin from './plugins/metrics.js';
 import problemPlugin from './plugins/problem.js';
@@ -93,6 +94,12 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   });
 
   await app.register(problemPlugin);
+  await app.register(guardPlugin, {
+    apiKeys: config.COMPACTOR_API_KEYS,
+    scope: config.COMPACTOR_AUTH_SCOPE,
+    rateLimit: config.COMPACTOR_RATE_LIMIT,
+    maxEventLoopDelay: config.COMPACTOR_MAX_EVENT_LOOP_DELAY_MS,
+  });
   await app.register(swaggerPlugin, { version });
   await app.register(metricsPlugin);
   await app.register(healthPlugin);

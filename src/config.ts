@@ -41,6 +41,18 @@ export const ConfigSchema = z.object({
   COMPACTOR_SUMMARIZER_TIMEOUT_MS: intFromEnv(100, 600_000).default(30_000),
   COMPACTOR_SUMMARIZER_MAX_RETRIES: intFromEnv(0, 10).default(2),
   COMPACTOR_SUMMARIZER_CONCURRENCY: intFromEnv(1, 256).default(4),
+  COMPACTOR_API_KEYS: z
+    .string()
+    .transform((v) =>
+      v
+        .split(',')
+        .map((k) => k.trim())
+        .filter(Boolean),
+    )
+    .optional(),
+  COMPACTOR_AUTH_SCOPE: z.enum(['api', 'all']).default('api'),
+  COMPACTOR_RATE_LIMIT: intFromEnv(0, 1_000_000).default(0),
+  COMPACTOR_MAX_EVENT_LOOP_DELAY_MS: intFromEnv(0, 60_000).default(1000),
 });
 
 export type Config = z.output<typeof ConfigSchema>;
@@ -64,6 +76,10 @@ export const CONFIG_DOCS: Record<keyof Config, string> = {
   COMPACTOR_SUMMARIZER_TIMEOUT_MS: 'Deadline of one summarizer call, in ms',
   COMPACTOR_SUMMARIZER_MAX_RETRIES: 'Retries after a retryable summarizer failure (429, 5xx, timeout, reset)',
   COMPACTOR_SUMMARIZER_CONCURRENCY: 'Summarizer calls in flight at once',
+  COMPACTOR_API_KEYS: 'Comma list of keys; when set, requests need Authorization: Bearer <key> (never logged)',
+  COMPACTOR_AUTH_SCOPE: 'api: keys guard /v1/* only; all: health, metrics and docs too',
+  COMPACTOR_RATE_LIMIT: 'Requests per minute per client on /v1/* (0 = off)',
+  COMPACTOR_MAX_EVENT_LOOP_DELAY_MS: 'Above this event-loop delay, answer 503 with retry-after instead of queueing (0 = off)',
 };
 
 /** Thrown at boot when a variable is invalid; its message names every offending variable. */

@@ -36,7 +36,7 @@ t.test('every configuration variable is documented in the README and .env.exampl
   for (const key of Object.keys(ConfigSchema.shape) as (keyof typeof CONFIG_DOCS)[]) {
     const raw = defaults[key];
     const shown = raw === undefined ? 'unset' : `\`${Array.isArray(raw) ? raw.join(',') : raw}\``;
-    const doc = CONFIG_DOCS[key].replace(/[()]/g, '\\$&');
+    const doc = CONFIG_DOCS[key].replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
     t.match(readme, new RegExp(`\\| \`${key}\` \\| ${doc} \\| ${shown} \\|`), key);
     t.match(envExample, new RegExp(`^#? ?${key}=`, 'm'), `${key} in .env.example`);
   }

@@ -1,0 +1,61 @@
+import t from 'tap';
+import { build } from '../support/app.js';
+
+const history = { messages: [{ role: 'user', content: 'hello' }] };
+
+t.test('API keys: bearer, constant-time, ops endpoints open by default', async (t) => {
+  const app = await build(t, { COMPACTOR_API_KEYS: 'key-one, key-two' });
+  const post = (headers: Record<string, string>) => app.inject({ method: 'POST', url: '/v1/tokens', payload: history, headers });
+  const none = await post({});
+  t.equal(none.statusCode, 401);
+  t.equal(none.json().code, 'CMP_ERR_AUTH_REQUIRED');
+  t.equal(none.headers['www-authenticate'], 'Bearer realm="compactor"');
+  const wrong = await post({ authorization: 'Bearer key-three' });
+  t.equal(wrong.statusCode, 401);
+  t.equal(wrong.json().code, 'CMP_ERR_AUTH_INVALID');
+  t.notMatch(wrong.body, /key-three|key-one/, 'keys are never echoed');
+  t.equal((await post({ authorization: 'Bearer key-two' })).statusCode, 200);
+  t.equal((await post({ authorization: 'bearer key-one' })).statusCode, 200, 'the scheme is case-insensitive');
+  t.equal((await app.inject({ method: 'GET', url: '/health/ready' })).statusCode, 200, 'health stays open');
+  t.equal((await app.inject({ method: 'GET', url: '/metrics' })).statusCode, 200, 'metrics stay open');
+  t.equal((await app.inject({ method: 'GET', url: '/openapi.json' })).statusCode, 200, 'docs stay open');
+});
+
+t.test('API keys with scope all guard everything', async (t) => {
+  const app = await build(t, { COMPACTOR_API_KEYS: 'k', COMPACTOR_AUTH_SCOPE: 'all' });
+  t.equal((await app.inject({ method: 'GET', url: '/metrics' })).statusCode, 401);
+  t.equal((await app.inject({ method: 'GET', url: '/metrics', headers: { authorization: 'Bearer k' } })).statusCode, 200);
+});
+
+t.test('rate limit: 429 with retry-after, per client, /v1 only', async (t) => {
+  const app = await build(t, { COMPACTOR_RATE_LIMIT: '3' });
+  const codes: number[] = [];
+  for (let i = 0; i < 5; i++) codes.push((await app.inject({ method: 'POST', url: '/v1/tokens', payload: history })).statusCode);
+  t.same(codes, [200, 200, 200, 429, 429]);
+  const limited = await app.inject({ method: 'POST', url: '/v1/tokens', payload: history });
+  t.equal(limited.json().code, 'CMP_ERR_RATE_LIMITED');
+  t.ok(Number(limited.headers['retry-after']) > 0, 'retry-after given');
+  t.equal((await app.inject({ method: 'GET', url: '/health/live' })).statusCode, 200, 'health is not limited');
+  const other = await app.inject({ method: 'POST', url: '/v1/tokens', payload: history, remoteAddress: '10.1.2.3' });
+  t.equal(other.statusCode, 200, 'another client has its own budget');
+});
+
+t.test('a saturated event loop sheds load with 503 and retry-after; health keeps answering; it recovers', async (t) => {
+  const app = await build(t, { COMPACTOR_MAX_EVENT_LOOP_DELAY_MS: '50' });
+  const end = Date.now() + 1500;
+  while (Date.now() < end) {
+    // Saturate the event loop, as a burst of heavy requests would.
+  }
+  await new Promise((r) => setTimeout(r, 20));
+  const shed = await app.inject({ method: 'POST', url: '/v1/tokens', payload: history });
+  t.equal(shed.statusCode, 503);
+  t.equal(shed.json().code, 'CMP_ERR_OVERLOADED');
+  t.equal(shed.headers['retry-after'], '5');
+  t.equal((await app.inject({ method: 'GET', url: '/health/live' })).statusCode, 200, 'liveness is not shed');
+  let recovered = 0;
+  for (let i = 0; i < 40 && recovered !== 200; i++) {
+    await new Promise((r) => setTimeout(r, 100));
+    recovered = (await app.inject({ method: 'POST', url: '/v1/tokens', payload: history })).statusCode;
+  }
+  t.equal(recovered, 200, 'serves again once the loop is free');
+});
