@@ -4,14 +4,22 @@ import { Counter, collectDefaultMetrics, Histogram, Registry } from 'prom-client
 
 declare module 'fastify' {
   interface FastifyInstance {
-    metrics: { registry: Registry; tokensSaved: Counter<'strategy'> };
+    metrics: {
+      registry: Registry;
+      tokensSaved: Counter<'strategy'>;
+      billedTokens: Counter<'model' | 'kind'>;
+      summarizerErrors: Counter<'code'>;
+      summaryCache: Counter<'result'>;
+      artifactsStored: Counter<'kind'>;
+    };
   }
 }
 
 /**
  * Prometheus metrics on a registry of this app's own (so several apps in one process, as in the
  * tests, do not collide): request counts and durations by route and status, tokens saved by
- * strategy, the token count cache, and the process defaults.
+ * strategy, tokens billed by model, summarizer errors by kind, summary cache hits, artifacts
+ * offloaded, the token count cache, and the process defaults.
  */
 export default fp(
   async (app: FastifyInstance) => {
@@ -37,7 +45,31 @@ export default fp(
       labelNames: ['strategy'],
       registers: [registry],
     });
-    app.decorate('metrics', { registry, tokensSaved });
+    const billedTokens = new Counter({
+      name: 'compactor_billed_tokens_total',
+      help: 'Tokens billed by the summarizer, by model and kind (input, output, cached_input)',
+      labelNames: ['model', 'kind'],
+      registers: [registry],
+    });
+    const summarizerErrors = new Counter({
+      name: 'compactor_summarizer_errors_total',
+      help: 'Summaries that failed, by error code',
+      labelNames: ['code'],
+      registers: [registry],
+    });
+    const summaryCache = new Counter({
+      name: 'compactor_summary_cache_total',
+      help: 'Summaries served from the cache (hit) or written (miss)',
+      labelNames: ['result'],
+      registers: [registry],
+    });
+    const artifactsStored = new Counter({
+      name: 'compactor_artifacts_total',
+      help: 'Originals offloaded as artifacts, by kind',
+      labelNames: ['kind'],
+      registers: [registry],
+    });
+    app.decorate('metrics', { registry, tokensSaved, billedTokens, summarizerErrors, summaryCache, artifactsStored });
 
     app.addHook('onResponse', async (request, reply) => {
       const route = request.routeOptions.url ?? 'unmatched';

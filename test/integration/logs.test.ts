@@ -20,7 +20,9 @@ const CANARY = 'CANARY-7f3a9c-do-not-log';
 
 t.test('message content, prompts and keys never reach a log line', async (t) => {
   const { lines, stream } = capture();
-  const app = await buildApp(testConfig(), { logger: pino({ level: 'trace' }, stream) });
+  const app = await buildApp(testConfig({ COMPACTOR_STORE_URL: 'memory:', COMPACTOR_API_KEYS: CANARY }), {
+    logger: pino({ level: 'trace' }, stream),
+  });
   t.teardown(() => app.close());
   const history = [
     { role: 'system', content: `system prompt ${CANARY}` },
@@ -30,7 +32,11 @@ t.test('message content, prompts and keys never reach a log line', async (t) => 
       content: null,
       tool_calls: [{ id: 'c1', type: 'function', function: { name: 'bash', arguments: JSON.stringify({ command: CANARY }) } }],
     },
-    { role: 'tool', tool_call_id: 'c1', content: `output ${CANARY}` },
+    {
+      role: 'tool',
+      tool_call_id: 'c1',
+      content: Array.from({ length: 200 }, (_, i) => `output line ${i}: ${CANARY}`).join('\n'),
+    },
     { role: 'user', content: `next ${CANARY}` },
   ];
   const requests = [
@@ -41,6 +47,10 @@ t.test('message content, prompts and keys never reach a log line', async (t) => 
     { url: '/v1/window', payload: { messages: [{ role: 'tool', tool_call_id: CANARY, content: CANARY }] } },
     { url: '/v1/window', payload: `{"messages": [${CANARY}` },
     { url: '/v1/window', payload: { messages: history, [CANARY]: true } },
+    { url: '/v1/compact', payload: { messages: history, keep_tool_uses: 0, min_tokens: 0 } },
+    { url: '/v1/summarize', payload: { messages: history, keep: { messages: 1 }, summarizer: { prompt: CANARY } } },
+    { url: '/v1/fit', payload: { messages: history, target_tokens: 10 } },
+    { url: '/v1/expand', payload: { messages: history } },
   ];
   for (const { url, payload } of requests) {
     const res = await app.inject({
@@ -58,4 +68,23 @@ t.test('message content, prompts and keys never reach a log line', async (t) => 
     lines.some((line) => line.code === 'CMP_ERR_HISTORY_MALFORMED'),
     'rejections are logged by code',
   );
+  const done = lines.filter((line) => line.msg === 'strategy done');
+  t.same(
+    done.map((line) => line.strategy),
+    ['window', 'compact', 'summarize', 'fit'],
+    'each strategy request is logged once',
+  );
+  t.match(done[0], {
+    reqId: String,
+    strategy: 'window',
+    format: 'openai-chat',
+    tokens_before: Number,
+    tokens_after: Number,
+    billed_tokens: 0,
+    duration_ms: Number,
+  });
+  const metrics = await app.inject({ method: 'GET', url: '/metrics' });
+  t.match(metrics.body, /compactor_tokens_saved_total\{strategy="window"\}/);
+  t.match(metrics.body, /compactor_summary_cache_total\{result="miss"\} 1/);
+  t.match(metrics.body, /compactor_artifacts_total\{kind="tool_result"\}/);
 });
