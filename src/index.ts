@@ -1,9 +1,13 @@
 export { type AppDeps, buildApp, createLogger } from './app.js';
+export { CompactorClient, type CompactorClientOptions, CompactorHttpError } from './client.js';
 export { Compactor } from './compactor.js';
 export { type Config, ConfigSchema, loadConfig } from './config.js';
 export { CompactorError, ERRORS, type ErrorCode } from './errors.js';
 export { FORMATS } from './formats/registry.js';
+export { compactStrategy } from './strategies/compact.js';
+export { fitStrategy } from './strategies/fit.js';
 export { STRATEGIES } from './strategies/registry.js';
 export { windowStrategy } from './strategies/sliding-window.js';
+export { summarizeStrategy } from './strategies/summarize.js';
 export { TokenCounter } from './tokens/counter.js';
 export { resolveModel } from './tokens/models.js';

@@ -1,0 +1,83 @@
+import type { z } from 'zod';
+import type { Problem } from './schemas/common.js';
+import type { ArtifactResponse, CompactRequest, CompactResponse, ExpandRequest, ExpandResponse } from './schemas/compact.js';
+import type { FitRequest, FitResponse } from './schemas/fit.js';
+import type { SummarizeRequest, SummarizeResponse } from './schemas/summarize.js';
+import type { TokensRequest, TokensResponse, ValidateRequest, ValidateResponse } from './schemas/tokens.js';
+import type { WindowRequest, WindowResponse } from './schemas/window.js';
+
+/** A problem document the service answered with, as an error. */
+export class CompactorHttpError extends Error {
+  override name = 'CompactorHttpError';
+  constructor(
+    readonly status: number,
+    readonly problem: z.output<typeof Problem> | undefined,
+  ) {
+    super(problem ? `${problem.code}: ${problem.detail}` : `HTTP ${status}`);
+  }
+}
+
+export interface CompactorClientOptions {
+  /** e.g. `http://127.0.0.1:8080` */
+  baseUrl: string;
+  /** Sent as `Authorization: Bearer <key>` when the service has keys configured. */
+  apiKey?: string;
+  /** Per-request deadline in ms (default 60 s). */
+  timeoutMs?: number;
+  fetch?: typeof fetch;
+}
+
+/**
+ * A typed client for Compactor, its request and response types taken from the same zod schemas
+ * the service validates with. Every method throws `CompactorHttpError` on a 4xx/5xx answer.
+ */
+export class CompactorClient {
+  private readonly base: string;
+  private readonly doFetch: typeof fetch;
+
+  constructor(private readonly options: CompactorClientOptions) {
+    this.base = options.baseUrl.replace(/\/+$/, '');
+    this.doFetch = options.fetch ?? fetch;
+  }
+
+  private async call<T>(method: 'GET' | 'POST', path: string, body?: unknown): Promise<T> {
+    const res = await this.doFetch(`${this.base}${path}`, {
+      method,
+      headers: {
+        ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+        ...(this.options.apiKey ? { authorization: `Bearer ${this.options.apiKey}` } : {}),
+      },
+      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+      signal: AbortSignal.timeout(this.options.timeoutMs ?? 60_000),
+    });
+    const text = await res.text();
+    const parsed: unknown = text ? JSON.parse(text) : undefined;
+    if (!res.ok) throw new CompactorHttpError(res.status, parsed as z.output<typeof Problem> | undefined);
+    return parsed as T;
+  }
+
+  window(req: z.input<typeof WindowRequest>): Promise<z.output<typeof WindowResponse>> {
+    return this.call('POST', '/v1/window', req);
+  }
+  compact(req: z.input<typeof CompactRequest>): Promise<z.output<typeof CompactResponse>> {
+    return this.call('POST', '/v1/compact', req);
+  }
+  summarize(req: z.input<typeof SummarizeRequest>): Promise<z.output<typeof SummarizeResponse>> {
+    return this.call('POST', '/v1/summarize', req);
+  }
+  fit(req: z.input<typeof FitRequest>): Promise<z.output<typeof FitResponse>> {
+    return this.call('POST', '/v1/fit', req);
+  }
+  tokens(req: z.input<typeof TokensRequest>): Promise<z.output<typeof TokensResponse>> {
+    return this.call('POST', '/v1/tokens', req);
+  }
+  validate(req: z.input<typeof ValidateRequest>): Promise<z.output<typeof ValidateResponse>> {
+    return this.call('POST', '/v1/validate', req);
+  }
+  expand(req: z.input<typeof ExpandRequest>): Promise<z.output<typeof ExpandResponse>> {
+    return this.call('POST', '/v1/expand', req);
+  }
+  artifact(id: string): Promise<z.output<typeof ArtifactResponse>> {
+    return this.call('GET', `/v1/artifacts/${encodeURIComponent(id)}`);
+  }
+}
