@@ -108,6 +108,7 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
     storeUrl: config.COMPACTOR_STORE_URL,
     artifactTtlSeconds: config.COMPACTOR_ARTIFACT_TTL_SECONDS,
     summarizer: await createSummarizer(config),
+    deadlineMs: config.COMPACTOR_DEADLINE_MS,
     ...(deps.store ? { store: deps.store } : {}),
   });
 

@@ -53,6 +53,8 @@ export const ConfigSchema = z.object({
   COMPACTOR_AUTH_SCOPE: z.enum(['api', 'all']).default('api'),
   COMPACTOR_RATE_LIMIT: intFromEnv(0, 1_000_000).default(0),
   COMPACTOR_MAX_EVENT_LOOP_DELAY_MS: intFromEnv(0, 60_000).default(1000),
+  /** Deadline of one strategy request once received (summarizer calls included). */
+  COMPACTOR_DEADLINE_MS: intFromEnv(1000, 3_600_000).default(120_000),
 });
 
 export type Config = z.output<typeof ConfigSchema>;
@@ -80,6 +82,7 @@ export const CONFIG_DOCS: Record<keyof Config, string> = {
   COMPACTOR_AUTH_SCOPE: 'api: keys guard /v1/* only; all: health, metrics and docs too',
   COMPACTOR_RATE_LIMIT: 'Requests per minute per client on /v1/* (0 = off)',
   COMPACTOR_MAX_EVENT_LOOP_DELAY_MS: 'Above this event-loop delay, answer 503 with retry-after instead of queueing (0 = off)',
+  COMPACTOR_DEADLINE_MS: 'Deadline of one strategy request once received, summarizer calls and retries included',
 };
 
 /** Thrown at boot when a variable is invalid; its message names every offending variable. */
@@ -103,6 +106,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError(
       'invalid configuration: COMPACTOR_SUMMARIZER_MODEL is required when OPENAI_BASE_URL or OPENAI_API_KEY is set',
     );
+  }
+  if (parsed.success) {
+    // Inner deadlines must be shorter than outer ones: every summarizer attempt and the waits
+    // between them fit in the request deadline, which fits in the time a client keeps the request.
+    const c = parsed.data;
+    const worst =
+      c.COMPACTOR_SUMMARIZER_TIMEOUT_MS * (c.COMPACTOR_SUMMARIZER_MAX_RETRIES + 1) + 10_000 * c.COMPACTOR_SUMMARIZER_MAX_RETRIES;
+    if (worst >= c.COMPACTOR_DEADLINE_MS) {
+      throw new ConfigError(
+        `invalid configuration: COMPACTOR_DEADLINE_MS=${c.COMPACTOR_DEADLINE_MS} must exceed the summarizer's worst case, COMPACTOR_SUMMARIZER_TIMEOUT_MS × (COMPACTOR_SUMMARIZER_MAX_RETRIES + 1) + 10 s per retry = ${worst}`,
+      );
+    }
   }
   if (!parsed.success) {
     const lines = parsed.error.issues.map((issue) => {

@@ -11,6 +11,8 @@ declare module 'fastify' {
   interface FastifyInstance {
     compactor: Compactor;
     store: ArtifactStore;
+    /** Deadline of one strategy request, in ms. */
+    deadlineMs: number;
   }
 }
 
@@ -19,6 +21,7 @@ export interface CompactorPluginOptions {
   storeUrl: string;
   artifactTtlSeconds: number;
   summarizer: Summarizer;
+  deadlineMs: number;
   /** A store built by the caller (tests); otherwise one is opened from `storeUrl`. */
   store?: ArtifactStore;
 }
@@ -35,6 +38,7 @@ export default fp<CompactorPluginOptions>(
       if (!options.store) await store.close();
     });
     app.decorate('store', store);
+    app.decorate('deadlineMs', options.deadlineMs);
     app.decorate(
       'compactor',
       new Compactor(counter, {

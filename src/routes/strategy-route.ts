@@ -38,7 +38,7 @@ export function strategyRoute<O extends z.ZodObject, E extends object>(app: Fast
       const { metrics } = app;
       let answer: Awaited<ReturnType<FastifyInstance['compactor']['run']>>;
       try {
-        answer = await app.compactor.run(route.strategy, body, body);
+        answer = await app.compactor.run(route.strategy, body, body, AbortSignal.timeout(app.deadlineMs));
       } catch (error) {
         if (error instanceof CompactorError && error.code.startsWith('CMP_ERR_SUMMARIZER_'))
           metrics.summarizerErrors.inc({ code: error.code });

@@ -268,7 +268,7 @@ async function rolling(h: PreparedHistory, o: SummarizeOptions, ctx: StrategyCon
     instructions: o.summarizer.prompt,
     temperature: o.summarizer.temperature,
     maxInputTokens: o.max_input_tokens,
-    signal: o.timeout_ms ? AbortSignal.timeout(o.timeout_ms) : ctx.signal,
+    signal: o.timeout_ms ? AbortSignal.any([AbortSignal.timeout(o.timeout_ms), ...(ctx.signal ? [ctx.signal] : [])]) : ctx.signal,
   };
   const rangeMessages = range.map((i) => messages[i]);
   const rangeJson = JSON.stringify({ messages: rangeMessages, previous_id: earlier?.marker.id ?? null });

@@ -22,3 +22,27 @@ t.test('an invalid value names the variable', async (t) => {
   t.throws(() => loadConfig({ LOG_LEVEL: 'loud' }), /LOG_LEVEL/);
   t.throws(() => loadConfig({ COMPACTOR_BODY_LIMIT: '-1' }), /COMPACTOR_BODY_LIMIT/);
 });
+
+t.test('deadlines nest: the summarizer worst case must fit in the request deadline', async (t) => {
+  t.throws(
+    () =>
+      loadConfig({
+        COMPACTOR_SUMMARIZER_TIMEOUT_MS: '60000',
+        COMPACTOR_SUMMARIZER_MAX_RETRIES: '2',
+        COMPACTOR_DEADLINE_MS: '100000',
+      }),
+    /COMPACTOR_DEADLINE_MS/,
+  );
+  t.doesNotThrow(() =>
+    loadConfig({
+      COMPACTOR_SUMMARIZER_TIMEOUT_MS: '20000',
+      COMPACTOR_SUMMARIZER_MAX_RETRIES: '2',
+      COMPACTOR_DEADLINE_MS: '100000',
+    }),
+  );
+  t.throws(() => loadConfig({ OPENAI_BASE_URL: 'http://127.0.0.1:1/v1' }), /COMPACTOR_SUMMARIZER_MODEL is required/);
+  t.throws(
+    () => loadConfig({ OPENAI_API_KEY: 'sk-secret', COMPACTOR_SUMMARIZER_TIMEOUT_MS: 'x' }),
+    (e: Error) => !e.message.includes('sk-secret'),
+  );
+});
