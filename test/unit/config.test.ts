@@ -41,8 +41,12 @@ t.test('deadlines nest: the summarizer worst case must fit in the request deadli
     }),
   );
   t.throws(() => loadConfig({ OPENAI_BASE_URL: 'http://127.0.0.1:1/v1' }), /COMPACTOR_SUMMARIZER_MODEL is required/);
-  t.throws(
-    () => loadConfig({ OPENAI_API_KEY: 'sk-secret', COMPACTOR_SUMMARIZER_TIMEOUT_MS: 'x' }),
-    (e: Error) => !e.message.includes('sk-secret'),
-  );
+  let message = '';
+  try {
+    loadConfig({ OPENAI_API_KEY: 'sk-secret', COMPACTOR_SUMMARIZER_MODEL: 'm', COMPACTOR_SUMMARIZER_TIMEOUT_MS: 'x' });
+  } catch (error) {
+    message = (error as Error).message;
+  }
+  t.match(message, /COMPACTOR_SUMMARIZER_TIMEOUT_MS/);
+  t.notMatch(message, /sk-secret/, 'a key never appears in a boot error');
 });
