@@ -310,6 +310,8 @@ export const openaiChat: FormatAdapter = {
   ],
   prose: (message) => {
     const m = message as JsonObject;
+    // A tool or function message's content is tool traffic (its result), not prose.
+    if (m.role === 'tool' || m.role === 'function') return '';
     const content = m.content;
     const parts = Array.isArray(content)
       ? (content as JsonObject[]).map((p) =>

@@ -368,7 +368,8 @@ async function rolling(h: PreparedHistory, o: SummarizeOptions, ctx: StrategyCon
       code: 'summary_not_smaller',
       message: `the summary (${added} tokens) would not be smaller than what it replaces (${freed})`,
     });
-    return none('nothing_to_reduce', {}, billed(usage, model));
+    // Not committed, but cached: the same request again costs nothing.
+    return { ...none('summary_not_smaller', {}, billed(usage, model)), bestEffort };
   }
   const summary: SummaryReport = {
     id: id ?? cache.id,

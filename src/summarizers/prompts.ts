@@ -1,8 +1,10 @@
+import { escapeContent } from './transcript.js';
+
 /**
  * The summarizer's prompts, versioned: the version is part of the summary cache key, so changing a
  * prompt never serves a summary written by an older one.
  */
-export const PROMPT_VERSION = 'rolling-v1';
+export const PROMPT_VERSION = 'rolling-v2';
 
 export const SYSTEM_PROMPT = `You write summaries of an AI agent's working session so that the agent can continue its task from the summary alone.
 The conversation to summarize is given inside <transcript> tags, and an earlier summary, when there is one, inside <previous_summary> tags.
@@ -25,7 +27,7 @@ Be concise; never invent facts; copy identifiers exactly.`;
 
 export function summaryPrompt(transcript: string, previous: string | null, instructions?: string): string {
   const earlier = previous
-    ? `<previous_summary>\n${previous}\n</previous_summary>\n\nExtend the previous summary with the new part of the conversation below: keep what is still true, update what changed, and drop nothing that is still needed.\n\n`
+    ? `<previous_summary>\n${escapeContent(previous)}\n</previous_summary>\n\nExtend the previous summary with the new part of the conversation below: keep what is still true, update what changed, and drop nothing that is still needed.\n\n`
     : '';
   const extra = instructions ? `\n\nAdditional instructions from the operator:\n${instructions}` : '';
   return `${earlier}${transcript}\n\n${SECTIONS}${extra}`;
@@ -36,8 +38,8 @@ export function chunkPrompt(transcript: string, part: number, parts: number): st
 }
 
 export function mergePrompt(partials: readonly string[], previous: string | null, instructions?: string): string {
-  const earlier = previous ? `<previous_summary>\n${previous}\n</previous_summary>\n\n` : '';
-  const parts = partials.map((p, i) => `<partial_summary part="${i + 1}">\n${p}\n</partial_summary>`).join('\n');
+  const earlier = previous ? `<previous_summary>\n${escapeContent(previous)}\n</previous_summary>\n\n` : '';
+  const parts = partials.map((p, i) => `<partial_summary part="${i + 1}">\n${escapeContent(p)}\n</partial_summary>`).join('\n');
   const extra = instructions ? `\n\nAdditional instructions from the operator:\n${instructions}` : '';
   return `${earlier}The conversation was summarized in consecutive parts, oldest first:\n${parts}\n\nMerge them${previous ? ' into the previous summary' : ''} into one summary.\n\n${SECTIONS}${extra}`;
 }

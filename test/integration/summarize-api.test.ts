@@ -291,7 +291,7 @@ t.test('extractive summaries of the real corpus: valid, facts reported', async (
         `${transcript.file}: expand gives it back`,
       );
     } else {
-      t.ok(['nothing_to_reduce'].includes(body.reason), `${transcript.file}: ${body.reason}`);
+      t.ok(['nothing_to_reduce', 'summary_not_smaller'].includes(body.reason), `${transcript.file}: ${body.reason}`);
     }
     t.ok(adapter(transcript.format));
   }
@@ -346,3 +346,30 @@ t.test('sections mode: expand restores summarized pairs', async (t) => {
   const expanded = await app.inject({ method: 'POST', url: '/v1/expand', payload: { messages: body.messages } });
   t.same(expanded.json().messages, messages);
 });
+
+t.test(
+  'a tool result is rendered once in the summarizer transcript; a summary that does not pay is cached, not billed twice',
+  async (t) => {
+    const server = await withLlm(t);
+    const app = await appWith(t, server);
+    await app.inject({ method: 'POST', url: '/v1/summarize', payload: { messages: history(6), keep: { messages: 2 } } });
+    const prompt = server.requests[0]?.messages[1]?.content ?? '';
+    t.equal(prompt.match(/step 1 output: built target_1\.o/g)?.length, 1, 'each result once, inside its <tool> element');
+
+    const tiny = [
+      { role: 'system', content: 'sys' },
+      { role: 'user', content: 'task' },
+      { role: 'assistant', content: 'ok' },
+      { role: 'user', content: 'next' },
+    ];
+    server.enqueue({ content: `## Goal and constraints\n${'A long-winded summary. '.repeat(40)}` });
+    const first = await app.inject({ method: 'POST', url: '/v1/summarize', payload: { messages: tiny, keep: { messages: 1 } } });
+    t.equal(first.json().reason, 'summary_not_smaller');
+    t.ok(first.json().usage.calls === 1, 'the call is billed once');
+    const calls = server.requests.length;
+    const again = await app.inject({ method: 'POST', url: '/v1/summarize', payload: { messages: tiny, keep: { messages: 1 } } });
+    t.equal(again.json().reason, 'summary_not_smaller');
+    t.equal(server.requests.length, calls, 'the same request again calls nothing');
+    t.equal(again.json().usage.total_tokens, 0);
+  },
+);
