@@ -373,3 +373,68 @@ t.test(
     t.equal(again.json().usage.total_tokens, 0);
   },
 );
+
+t.test(
+  'sections mode, current turn: placeholder signature on Gemini, reasoning_content kept on Chat, none in earlier turns',
+  async (t) => {
+    const app = await build(t, { COMPACTOR_STORE_URL: 'memory:' });
+    const out = (label: string) => Array.from({ length: 60 }, (_, i) => `${label} line ${i}: value ${i * 11}`).join('\n');
+    const gemini = [
+      { role: 'user', parts: [{ text: 'earlier task' }] },
+      { role: 'model', parts: [{ functionCall: { id: 'g0', name: 'run', args: {} }, thoughtSignature: 'c2lnMA==' }] },
+      { role: 'user', parts: [{ functionResponse: { id: 'g0', name: 'run', response: { output: out('old') } } }] },
+      { role: 'model', parts: [{ text: 'done earlier' }] },
+      { role: 'user', parts: [{ text: 'current task' }] },
+      { role: 'model', parts: [{ functionCall: { id: 'g1', name: 'run', args: {} }, thoughtSignature: 'c2lnMQ==' }] },
+      { role: 'user', parts: [{ functionResponse: { id: 'g1', name: 'run', response: { output: out('big') } } }] },
+      { role: 'model', parts: [{ functionCall: { id: 'g2', name: 'run', args: {} }, thoughtSignature: 'c2lnMg==' }] },
+      { role: 'user', parts: [{ functionResponse: { id: 'g2', name: 'run', response: { output: 'ok' } } }] },
+    ];
+    const g = (
+      await app.inject({
+        method: 'POST',
+        url: '/v1/summarize',
+        payload: { messages: gemini, mode: 'sections', max_pair_tokens: 100 },
+      })
+    ).json();
+    t.equal(g.applied, true, JSON.stringify(g.warnings));
+    const calls = g.messages
+      .flatMap((m: { parts?: { functionCall?: { name: string }; thoughtSignature?: string }[] }) => m.parts ?? [])
+      .filter((p: { functionCall?: { name: string } }) => p.functionCall?.name === 'compactor_summary');
+    t.equal(calls.length, 1, 'the current section’s oversized pair became a synthetic call');
+    t.equal(calls[0].thoughtSignature, 'skip_thought_signature_validator', 'with Gemini’s accepted placeholder signature');
+    t.match(JSON.stringify(g.messages[1]), /section-summary/, 'the earlier section became marked text');
+    t.notMatch(JSON.stringify(g.messages.slice(0, 3)), /thoughtSignature/, 'earlier turns drop reasoning');
+    t.same(g.messages.at(-2), gemini.at(-2), 'the section’s last pair is never summarized');
+
+    const chat = [
+      { role: 'user', content: 'current task' },
+      {
+        role: 'assistant',
+        content: null,
+        reasoning_content: 'I will run it.',
+        tool_calls: [{ id: 'c1', type: 'function', function: { name: 'run', arguments: '{}' } }],
+      },
+      { role: 'tool', tool_call_id: 'c1', content: out('big') },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [{ id: 'c2', type: 'function', function: { name: 'run', arguments: '{}' } }],
+      },
+      { role: 'tool', tool_call_id: 'c2', content: 'ok' },
+    ];
+    const c = (
+      await app.inject({
+        method: 'POST',
+        url: '/v1/summarize',
+        payload: { messages: chat, mode: 'sections', max_pair_tokens: 100 },
+      })
+    ).json();
+    t.equal(c.messages[1].tool_calls[0].function.name, 'compactor_summary');
+    t.equal(
+      c.messages[1].reasoning_content,
+      'I will run it.',
+      'a Kimi-style reasoning_content is kept before the synthetic call',
+    );
+  },
+);
