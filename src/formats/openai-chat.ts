@@ -9,6 +9,8 @@ import {
   isRecord,
   type JsonObject,
   malformed,
+  parseArgs,
+  plainSystemText,
 } from './shared.js';
 import type { CallSite, Countable, Fit, FormatAdapter, ParseResult, ResultSite, UnitKind } from './types.js';
 
@@ -205,16 +207,6 @@ function countable(message: unknown): Countable {
   return out.build();
 }
 
-function parseArgs(text: unknown): Record<string, unknown> | undefined {
-  if (typeof text !== 'string') return undefined;
-  try {
-    const value: unknown = JSON.parse(text);
-    return isRecord(value) ? value : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
 function callSites(message: unknown): CallSite[] {
   const calls = (message as JsonObject).tool_calls;
   if (!Array.isArray(calls)) return [];
@@ -269,11 +261,6 @@ function withoutThinking(message: unknown): unknown | undefined {
   return rest;
 }
 
-function systemText(system: unknown): string {
-  if (typeof system === 'string') return system;
-  return system === undefined ? '' : JSON.stringify(system);
-}
-
 /**
  * OpenAI Chat Completions `messages`: system/developer, user (text, image, audio and file parts),
  * assistant (text and refusal parts, `tool_calls` of function and custom tools, legacy
@@ -289,7 +276,7 @@ export const openaiChat: FormatAdapter = {
   violations,
   canFollow: () => true,
   countable,
-  systemText,
+  systemText: plainSystemText,
   callSites,
   resultSites,
   unitAt,

@@ -8,6 +8,8 @@ import {
   isRecord,
   type JsonObject,
   malformed,
+  parseArgs,
+  plainSystemText,
   typeName,
 } from './shared.js';
 import type { CallSite, Countable, Fit, FormatAdapter, ParseResult, ResultSite } from './types.js';
@@ -226,14 +228,7 @@ function outputText(output: unknown): string {
 function callSites(message: unknown): CallSite[] {
   const m = message as JsonObject;
   if (m.type === 'function_call') {
-    let args: Record<string, unknown> | undefined;
-    try {
-      const parsed: unknown = JSON.parse(m.arguments as string);
-      args = isRecord(parsed) ? parsed : undefined;
-    } catch {
-      args = undefined;
-    }
-    return [{ id: m.call_id as string, name: m.name as string, args, slot: -1 }];
+    return [{ id: m.call_id as string, name: m.name as string, args: parseArgs(m.arguments), slot: -1 }];
   }
   if (m.type === 'custom_tool_call') return [{ id: m.call_id as string, name: m.name as string, args: undefined, slot: -1 }];
   return [];
@@ -243,11 +238,6 @@ function resultSites(message: unknown): ResultSite[] {
   const m = message as JsonObject;
   if (!TEXT_OUTPUTS.has(m.type as string) || typeof m.call_id !== 'string') return [];
   return [{ callId: m.call_id, slot: -1, text: outputText(m.output) }];
-}
-
-function systemText(system: unknown): string {
-  if (typeof system === 'string') return system;
-  return system === undefined ? '' : JSON.stringify(system);
 }
 
 /**
@@ -267,7 +257,7 @@ export const openaiResponses: FormatAdapter = {
   violations,
   canFollow: () => true,
   countable,
-  systemText,
+  systemText: plainSystemText,
   callSites,
   resultSites,
   unitAt: (message) => message,

@@ -66,3 +66,20 @@ export class CountableBuilder {
 export function isEmptyContent(content: unknown): boolean {
   return content === '' || (Array.isArray(content) && content.length === 0);
 }
+
+/** A system instruction given as a string, or anything else counted as its JSON text. */
+export function plainSystemText(system: unknown): string {
+  if (typeof system === 'string') return system;
+  return system === undefined ? '' : JSON.stringify(system);
+}
+
+/** Tool-call arguments sent as a JSON string: the object they encode, or undefined. */
+export function parseArgs(text: unknown): Record<string, unknown> | undefined {
+  if (typeof text !== 'string') return undefined;
+  try {
+    const value: unknown = JSON.parse(text);
+    return isRecord(value) ? value : undefined;
+  } catch {
+    return undefined;
+  }
+}
