@@ -256,25 +256,30 @@ async function rolling(h: PreparedHistory, o: SummarizeOptions, ctx: StrategyCon
   if (range.length === 0) return none('nothing_to_reduce');
 
   // 3. What to summarize: the range as transcript entries, the earlier summary, the exact facts.
-  const entries = rangeEntries(h, range);
   const previous = earlier?.marker.text ?? null;
-  const facts = extractFacts([previous ?? '', ...entries.flatMap((e) => [e.text, ...e.calls.map((c) => c.args)])]);
-  const request = {
-    entries,
-    previous,
-    facts,
-    maxTokens: o.summarizer.max_tokens,
-    model: o.summarizer.model,
-    instructions: o.summarizer.prompt,
-    temperature: o.summarizer.temperature,
-    maxInputTokens: o.max_input_tokens,
-    signal: o.timeout_ms ? AbortSignal.any([AbortSignal.timeout(o.timeout_ms), ...(ctx.signal ? [ctx.signal] : [])]) : ctx.signal,
-  };
   const rangeMessages = range.map((i) => messages[i]);
   const rangeJson = JSON.stringify({ messages: rangeMessages, previous_id: earlier?.marker.id ?? null });
   const cacheKey = JSON.stringify([PROMPT_VERSION, summarizer.kind, o.summarizer, o.max_input_tokens, previous, rangeJson]);
   const cache = contentAddress(`summary-cache\n${cacheKey}`);
-  if (ctx.dryRun) return none('dry_run', { plan: summarizer.plan(request) });
+  // The transcript and its facts are built only when a summarizer will read them (not on a cache hit).
+  const request = () => {
+    const entries = rangeEntries(h, range);
+    const facts = extractFacts([previous ?? '', ...entries.flatMap((e) => [e.text, ...e.calls.map((c) => c.args)])]);
+    return {
+      entries,
+      previous,
+      facts,
+      maxTokens: o.summarizer.max_tokens,
+      model: o.summarizer.model,
+      instructions: o.summarizer.prompt,
+      temperature: o.summarizer.temperature,
+      maxInputTokens: o.max_input_tokens,
+      signal: o.timeout_ms
+        ? AbortSignal.any([AbortSignal.timeout(o.timeout_ms), ...(ctx.signal ? [ctx.signal] : [])])
+        : ctx.signal,
+    };
+  };
+  if (ctx.dryRun) return none('dry_run', { plan: summarizer.plan(request()) });
 
   // 4. The summary: from the cache, or from the summarizer (following on_failure when it fails).
   let text: string;
@@ -288,12 +293,13 @@ async function rolling(h: PreparedHistory, o: SummarizeOptions, ctx: StrategyCon
     cached = true;
   } else {
     try {
-      const result = await summarizer.summarize(request);
+      const asked = request();
+      const result = await summarizer.summarize(asked);
       usage = result.usage;
       model = result.model;
       if (result.text.trim() === '')
         throw new CompactorError('CMP_ERR_SUMMARIZER_EMPTY', 'the summarizer returned an empty summary');
-      ({ text, facts: factReport } = guardFacts(result.text.trim(), facts));
+      ({ text, facts: factReport } = guardFacts(result.text.trim(), asked.facts));
     } catch (error) {
       if (!(error instanceof CompactorError)) throw error;
       return onFailure(h, o, ctx, error, warnings, model ?? o.summarizer.model ?? null);
