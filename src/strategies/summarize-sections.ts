@@ -1,10 +1,10 @@
 import { contentAddress } from '../history/markers.js';
 import type { Action, Group, Item, Warning } from '../history/types.js';
 import type { NewArtifact } from '../store/types.js';
-import { extractFacts, guardFacts } from '../summarizers/facts.js';
+import { guardFacts } from '../summarizers/facts.js';
 import type { SummaryPlan, SummaryUsage } from '../summarizers/types.js';
 import { addUsage, NO_SUMMARY_USAGE } from '../summarizers/types.js';
-import { rangeEntries } from './summary-range.js';
+import { summaryRequest } from './summary-range.js';
 import type { PreparedHistory, StrategyContext, StrategyOutput } from './types.js';
 
 /** The first line of a section summary written as assistant text. */
@@ -19,6 +19,7 @@ export interface SectionsOptions {
   summarize_user_messages: boolean;
   summarizer: { model?: string | undefined; prompt?: string | undefined; max_tokens: number; temperature?: number | undefined };
   max_input_tokens: number;
+  timeout_ms?: number | undefined;
   store: 'server' | 'inline' | 'none';
 }
 
@@ -126,20 +127,10 @@ export async function runSections(
     if (o.store === 'server')
       offload.push({ id: address.id, kind: 'section_range', tool_name: null, content: rangeJson, sha256: address.sha256 });
     if (!summarizer || ctx.dryRun) throw new Error('unreachable: no summarizer');
-    const entries = rangeEntries(h, covered);
-    const facts = extractFacts(entries.flatMap((e) => [e.text, ...e.calls.map((c) => c.args)]));
     calls++;
-    const result = await summarizer.summarize({
-      entries,
-      previous: null,
-      facts,
-      maxTokens: o.summarizer.max_tokens,
-      model: o.summarizer.model,
-      instructions: o.summarizer.prompt,
-      temperature: o.summarizer.temperature,
-      maxInputTokens: o.max_input_tokens,
-      signal: ctx.signal,
-    });
+    const request = summaryRequest(h, covered, null, o, ctx.signal);
+    const facts = request.facts;
+    const result = await summarizer.summarize(request);
     usage = addUsage(usage, result.usage);
     model = result.model;
     const text = `[compactor:section-summary ${id ?? 'none'}]\n${guardFacts(result.text, facts).text}`;

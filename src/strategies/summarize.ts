@@ -3,12 +3,12 @@ import { CompactorError, fieldError } from '../errors.js';
 import { contentAddress, parseSummary, SUMMARY_REQUEST, type SummaryPlacement, summaryMarker } from '../history/markers.js';
 import type { Action, Item, Warning } from '../history/types.js';
 import type { NewArtifact } from '../store/types.js';
-import { extractFacts, type FactReport, guardFacts } from '../summarizers/facts.js';
+import { type FactReport, guardFacts } from '../summarizers/facts.js';
 import { PROMPT_VERSION } from '../summarizers/prompts.js';
 import type { SummaryPlan, SummaryUsage } from '../summarizers/types.js';
 import { KeepSchema, requestedCut, safeCut, windowStrategy } from './sliding-window.js';
 import { runSections } from './summarize-sections.js';
-import { rangeEntries } from './summary-range.js';
+import { summaryRequest } from './summary-range.js';
 import type { BilledUsage, PreparedHistory, Strategy, StrategyContext, StrategyOutput } from './types.js';
 
 export const SummarizeOptions = z.object({
@@ -262,23 +262,7 @@ async function rolling(h: PreparedHistory, o: SummarizeOptions, ctx: StrategyCon
   const cacheKey = JSON.stringify([PROMPT_VERSION, summarizer.kind, o.summarizer, o.max_input_tokens, previous, rangeJson]);
   const cache = contentAddress(`summary-cache\n${cacheKey}`);
   // The transcript and its facts are built only when a summarizer will read them (not on a cache hit).
-  const request = () => {
-    const entries = rangeEntries(h, range);
-    const facts = extractFacts([previous ?? '', ...entries.flatMap((e) => [e.text, ...e.calls.map((c) => c.args)])]);
-    return {
-      entries,
-      previous,
-      facts,
-      maxTokens: o.summarizer.max_tokens,
-      model: o.summarizer.model,
-      instructions: o.summarizer.prompt,
-      temperature: o.summarizer.temperature,
-      maxInputTokens: o.max_input_tokens,
-      signal: o.timeout_ms
-        ? AbortSignal.any([AbortSignal.timeout(o.timeout_ms), ...(ctx.signal ? [ctx.signal] : [])])
-        : ctx.signal,
-    };
-  };
+  const request = () => summaryRequest(h, range, previous, o, ctx.signal);
   if (ctx.dryRun) return none('dry_run', { plan: summarizer.plan(request()) });
 
   // 4. The summary: from the cache, or from the summarizer (following on_failure when it fails).

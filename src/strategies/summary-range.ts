@@ -1,5 +1,6 @@
 import type { Item } from '../history/types.js';
-import type { TranscriptEntry } from '../summarizers/types.js';
+import { extractFacts } from '../summarizers/facts.js';
+import type { SummaryRequest, TranscriptEntry } from '../summarizers/types.js';
 import type { PreparedHistory } from './types.js';
 
 /**
@@ -45,4 +46,39 @@ export function rangeEntries(h: PreparedHistory, indexes: readonly number[]): Tr
     });
   }
   return out;
+}
+
+/** The options of a summary request, as the summarize strategy takes them. */
+export interface SummaryOptions {
+  summarizer: { model?: string | undefined; prompt?: string | undefined; max_tokens: number; temperature?: number | undefined };
+  max_input_tokens: number;
+  timeout_ms?: number | undefined;
+}
+
+/**
+ * What a summarizer is asked for a range: its transcript entries, the earlier summary it extends,
+ * the exact facts found in both, the options, and a signal that ends at the request's deadline or
+ * its own `timeout_ms`, whichever comes first.
+ */
+export function summaryRequest(
+  h: PreparedHistory,
+  indexes: readonly number[],
+  previous: string | null,
+  o: SummaryOptions,
+  signal: AbortSignal | undefined,
+): SummaryRequest {
+  const entries = rangeEntries(h, indexes);
+  const facts = extractFacts([previous ?? '', ...entries.flatMap((e) => [e.text, ...e.calls.map((c) => c.args)])]);
+  const signals = [...(o.timeout_ms ? [AbortSignal.timeout(o.timeout_ms)] : []), ...(signal ? [signal] : [])];
+  return {
+    entries,
+    previous,
+    facts,
+    maxTokens: o.summarizer.max_tokens,
+    model: o.summarizer.model,
+    instructions: o.summarizer.prompt,
+    temperature: o.summarizer.temperature,
+    maxInputTokens: o.max_input_tokens,
+    signal: signals.length > 1 ? AbortSignal.any(signals) : signals[0],
+  };
 }
