@@ -141,6 +141,22 @@ export async function runSections(
     return { kind: 'summary', messages: exchange ?? [format.textMessage('assistant', text)], covers: covered };
   };
 
+  /** The user messages of merged sections, summarized (QA merge with `summarize_user_messages`). */
+  const summarizeUsers = async (indexes: readonly number[]): Promise<string> => {
+    if (!summarizer) return '';
+    calls++;
+    const prompt = [
+      o.summarizer.prompt,
+      "Summarize only the user's requests and constraints, in the user's own words where possible.",
+    ]
+      .filter(Boolean)
+      .join('\n');
+    const request = summaryRequest(h, indexes, null, { ...o, summarizer: { ...o.summarizer, prompt } }, ctx.signal);
+    const result = await summarizer.summarize(request);
+    usage = addUsage(usage, result.usage);
+    model = result.model;
+    return guardFacts(result.text, request.facts).text;
+  };
   const unchanged = (reason: string, plan?: SummaryPlan): StrategyOutput<{ summary: null; plan?: SummaryPlan }> => ({
     messages: [...messages],
     actions: [],
@@ -221,7 +237,7 @@ export async function runSections(
       }
     }
     // 3. QA merge: the older sections become one when there are too many, or they are too large.
-    if (o.qa.enabled) await qaMerge(h, o, sections, sizeOf, summarizePairs, around, warnings);
+    if (o.qa.enabled) await qaMerge(h, o, sections, sizeOf, summarizePairs, around, summarizeUsers);
   } catch (error) {
     // Everything answered before the failure was billed: the caller reports it with on_failure.
     const before = (error as { billed?: SummaryUsage }).billed ?? NO_SUMMARY_USAGE;
@@ -267,7 +283,7 @@ async function qaMerge(
   sizeOf: (p: Pair) => number,
   summarizePairs: (pairs: readonly Pair[], current: boolean, around: Around) => Promise<Pair | undefined>,
   around: (si: number, a: number, b: number) => Around,
-  warnings: Warning[],
+  summarizeUsers: (indexes: readonly number[]) => Promise<string>,
 ): Promise<void> {
   const sizeOfSection = (s: Section) =>
     s.header.reduce((n, i) => n + (h.counts[i] as number), 0) + s.pairs.reduce((n, p) => n + sizeOf(p), 0);
@@ -285,12 +301,13 @@ async function qaMerge(
   }
   const merged = sections.slice(0, keepFrom);
   if (merged.length < 2) return;
-  const userText = merged
-    .flatMap((s) => s.header.map((i) => h.format.prose(h.messages[i])))
-    .filter(Boolean)
-    .join('\n\n');
-  if (o.summarize_user_messages)
-    warnings.push({ code: 'user_messages_joined', message: 'the merged section header joins the user messages verbatim' });
+  const headers = merged.flatMap((s) => s.header);
+  const userText = o.summarize_user_messages
+    ? await summarizeUsers(headers)
+    : headers
+        .map((i) => h.format.prose(h.messages[i]))
+        .filter(Boolean)
+        .join('\n\n');
   const header = h.format.textMessage('user', `[compactor:qa-header]\n${userText}`);
   const userItem = h.format.parse([header]).items[0];
   const next = sections[keepFrom]?.header.length ? h.items[sections[keepFrom]?.header[0] as number] : around(keepFrom, 0, 0).prev;

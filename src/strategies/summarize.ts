@@ -66,7 +66,7 @@ export const SummarizeOptions = z.object({
   summarize_user_messages: z
     .boolean()
     .default(false)
-    .describe('sections mode: QA merge joins (false) the user messages of merged sections'),
+    .describe('sections mode: the QA-merged header summarizes (true) or joins (false) the user messages of the merged sections'),
 });
 
 export type SummarizeOptions = z.output<typeof SummarizeOptions>;

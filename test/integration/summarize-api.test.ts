@@ -438,3 +438,45 @@ t.test(
     );
   },
 );
+
+t.test('sections mode, QA merge: the merged header joins the user messages, or summarizes them', async (t) => {
+  const server = await withLlm(t);
+  const app = await appWith(t, server);
+  const sections = Array.from({ length: 5 }, (_, k) => [
+    { role: 'user', content: `Request number ${k}: build part ${k}.` },
+    ...step(k),
+  ]).flat();
+  const messages = [{ role: 'system', content: 'sys' }, ...sections];
+  const post = async (summarizeUsers: boolean) =>
+    (
+      await app.inject({
+        method: 'POST',
+        url: '/v1/summarize',
+        payload: { messages, mode: 'sections', qa: { max_sections: 2 }, summarize_user_messages: summarizeUsers },
+      })
+    ).json();
+  const joined = await post(false);
+  t.equal(joined.applied, true);
+  t.match(
+    joined.messages[1].content,
+    /^\[compactor:qa-header\]\nRequest number 0: build part 0\.\n\nRequest number 1/,
+    'user messages joined verbatim',
+  );
+  server.requests.length = 0;
+  const fallback = server.fallback;
+  server.fallback = (req) =>
+    req.messages[1]?.content.includes("Summarize only the user's requests")
+      ? { content: 'The user asked to build parts 0 to 3.' }
+      : fallback(req);
+  const summarized = await post(true);
+  t.match(
+    summarized.messages[1].content,
+    /^\[compactor:qa-header\]\nThe user asked to build parts 0 to 3\./,
+    'user messages summarized',
+  );
+  t.ok(
+    server.requests.some((r) => r.messages[1]?.content.includes('Request number 2: build part 2.')),
+    'from the user messages',
+  );
+  t.same(violationsOf('openai-chat', summarized.messages), []);
+});
