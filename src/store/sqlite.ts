@@ -45,8 +45,20 @@ export class SqliteStore implements ArtifactStore {
   async put(artifacts: readonly NewArtifact[], ttlSeconds: number, now: number): Promise<void> {
     const expires = now + ttlSeconds * 1000;
     try {
+      // An artifact with more than half its TTL left is not rewritten: the same history compacted
+      // again would otherwise rewrite every original it offloads, growing the WAL on each call.
+      const fresh = new Set<string>();
+      for (let i = 0; i < artifacts.length; i += 500) {
+        const chunk = artifacts.slice(i, i + 500).map((a) => a.id);
+        const rows = this.db
+          .prepare(`SELECT id FROM artifacts WHERE expires_at > ? AND id IN (${chunk.map(() => '?').join(',')})`)
+          .all(now + (ttlSeconds * 1000) / 2, ...chunk) as { id: string }[];
+        for (const row of rows) fresh.add(row.id);
+      }
+      const writes = artifacts.filter((a) => !fresh.has(a.id));
+      if (writes.length === 0 && now < this.nextPurge) return;
       this.db.transaction(() => {
-        for (const a of artifacts) this.insert.run({ ...a, created_at: now, expires_at: expires });
+        for (const a of writes) this.insert.run({ ...a, created_at: now, expires_at: expires });
         if (now >= this.nextPurge) {
           this.purge.run(now);
           this.nextPurge = now + 60_000;
