@@ -17,7 +17,7 @@ import sjson from 'secure-json-parse';
 import { detectFormat } from '../dist/formats/detect.js';
 import { Compactor, TokenCounter, windowStrategy } from '../dist/index.js';
 import { WindowRequest, WindowResponse } from '../dist/schemas/window.js';
-import { countText, jsonText } from '../dist/tokens/counter.js';
+import { checkDepth, countText } from '../dist/tokens/counter.js';
 import { resolveModel } from '../dist/tokens/models.js';
 import { generateHistory, nextAssistantMessage } from './lib/generate.mjs';
 import { fmt, median } from './lib/stats.mjs';
@@ -86,8 +86,7 @@ for (const input of inputs) {
   const { extra, ...result } = await compactor.run(windowStrategy, request, request);
   const response = { ...result, ...extra };
   const texts = messages.map((m) => format.countable(m).text);
-  const jsons = messages.map((m, i) => jsonText(m, `messages[${i}]`));
-  const allJson = jsons.join('');
+  const allText = texts.join('');
 
   const rows = [
     ['floor+ours: secure-json-parse of the body (the app and Fastify both)', time(() => parseBody(bodyText))],
@@ -100,12 +99,10 @@ for (const input of inputs) {
     ['  detectFormat', time(() => detectFormat(messages))],
     ['  format.parse', time(() => format.parse(messages))],
     ['  format.violations(parse)', time(() => format.violations(format.parse(messages).items))],
-    [
-      '  cache keys: jsonText (JSON.stringify) of every message',
-      time(() => messages.map((m, i) => jsonText(m, `messages[${i}]`))),
-    ],
-    ['  cache keys: sha1 of every message JSON', time(() => jsons.map((j) => hash('sha1', j, 'base64')))],
-    ['  (for scale) one sha1 over all message JSON', time(() => createHash('sha1').update(allJson).digest('base64'))],
+    ['  depth guard: checkDepth of every message', time(() => messages.map((m, i) => checkDepth(m, `messages[${i}]`)))],
+    ['  cache keys: format.countable of every message', time(() => messages.map((m) => format.countable(m)))],
+    ['  cache keys: sha1 of every counted text', time(() => texts.map((t) => hash('sha1', t, 'base64')))],
+    ['  (for scale) one sha1 over all counted text', time(() => createHash('sha1').update(allText).digest('base64'))],
     ['  checkOutput: parse + violations of the output', time(() => format.violations(format.parse(result.messages).items))],
     ['ours: response zod encode + JSON.stringify', time(() => serialize(response))],
     ['cold only: format.countable of every message', time(() => messages.map((m) => format.countable(m)))],

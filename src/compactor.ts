@@ -9,8 +9,7 @@ import { buildGroups, firstUserTurn, groupIndexOf, headLength, runStarts } from 
 import type { Action, Item, Violation, Warning } from './history/types.js';
 import type { HistoryRequest } from './schemas/common.js';
 import type { ArtifactStore } from './store/types.js';
-import type { BilledUsage, PreparedHistory, Strategy } from './strategies/types.js';
-import { keepAll } from './strategies/types.js';
+import { type BilledUsage, keepAll, type PreparedHistory, type Strategy, withTotal } from './strategies/types.js';
 import { ExtractiveSummarizer } from './summarizers/extractive.js';
 import type { Summarizer } from './summarizers/types.js';
 import { checkDepth, type TokenCounter } from './tokens/counter.js';
@@ -50,8 +49,6 @@ export interface StrategyResponse<Extra> {
   fallback?: { from: string; to: string; reason: string };
   extra: Extra;
 }
-
-const NO_USAGE = { input_tokens: 0, output_tokens: 0, total_tokens: 0, cached_input_tokens: 0, calls: 0, model: null };
 
 /** Logs what happened, never what was said: counts, codes and rule names only. */
 export interface CompactorLogger {
@@ -229,15 +226,13 @@ export class Compactor {
       counting: h.counting,
       tokenizer: h.profile.tokenizer,
     });
-    const billed = (u: BilledUsage | undefined) =>
-      u ? { ...u, total_tokens: u.input_tokens + u.output_tokens } : { ...NO_USAGE };
     const unchanged = (reason: string, warnings: Warning[], extra: E, usage?: BilledUsage): StrategyResponse<E> => ({
       messages: req.messages,
       format: h.format.name,
       applied: false,
       reason,
       tokens: tokens(0),
-      usage: billed(usage),
+      usage: withTotal(usage),
       actions: keepAll(h.items.length),
       warnings,
       extra,
@@ -282,7 +277,7 @@ export class Compactor {
       applied: !dryRun,
       ...(dryRun ? { reason: 'dry_run' } : {}),
       tokens: tokens(saved),
-      usage: billed(out.usage),
+      usage: withTotal(out.usage),
       actions: out.actions,
       warnings,
       ...(out.fallback ? { fallback: out.fallback } : {}),

@@ -1,6 +1,7 @@
 import { pairingViolations } from '../history/pairing.js';
 import type { Item, Violation, Warning } from '../history/types.js';
 import {
+  alternates,
   CountableBuilder,
   expectArray,
   expectRecord,
@@ -182,7 +183,7 @@ function violations(items: readonly Item[]): Violation[] {
   const seen = new Set<string>();
   items.forEach((item, i) => {
     const prev = items[i - 1];
-    if (!canFollow(prev, item)) {
+    if (!alternates(prev, item)) {
       out.push(
         prev
           ? { index: i, rule: 'roles_must_alternate', message: `two ${item.role} messages in a row (${i - 1} and ${i})` }
@@ -208,10 +209,6 @@ function violations(items: readonly Item[]): Violation[] {
     out.push(...serverToolViolations(item));
   });
   return out.sort((a, b) => a.index - b.index);
-}
-
-function canFollow(prev: Item | undefined, next: Item): boolean {
-  return prev ? prev.role !== next.role : next.role === 'user';
 }
 
 function addBlocks(out: CountableBuilder, blocks: readonly unknown[]): void {
@@ -328,7 +325,7 @@ export const anthropic: FormatAdapter = {
   classify,
   parse,
   violations,
-  canFollow,
+  canFollow: alternates,
   countable,
   systemText,
   callSites,

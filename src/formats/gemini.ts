@@ -1,6 +1,15 @@
 import { pairingViolations } from '../history/pairing.js';
 import type { Item, Violation } from '../history/types.js';
-import { CountableBuilder, expectArray, expectRecord, expectString, isRecord, type JsonObject, malformed } from './shared.js';
+import {
+  alternates,
+  CountableBuilder,
+  expectArray,
+  expectRecord,
+  expectString,
+  isRecord,
+  type JsonObject,
+  malformed,
+} from './shared.js';
 import type { CallSite, Countable, Fit, FormatAdapter, ParseResult, ResultSite, UnitKind } from './types.js';
 
 /** The data fields of a Part (exactly one per part), by their JSON name and proto name. */
@@ -100,10 +109,6 @@ function parse(messages: readonly unknown[]): ParseResult {
 
 function violations(items: readonly Item[]): Violation[] {
   return pairingViolations(items);
-}
-
-function canFollow(prev: Item | undefined, next: Item): boolean {
-  return prev ? prev.role !== next.role : next.role === 'user';
 }
 
 function media(out: CountableBuilder, blob: unknown): void {
@@ -212,7 +217,7 @@ export const gemini: FormatAdapter = {
   classify,
   parse,
   violations,
-  canFollow,
+  canFollow: alternates,
   countable,
   systemText,
   callSites,

@@ -1,4 +1,5 @@
 import { fieldError } from '../errors.js';
+import type { Item } from '../history/types.js';
 import type { Countable } from './types.js';
 
 export type JsonObject = Record<string, unknown>;
@@ -82,4 +83,9 @@ export function parseArgs(text: unknown): Record<string, unknown> | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** The order rule of formats whose roles alternate and start with the user (Anthropic, Gemini). */
+export function alternates(prev: Item | undefined, next: Item): boolean {
+  return prev ? prev.role !== next.role : next.role === 'user';
 }

@@ -2,10 +2,19 @@ import { z } from 'zod';
 import { fieldError } from '../errors.js';
 import type { Action, Warning } from '../history/types.js';
 import type { NewArtifact } from '../store/types.js';
+import { addUsage } from '../summarizers/types.js';
 import { type ArtifactRef, CompactOptions, compactStrategy } from './compact.js';
 import { type Dropped, WindowOptions, windowStrategy } from './sliding-window.js';
 import { SummarizeOptions, type SummaryReport, summarizeStrategy } from './summarize.js';
-import type { BilledUsage, PreparedHistory, Strategy, StrategyContext, StrategyOutput } from './types.js';
+import {
+  type BilledUsage,
+  NO_BILLED,
+  type PreparedHistory,
+  type Strategy,
+  type StrategyContext,
+  type StrategyOutput,
+  withTotal,
+} from './types.js';
 
 export const FitOptions = z.object({
   target_tokens: z.number().int().min(0).optional().describe('the occupancy to get under (this or target_fraction is required)'),
@@ -47,22 +56,9 @@ export interface FitExtra {
   call_again_at: number;
 }
 
-const NO_USAGE: BilledUsage = { input_tokens: 0, output_tokens: 0, cached_input_tokens: 0, calls: 0, model: null };
-
-function withTotal(u: BilledUsage | undefined): BilledUsage & { total_tokens: number } {
-  const usage = u ?? NO_USAGE;
-  return { ...usage, total_tokens: usage.input_tokens + usage.output_tokens };
-}
-
+/** Two stages' usage summed; the model is the last one billed. */
 function addBilled(a: BilledUsage, b: BilledUsage | undefined): BilledUsage {
-  if (!b) return a;
-  return {
-    input_tokens: a.input_tokens + b.input_tokens,
-    output_tokens: a.output_tokens + b.output_tokens,
-    cached_input_tokens: a.cached_input_tokens + b.cached_input_tokens,
-    calls: a.calls + b.calls,
-    model: b.model ?? a.model,
-  };
+  return b ? { ...addUsage(a, b), model: b.model ?? a.model } : a;
 }
 
 /**
@@ -95,7 +91,7 @@ async function run(h: PreparedHistory, o: FitOptions, ctx: StrategyContext): Pro
   const origin = new Map<unknown, number>(h.messages.map((m, i) => [m, i]));
   let current = h;
   let occupancy = h.occupancy;
-  let usage = NO_USAGE;
+  let usage = NO_BILLED;
   const offload: NewArtifact[] = [];
   const bestEffort: NewArtifact[] = [];
   /** Input messages a stage removed, and how. */

@@ -53,6 +53,14 @@ export interface BilledUsage {
   model: string | null;
 }
 
+export const NO_BILLED: BilledUsage = { input_tokens: 0, output_tokens: 0, cached_input_tokens: 0, calls: 0, model: null };
+
+/** Usage as responses report it: with `total_tokens`, and all zero when nothing was billed. */
+export function withTotal(u: BilledUsage | undefined): BilledUsage & { total_tokens: number } {
+  const usage = u ?? NO_BILLED;
+  return { ...usage, total_tokens: usage.input_tokens + usage.output_tokens };
+}
+
 /** A strategy's answer. `messages` holds original values for kept messages, by reference. */
 export interface StrategyOutput<Extra> {
   messages: unknown[];

@@ -74,8 +74,3 @@ export function resolveModel(model: string | undefined, contextWindow?: number):
   const exact = best !== undefined && best.factor === undefined;
   return profileOf(row, exact, contextWindow ?? row.contextWindow);
 }
-
-/** The table as documentation: prefix, encoding, whether exact, factor, context window. */
-export function modelTable(): readonly Row[] {
-  return TABLE;
-}
