@@ -59,10 +59,8 @@ for (const [format, arbitrary] of Object.entries(histories)) {
         const k = Math.min(o.keep_tool_uses, inUnits.length);
         assert.deepEqual(outUnits.slice(outUnits.length - k), inUnits.slice(inUnits.length - k), 'newest results untouched');
         // The newest group is byte-identical.
-        const items = adapter(format).parse(h.messages).items;
         const last = h.messages.length - 1;
         if (last >= 0) assert.equal(json(res.messages[last]), json(h.messages[last]), 'newest message untouched');
-        assert.ok(items.length === res.messages.length);
 
         // Idempotent: compacting the output changes nothing.
         const again = await compactor.run(compactStrategy, { ...req, messages: res.messages }, opts);
