@@ -11,7 +11,8 @@ import type { HistoryRequest } from './schemas/common.js';
 import type { ArtifactStore } from './store/types.js';
 import { type BilledUsage, keepAll, type PreparedHistory, type Strategy, withTotal } from './strategies/types.js';
 import { ExtractiveSummarizer } from './summarizers/extractive.js';
-import type { Summarizer } from './summarizers/types.js';
+import { SingleFlight } from './summarizers/single-flight.js';
+import type { SettledSummary, Summarizer } from './summarizers/types.js';
 import { checkDepth, type TokenCounter } from './tokens/counter.js';
 import { type ModelProfile, resolveModel } from './tokens/models.js';
 import { occupancyFromUsage } from './tokens/occupancy.js';
@@ -75,6 +76,8 @@ export class Compactor {
   /** Offloaded originals: persistence, expand, recall. */
   readonly artifacts: ArtifactService;
   private readonly summarizer: Summarizer;
+  /** Identical summaries in flight at once share one summarizer call. */
+  private readonly flights = new SingleFlight<SettledSummary>();
 
   constructor(
     private readonly counter: TokenCounter,
@@ -244,6 +247,7 @@ export class Compactor {
       counter: this.counter,
       profile: h.profile,
       summarizer: this.summarizer,
+      flights: this.flights,
       recall: (ids) => this.artifacts.recall(ids),
       prepare: (messages, occupancy) => ({
         ...this.prepare({

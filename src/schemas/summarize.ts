@@ -16,7 +16,9 @@ export const SummaryReportSchema = z
     last_summarized_run_id: z.string().nullable(),
     summarizer: z.enum(['llm', 'extractive']),
     model: z.string().nullable(),
-    cached: z.boolean().describe('served from the summary cache: nothing was billed'),
+    cached: z
+      .boolean()
+      .describe('nothing was billed for the summary: it came from the summary cache, or from an identical request in flight'),
     facts: z.object({ found: z.number().int(), kept: z.number().int(), appended: z.number().int() }),
   })
   .meta({ id: 'SummaryReport' });

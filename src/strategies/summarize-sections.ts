@@ -1,10 +1,9 @@
 import { contentAddress } from '../history/markers.js';
 import type { Action, Group, Item, Warning } from '../history/types.js';
 import type { NewArtifact } from '../store/types.js';
-import { guardFacts } from '../summarizers/facts.js';
 import type { SummaryPlan, SummaryUsage } from '../summarizers/types.js';
 import { addUsage, NO_SUMMARY_USAGE } from '../summarizers/types.js';
-import { summaryRequest } from './summary-range.js';
+import { flightKey, settleSummary, summaryRequest } from './summary-range.js';
 import type { PreparedHistory, StrategyContext, StrategyOutput } from './types.js';
 
 /** The first line of a section summary written as assistant text. */
@@ -128,12 +127,12 @@ export async function runSections(
       offload.push({ id: address.id, kind: 'section_range', tool_name: null, content: rangeJson, sha256: address.sha256 });
     if (!summarizer || ctx.dryRun) throw new Error('unreachable: no summarizer');
     calls++;
-    const request = summaryRequest(h, covered, null, o, ctx.signal);
-    const facts = request.facts;
-    const result = await summarizer.summarize(request);
-    usage = addUsage(usage, result.usage);
-    model = result.model;
-    const text = `[compactor:section-summary ${id ?? 'none'}]\n${guardFacts(result.text, facts).text}`;
+    const settled = await settleSummary(ctx, summarizer, flightKey('section', o, rangeJson), () =>
+      summaryRequest(h, covered, null, o, ctx.signal),
+    );
+    usage = addUsage(usage, settled.usage);
+    model = settled.model;
+    const text = `[compactor:section-summary ${id ?? 'none'}]\n${settled.text}`;
     // Reasoning survives only in the current turn: a placeholder signature, the last reasoning text.
     const signed = current && items.some((it) => it.thinking || JSON.stringify(messages[it.index]).includes('houghtSignature'));
     const reasoning = current ? lastReasoning(originals) : undefined;
@@ -151,11 +150,16 @@ export async function runSections(
     ]
       .filter(Boolean)
       .join('\n');
-    const request = summaryRequest(h, indexes, null, { ...o, summarizer: { ...o.summarizer, prompt } }, ctx.signal);
-    const result = await summarizer.summarize(request);
-    usage = addUsage(usage, result.usage);
-    model = result.model;
-    return guardFacts(result.text, request.facts).text;
+    const asked = { ...o, summarizer: { ...o.summarizer, prompt } };
+    const settled = await settleSummary(
+      ctx,
+      summarizer,
+      flightKey('users', asked, JSON.stringify(indexes.map((i) => messages[i]))),
+      () => summaryRequest(h, indexes, null, asked, ctx.signal),
+    );
+    usage = addUsage(usage, settled.usage);
+    model = settled.model;
+    return settled.text;
   };
   const unchanged = (reason: string, plan?: SummaryPlan): StrategyOutput<{ summary: null; plan?: SummaryPlan }> => ({
     messages: [...messages],

@@ -3,12 +3,12 @@ import { CompactorError, fieldError } from '../errors.js';
 import { contentAddress, parseSummary, SUMMARY_REQUEST, type SummaryPlacement, summaryMarker } from '../history/markers.js';
 import type { Action, Item, Warning } from '../history/types.js';
 import type { NewArtifact } from '../store/types.js';
-import { type FactReport, guardFacts } from '../summarizers/facts.js';
+import type { FactReport } from '../summarizers/facts.js';
 import { PROMPT_VERSION } from '../summarizers/prompts.js';
 import type { SummaryPlan, SummaryUsage } from '../summarizers/types.js';
 import { KeepSchema, requestedCut, safeCut, windowStrategy } from './sliding-window.js';
 import { runSections } from './summarize-sections.js';
-import { summaryRequest } from './summary-range.js';
+import { settleSummary, summaryRequest } from './summary-range.js';
 import type { BilledUsage, PreparedHistory, Strategy, StrategyContext, StrategyOutput } from './types.js';
 
 export const SummarizeOptions = z.object({
@@ -277,16 +277,12 @@ async function rolling(h: PreparedHistory, o: SummarizeOptions, ctx: StrategyCon
     cached = true;
   } else {
     try {
-      const asked = request();
-      const result = await summarizer.summarize(asked);
-      usage = result.usage;
-      model = result.model;
-      if (result.text.trim() === '')
-        throw new CompactorError('CMP_ERR_SUMMARIZER_EMPTY', 'the summarizer returned an empty summary');
-      ({ text, facts: factReport } = guardFacts(result.text.trim(), asked.facts));
+      const settled = await settleSummary(ctx, summarizer, cache.id, request);
+      ({ text, facts: factReport, model, usage } = settled);
+      cached = settled.shared;
     } catch (error) {
       if (!(error instanceof CompactorError)) throw error;
-      return onFailure(h, o, ctx, error, warnings, model ?? o.summarizer.model ?? null);
+      return onFailure(h, o, ctx, error, warnings, o.summarizer.model ?? null);
     }
   }
 

@@ -1,7 +1,16 @@
+import { CompactorError } from '../errors.js';
+import { contentAddress } from '../history/markers.js';
 import type { Item } from '../history/types.js';
-import { extractFacts } from '../summarizers/facts.js';
-import type { SummaryRequest, TranscriptEntry } from '../summarizers/types.js';
-import type { PreparedHistory } from './types.js';
+import { extractFacts, guardFacts } from '../summarizers/facts.js';
+import { PROMPT_VERSION } from '../summarizers/prompts.js';
+import {
+  NO_SUMMARY_USAGE,
+  type SettledSummary,
+  type Summarizer,
+  type SummaryRequest,
+  type TranscriptEntry,
+} from '../summarizers/types.js';
+import type { PreparedHistory, StrategyContext } from './types.js';
 
 /**
  * The messages of a range as transcript entries for the summarizers: each message's prose, its
@@ -81,4 +90,42 @@ export function summaryRequest(
     maxInputTokens: o.max_input_tokens,
     signal: signals.length > 1 ? AbortSignal.any(signals) : signals[0],
   };
+}
+
+/** What makes two summaries the same: the prompt, the options that shape it, and what it covers. */
+export function flightKey(purpose: string, o: SummaryOptions, covered: string): string {
+  return contentAddress(`${purpose}\n${JSON.stringify([PROMPT_VERSION, o.summarizer, o.max_input_tokens])}\n${covered}`).id;
+}
+
+/**
+ * One summary: asked of the summarizer, trimmed (an empty one is a failure), its facts guarded. An
+ * identical summary already in flight in this process (same `key`) is shared instead of asked
+ * again, so a burst of identical requests (an agent's retries, a fleet starting at once) makes one
+ * call. A request that shared one reports `shared` and was billed nothing, for a failure too.
+ */
+export async function settleSummary(
+  ctx: StrategyContext,
+  summarizer: Summarizer,
+  key: string,
+  request: () => SummaryRequest,
+): Promise<SettledSummary & { shared: boolean }> {
+  const start = async (): Promise<SettledSummary> => {
+    const asked = request();
+    const result = await summarizer.summarize(asked);
+    const text = result.text.trim();
+    if (text === '')
+      throw Object.assign(new CompactorError('CMP_ERR_SUMMARIZER_EMPTY', 'the summarizer returned an empty summary'), {
+        billed: result.usage,
+      });
+    const guarded = guardFacts(text, asked.facts);
+    return { text: guarded.text, facts: guarded.facts, model: result.model, usage: result.usage };
+  };
+  const flight = ctx.flights?.run(key, start) ?? { result: start(), joined: false };
+  if (!flight.joined) return { ...(await flight.result), shared: false };
+  try {
+    return { ...(await flight.result), usage: NO_SUMMARY_USAGE, shared: true };
+  } catch (error) {
+    if (!(error instanceof CompactorError)) throw error;
+    throw new CompactorError(error.code, error.message, error.errors);
+  }
 }

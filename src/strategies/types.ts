@@ -2,7 +2,8 @@ import type { z } from 'zod';
 import type { FormatAdapter } from '../formats/types.js';
 import type { Action, Group, Item, Warning } from '../history/types.js';
 import type { NewArtifact } from '../store/types.js';
-import type { Summarizer } from '../summarizers/types.js';
+import type { SingleFlight } from '../summarizers/single-flight.js';
+import type { SettledSummary, Summarizer } from '../summarizers/types.js';
 import type { TokenCounter } from '../tokens/counter.js';
 import type { ModelProfile } from '../tokens/models.js';
 
@@ -38,6 +39,8 @@ export interface StrategyContext {
   readonly summarizer?: Summarizer;
   /** Reads stored artifacts (the summary cache); resolves empty when the store cannot answer. */
   readonly recall?: (ids: readonly string[]) => Promise<Map<string, string>>;
+  /** Summaries in flight in this process, shared by identical requests (see `settleSummary`). */
+  readonly flights?: SingleFlight<SettledSummary>;
   /** A dry run: compute and report, change nothing, call no LLM. */
   readonly dryRun?: boolean;
   /** Reads a history a previous stage produced (pipelines): parsed, grouped, counted, with this occupancy. */

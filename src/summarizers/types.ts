@@ -1,3 +1,5 @@
+import type { FactReport } from './facts.js';
+
 /** One message of the range to summarize, as the summarizers read it (format-free). */
 export interface TranscriptEntry {
   role: 'system' | 'user' | 'assistant' | 'tool';
@@ -42,6 +44,14 @@ export interface SummaryResult {
   text: string;
   usage: SummaryUsage;
   model: string | null;
+}
+
+/** A summary as a strategy keeps it: the fact-guarded text, its fact report, its model and cost. */
+export interface SettledSummary {
+  text: string;
+  facts: FactReport;
+  model: string | null;
+  usage: SummaryUsage;
 }
 
 /** The calls a summary would make (dry runs), with their input sizes. */

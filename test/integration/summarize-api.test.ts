@@ -480,3 +480,64 @@ t.test('sections mode, QA merge: the merged header joins the user messages, or s
   );
   t.same(violationsOf('openai-chat', summarized.messages), []);
 });
+
+t.test(
+  'identical requests at once share one summarizer call, and bill it once; a shared failure is not billed twice',
+  async (t) => {
+    const server = await withLlm(t);
+    const app = await appWith(t, server, { COMPACTOR_SUMMARIZER_TIMEOUT_MS: '2000' });
+    server.fallback = () => ({ delayMs: 150, content: '## Goal and constraints\nBuild the project.\n## Current state\nBuilt.' });
+    const burst = (payload: object, n: number) =>
+      Promise.all(Array.from({ length: n }, () => app.inject({ method: 'POST', url: '/v1/summarize', payload })));
+
+    const rolling = await burst({ messages: history(12), keep: { messages: 4 } }, 8);
+    t.equal(server.requests.length, 1, 'eight identical rolling requests: one call');
+    const bodies = rolling.map((r) => r.json());
+    t.ok(
+      bodies.every((b) => b.applied && JSON.stringify(b.messages) === JSON.stringify(bodies[0].messages)),
+      'all applied, same history',
+    );
+    t.equal(bodies.filter((b) => b.usage.calls === 1).length, 1, 'one request was billed the call');
+    t.equal(bodies.filter((b) => b.summary.cached).length, 7, 'the others report the summary as not billed (cached)');
+
+    const before = server.requests.length;
+    const sections = await burst(
+      {
+        messages: [...history(6), { role: 'user', content: 'Now run the tests.' }, ...step(40)],
+        mode: 'sections',
+        qa: { enabled: false },
+      },
+      6,
+    );
+    const sectionBodies = sections.map((r) => r.json());
+    t.ok(
+      sectionBodies.every((b) => b.applied),
+      'sections: all applied',
+    );
+    t.equal(server.requests.length - before, 1, 'six identical sections requests: one call');
+    t.equal(
+      sectionBodies.reduce((n, b) => n + b.usage.calls, 0),
+      1,
+      'billed once in all',
+    );
+
+    const failedBefore = server.requests.length;
+    server.fallback = () => ({ delayMs: 100, fault: 'status', status: 400 });
+    const failed = await burst({ messages: history(14), keep: { messages: 4 }, on_failure: 'keep' }, 5);
+    const failedBodies = failed.map((r) => r.json());
+    t.ok(
+      failedBodies.every((b) => b.reason === 'summarizer_failed'),
+      'every request follows its on_failure',
+    );
+    t.equal(server.requests.length - failedBefore, 1, 'one failed call, shared (a 400 is not retried)');
+    t.ok(failedBodies.filter((b) => b.usage.calls > 0).length <= 1, 'the failed call is billed to one request at most');
+
+    server.fallback = () => ({ content: '## Goal and constraints\nBuild.\n## Current state\nRetried.' });
+    const retry = await app.inject({
+      method: 'POST',
+      url: '/v1/summarize',
+      payload: { messages: history(14), keep: { messages: 4 } },
+    });
+    t.equal(retry.json().applied, true, 'a failure is not remembered: the next request calls again and succeeds');
+  },
+);
