@@ -11,6 +11,7 @@ import guardPlugin from './plugins/guard.js';
 import healthPlugin from './plugins/health.js';
 import metricsPlugin from './plugins/metrics.js';
 import problemPlugin from './plugins/problem.js';
+import queuePlugin from './plugins/queue.js';
 import swaggerPlugin from './plugins/swagger.js';
 import compactRoutes from './routes/compact.js';
 import fitRoutes from './routes/fit.js';
@@ -103,6 +104,7 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   await app.register(swaggerPlugin, { version });
   await app.register(metricsPlugin);
   await app.register(healthPlugin);
+  await app.register(queuePlugin, { maxWaitMs: config.COMPACTOR_MAX_QUEUE_WAIT_MS });
   await app.register(compactorPlugin, {
     tokenCacheEntries: config.COMPACTOR_TOKEN_CACHE_ENTRIES,
     storeUrl: config.COMPACTOR_STORE_URL,

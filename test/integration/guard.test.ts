@@ -59,3 +59,39 @@ t.test('a saturated event loop sheds load with 503 and retry-after; health keeps
   }
   t.equal(recovered, 200, 'serves again once the loop is free');
 });
+
+t.test('requests take turns in arrival order; past the queue wait limit new ones get 503 with retry-after', async (t) => {
+  const app = await build(t, { COMPACTOR_MAX_QUEUE_WAIT_MS: '40', COMPACTOR_TOKEN_CACHE_ENTRIES: '0' });
+  // Distinct bodies, each costing a few ms to count: 60 of them queue for well over 40 ms.
+  const heavy = (i: number) => ({
+    messages: [{ role: 'user', content: `request ${i}: ${'lorem ipsum dolor sit amet '.repeat(4000)}` }],
+  });
+  const order: number[] = [];
+  const burst = Array.from({ length: 60 }, (_, i) =>
+    app.inject({ method: 'POST', url: '/v1/tokens', payload: heavy(i) }).then((r) => {
+      order.push(i);
+      return r;
+    }),
+  );
+  await new Promise((r) => setTimeout(r, 60));
+  const late = await app.inject({ method: 'POST', url: '/v1/tokens', payload: history });
+  const health = await app.inject({ method: 'GET', url: '/health/live' });
+  const answers = await Promise.all(burst);
+  t.ok(
+    answers.every((a) => a.statusCode === 200),
+    'the burst, already queued, is served',
+  );
+  t.same(
+    order,
+    [...order].sort((a, b) => a - b),
+    'served in arrival order',
+  );
+  t.equal(late.statusCode, 503, 'a request arriving behind a queue over the limit is shed');
+  t.equal(late.json().code, 'CMP_ERR_OVERLOADED');
+  t.ok(Number(late.headers['retry-after']) >= 1, `retry-after ${late.headers['retry-after']}`);
+  t.equal(health.statusCode, 200, 'health does not queue');
+  const metrics = (await app.inject({ method: 'GET', url: '/metrics' })).body;
+  t.match(metrics, /compactor_queue_wait_seconds_count \d+/);
+  t.match(metrics, /compactor_queue_depth 0/);
+  t.equal((await app.inject({ method: 'POST', url: '/v1/tokens', payload: history })).statusCode, 200, 'serves again');
+});

@@ -7,7 +7,12 @@ import { type Config, loadConfig } from '../../src/config.js';
 /** A config from defaults plus overrides, never from the test process's environment. */
 export function testConfig(overrides: Partial<Record<keyof Config, string>> = {}): Config {
   // Load shedding is tested on its own: a slow CI machine must not turn ordinary tests into 503s.
-  return loadConfig({ LOG_LEVEL: 'silent', COMPACTOR_MAX_EVENT_LOOP_DELAY_MS: '0', ...overrides });
+  return loadConfig({
+    LOG_LEVEL: 'silent',
+    COMPACTOR_MAX_EVENT_LOOP_DELAY_MS: '0',
+    COMPACTOR_MAX_QUEUE_WAIT_MS: '0',
+    ...overrides,
+  });
 }
 
 /** Builds the real app for one test and closes it when the test ends (fastify/demo's helper). */

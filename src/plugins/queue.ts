@@ -1,0 +1,119 @@
+import type { FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
+import { Gauge, Histogram } from 'prom-client';
+import { CompactorError } from '../errors.js';
+
+interface Waiter {
+  resolve: (waitedMs: number) => void;
+  since: number;
+}
+
+/**
+ * Turns for the requests that do the work: one starts per event-loop iteration, in arrival order.
+ *
+ * Since libuv 1.45 (Node 20), a listening socket accepts one connection per event-loop iteration
+ * (libuv#3696). When every request that is ready runs in the same iteration, an iteration under
+ * load lasts (ready requests × CPU per request), and each new connection waits that long to be
+ * accepted: with 64 clients connecting at once, the last ones waited over 10 s while the first
+ * were answered in under a second. One turn per iteration keeps iterations short, so new
+ * connections, health probes and metrics are served promptly, and work runs in the order it came.
+ */
+export class TurnQueue {
+  private waiting: (Waiter | undefined)[] = [];
+  private head = 0;
+  private scheduled = false;
+
+  constructor(private readonly now: () => number = () => performance.now()) {}
+
+  /** Requests waiting for their turn. */
+  get depth(): number {
+    return this.waiting.length - this.head;
+  }
+
+  /** How long the oldest waiting request has waited, in ms (0 when none waits). */
+  oldestWaitMs(): number {
+    const oldest = this.waiting[this.head];
+    return oldest ? this.now() - oldest.since : 0;
+  }
+
+  /** Resolves on the caller's turn, with how long it waited (ms). */
+  turn(): Promise<number> {
+    return new Promise((resolve) => {
+      this.waiting.push({ resolve, since: this.now() });
+      this.schedule();
+    });
+  }
+
+  private schedule(): void {
+    if (this.scheduled) return;
+    this.scheduled = true;
+    // An immediate scheduled while immediates run waits for the next iteration: one turn each.
+    setImmediate(this.next);
+  }
+
+  private readonly next = (): void => {
+    this.scheduled = false;
+    const waiter = this.waiting[this.head];
+    if (!waiter) return;
+    this.waiting[this.head++] = undefined;
+    if (this.head > 1024 && this.head * 2 > this.waiting.length) {
+      this.waiting = this.waiting.slice(this.head);
+      this.head = 0;
+    }
+    if (this.depth > 0) this.schedule();
+    waiter.resolve(this.now() - waiter.since);
+  };
+}
+
+export interface QueueOptions {
+  /** A request that finds the oldest waiting one older than this (ms) gets 503; 0: off. */
+  maxWaitMs: number;
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    turns: TurnQueue;
+  }
+}
+
+/**
+ * Every `/v1/*` request waits for its turn (`TurnQueue`) after its body is parsed and validated;
+ * health, metrics and docs do not. The queue is where saturation shows: past `maxWaitMs` of
+ * waiting at its head, new requests are answered 503 `CMP_ERR_OVERLOADED` with `retry-after`
+ * rather than joining a queue they would time out in.
+ */
+export default fp<QueueOptions>(
+  async (app: FastifyInstance, options) => {
+    const turns = new TurnQueue();
+    app.decorate('turns', turns);
+    const registers = [app.metrics.registry];
+    const wait = new Histogram({
+      name: 'compactor_queue_wait_seconds',
+      help: 'Time /v1 requests waited for their turn',
+      buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers,
+    });
+    new Gauge({
+      name: 'compactor_queue_depth',
+      help: '/v1 requests waiting for their turn',
+      registers,
+      collect() {
+        this.set(turns.depth);
+      },
+    });
+    app.addHook('preHandler', async (request, reply) => {
+      if (!request.url.startsWith('/v1/')) return;
+      const oldest = turns.oldestWaitMs();
+      if (options.maxWaitMs > 0 && oldest > options.maxWaitMs) {
+        const seconds = Math.max(1, Math.ceil(oldest / 1000));
+        reply.header('retry-after', String(seconds));
+        throw new CompactorError(
+          'CMP_ERR_OVERLOADED',
+          `the service is saturated: queued requests have waited ${Math.round(oldest)} ms; retry in ${seconds} s`,
+        );
+      }
+      wait.observe((await turns.turn()) / 1000);
+    });
+  },
+  { name: 'queue', dependencies: ['problem', 'metrics'] },
+);

@@ -1,0 +1,36 @@
+import t from 'tap';
+import { TurnQueue } from '../../src/plugins/queue.js';
+
+const iteration = () => new Promise((r) => setImmediate(r));
+
+t.test('one turn per event-loop iteration, in arrival order', async (t) => {
+  const turns = new TurnQueue();
+  const served: number[] = [];
+  for (let i = 0; i < 4; i++) void turns.turn().then(() => served.push(i));
+  t.equal(turns.depth, 4);
+  for (let n = 1; n <= 4; n++) {
+    await iteration();
+    t.same(served, [0, 1, 2, 3].slice(0, n), `${n} served after ${n} iterations`);
+  }
+  t.equal(turns.depth, 0);
+  t.equal(turns.oldestWaitMs(), 0);
+});
+
+t.test('the oldest wait is measured from the head of the queue', async (t) => {
+  let now = 0;
+  const turns = new TurnQueue(() => now);
+  const first = turns.turn();
+  now = 30;
+  void turns.turn();
+  now = 50;
+  t.equal(turns.oldestWaitMs(), 50);
+  t.equal(await first, 50, 'the first waited 50 ms');
+  t.equal(turns.oldestWaitMs(), 20, 'the next has waited 20');
+});
+
+t.test('a long queue drains completely', async (t) => {
+  const turns = new TurnQueue();
+  const all = Array.from({ length: 3000 }, () => turns.turn());
+  await Promise.all(all);
+  t.equal(turns.depth, 0);
+});
