@@ -12,6 +12,8 @@ export class CompactorHttpError extends Error {
   constructor(
     readonly status: number,
     readonly problem: z.output<typeof Problem> | undefined,
+    /** The service's `retry-after` on a 429 or 503, in seconds. */
+    readonly retryAfterSeconds?: number,
   ) {
     super(problem ? `${problem.code}: ${problem.detail}` : `HTTP ${status}`);
   }
@@ -22,8 +24,14 @@ export interface CompactorClientOptions {
   baseUrl: string;
   /** Sent as `Authorization: Bearer <key>` when the service has keys configured. */
   apiKey?: string;
-  /** Per-request deadline in ms (default 60 s). */
+  /** Per-request deadline in ms (default 60 s), retries included. */
   timeoutMs?: number;
+  /**
+   * Retries after a 429 or 503 that carries `retry-after`, waiting what it says (default 2).
+   * Every endpoint is safe to repeat: the same request gives the same answer. A wait that would
+   * pass the deadline is not taken; the error is thrown instead.
+   */
+  retries?: number;
   fetch?: typeof fetch;
 }
 
@@ -41,18 +49,36 @@ export class CompactorClient {
   }
 
   private async call<T>(method: 'GET' | 'POST', path: string, body?: unknown): Promise<T> {
+    const deadline = Date.now() + (this.options.timeoutMs ?? 60_000);
+    const payload = body !== undefined ? JSON.stringify(body) : undefined;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.once<T>(method, path, payload, deadline);
+      } catch (error) {
+        const wait = error instanceof CompactorHttpError ? (error.retryAfterSeconds ?? 0) * 1000 : 0;
+        if (!wait || attempt >= (this.options.retries ?? 2) || Date.now() + wait >= deadline) throw error;
+        await new Promise((resolve) => setTimeout(resolve, wait));
+      }
+    }
+  }
+
+  private async once<T>(method: 'GET' | 'POST', path: string, payload: string | undefined, deadline: number): Promise<T> {
     const res = await this.doFetch(`${this.base}${path}`, {
       method,
       headers: {
-        ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+        ...(payload !== undefined ? { 'content-type': 'application/json' } : {}),
         ...(this.options.apiKey ? { authorization: `Bearer ${this.options.apiKey}` } : {}),
       },
-      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-      signal: AbortSignal.timeout(this.options.timeoutMs ?? 60_000),
+      ...(payload !== undefined ? { body: payload } : {}),
+      signal: AbortSignal.timeout(Math.max(1, deadline - Date.now())),
     });
     const text = await res.text();
     const parsed: unknown = text ? JSON.parse(text) : undefined;
-    if (!res.ok) throw new CompactorHttpError(res.status, parsed as z.output<typeof Problem> | undefined);
+    if (!res.ok) {
+      const after = Number(res.headers.get('retry-after'));
+      const retryable = (res.status === 429 || res.status === 503) && Number.isFinite(after) && after > 0;
+      throw new CompactorHttpError(res.status, parsed as z.output<typeof Problem> | undefined, retryable ? after : undefined);
+    }
     return parsed as T;
   }
 

@@ -53,7 +53,7 @@ export const ConfigSchema = z.object({
   COMPACTOR_AUTH_SCOPE: z.enum(['api', 'all']).default('api'),
   COMPACTOR_RATE_LIMIT: intFromEnv(0, 1_000_000).default(0),
   COMPACTOR_MAX_EVENT_LOOP_DELAY_MS: intFromEnv(0, 60_000).default(1000),
-  COMPACTOR_MAX_QUEUE_WAIT_MS: intFromEnv(0, 600_000).default(2000),
+  COMPACTOR_MAX_QUEUE_WAIT_MS: intFromEnv(0, 600_000).default(5000),
   /** Deadline of one strategy request once received (summarizer calls included). */
   COMPACTOR_DEADLINE_MS: intFromEnv(1000, 3_600_000).default(120_000),
 });
@@ -84,7 +84,7 @@ export const CONFIG_DOCS: Record<keyof Config, string> = {
   COMPACTOR_RATE_LIMIT: 'Requests per minute per client on /v1/* (0 = off)',
   COMPACTOR_MAX_EVENT_LOOP_DELAY_MS: 'Above this event-loop delay, answer 503 with retry-after instead of queueing (0 = off)',
   COMPACTOR_MAX_QUEUE_WAIT_MS:
-    '/v1 requests take turns, one per event-loop iteration; once the oldest has waited this many ms, new ones get 503 with retry-after (0 = off)',
+    '/v1 requests take turns, one per event-loop iteration; one that would wait longer than this many ms gets 503 with retry-after (0 = off)',
   COMPACTOR_DEADLINE_MS: 'Deadline of one strategy request once received, summarizer calls and retries included',
 };
 

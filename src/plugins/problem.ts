@@ -91,15 +91,18 @@ function classify(error: FastifyError & { validation?: unknown }): { code: Error
 
 /**
  * Every error leaves as `application/problem+json` with a stable code. Client errors are logged
- * by code only (their messages can quote the request); internal errors are logged with their
- * stack, and their details never reach the client.
+ * by code only (their messages can quote the request); shed requests as a warning by code;
+ * internal errors are logged with their stack, and their details never reach the client.
  */
 export default fp(
   async (app: FastifyInstance) => {
     app.setErrorHandler((error: FastifyError, request, reply) => {
       const problem = classify(error);
       const status = ERRORS[problem.code].status;
-      if (status >= 500) request.log.error({ err: error, code: problem.code }, 'request failed');
+      // Shedding load is the service working as designed: a short warning, no stack (under
+      // overload, thousands of stack traces a second would add to the load they report).
+      if (problem.code === 'CMP_ERR_OVERLOADED') request.log.warn({ code: problem.code, status }, 'request shed');
+      else if (status >= 500) request.log.error({ err: error, code: problem.code }, 'request failed');
       else request.log.info({ code: problem.code, status }, 'request rejected');
       return sendProblem(request, reply, problem.code, problem.detail, problem.errors);
     });

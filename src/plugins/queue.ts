@@ -1,11 +1,13 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import { Gauge, Histogram } from 'prom-client';
+import { Counter, Gauge, Histogram } from 'prom-client';
 import { CompactorError } from '../errors.js';
 
 interface Waiter {
   resolve: (waitedMs: number) => void;
   since: number;
+  /** Requests ahead of it when it arrived. */
+  ahead: number;
 }
 
 /**
@@ -22,6 +24,8 @@ export class TurnQueue {
   private waiting: (Waiter | undefined)[] = [];
   private head = 0;
   private scheduled = false;
+  /** Recent time per turn (EWMA): each served request's wait over the turns it waited for. */
+  private perTurnMs = 0;
 
   constructor(private readonly now: () => number = () => performance.now()) {}
 
@@ -36,10 +40,19 @@ export class TurnQueue {
     return oldest ? this.now() - oldest.since : 0;
   }
 
+  /**
+   * How long a request arriving now would wait: the queue's length times the recent time per
+   * turn, or the oldest request's wait so far, whichever is longer. The time per turn is measured
+   * over each served request's whole wait, so one slow turn (a GC pause) barely moves it.
+   */
+  expectedWaitMs(): number {
+    return Math.max(this.oldestWaitMs(), this.depth * this.perTurnMs);
+  }
+
   /** Resolves on the caller's turn, with how long it waited (ms). */
   turn(): Promise<number> {
     return new Promise((resolve) => {
-      this.waiting.push({ resolve, since: this.now() });
+      this.waiting.push({ resolve, since: this.now(), ahead: this.depth });
       this.schedule();
     });
   }
@@ -60,13 +73,16 @@ export class TurnQueue {
       this.waiting = this.waiting.slice(this.head);
       this.head = 0;
     }
+    const now = this.now();
+    const perTurn = (now - waiter.since) / (waiter.ahead + 1);
+    this.perTurnMs = this.perTurnMs === 0 ? perTurn : this.perTurnMs + 0.1 * (perTurn - this.perTurnMs);
     if (this.depth > 0) this.schedule();
-    waiter.resolve(this.now() - waiter.since);
+    waiter.resolve(now - waiter.since);
   };
 }
 
 export interface QueueOptions {
-  /** A request that finds the oldest waiting one older than this (ms) gets 503; 0: off. */
+  /** A request that would wait longer than this (ms) for its turn gets 503; 0: off. */
   maxWaitMs: number;
 }
 
@@ -78,9 +94,10 @@ declare module 'fastify' {
 
 /**
  * Every `/v1/*` request waits for its turn (`TurnQueue`) after its body is parsed and validated;
- * health, metrics and docs do not. The queue is where saturation shows: past `maxWaitMs` of
- * waiting at its head, new requests are answered 503 `CMP_ERR_OVERLOADED` with `retry-after`
- * rather than joining a queue they would time out in.
+ * health, metrics and docs do not. The queue is where saturation shows: when a new request would
+ * wait longer than `maxWaitMs` (queue length × recent interval between turns, or the oldest wait so
+ * far), it is answered 503 `CMP_ERR_OVERLOADED` with `retry-after` (that wait, in seconds) before
+ * its body is even parsed, rather than joining a queue it would time out in.
  */
 export default fp<QueueOptions>(
   async (app: FastifyInstance, options) => {
@@ -93,6 +110,11 @@ export default fp<QueueOptions>(
       buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
       registers,
     });
+    const abandoned = new Counter({
+      name: 'compactor_queue_abandoned_total',
+      help: '/v1 requests whose client disconnected while they waited for their turn (not run)',
+      registers,
+    });
     new Gauge({
       name: 'compactor_queue_depth',
       help: '/v1 requests waiting for their turn',
@@ -101,18 +123,29 @@ export default fp<QueueOptions>(
         this.set(turns.depth);
       },
     });
-    app.addHook('preHandler', async (request, reply) => {
+    // Shed before the body is read: a request turned away costs no parsing.
+    app.addHook('onRequest', async (request, reply) => {
       if (!request.url.startsWith('/v1/')) return;
-      const oldest = turns.oldestWaitMs();
-      if (options.maxWaitMs > 0 && oldest > options.maxWaitMs) {
-        const seconds = Math.max(1, Math.ceil(oldest / 1000));
+      const expected = turns.expectedWaitMs();
+      if (options.maxWaitMs > 0 && expected > options.maxWaitMs) {
+        const seconds = Math.min(60, Math.max(1, Math.ceil(expected / 1000)));
         reply.header('retry-after', String(seconds));
         throw new CompactorError(
           'CMP_ERR_OVERLOADED',
-          `the service is saturated: queued requests have waited ${Math.round(oldest)} ms; retry in ${seconds} s`,
+          `the service is saturated: a request would wait about ${Math.round(expected)} ms for its turn; retry in ${seconds} s`,
         );
       }
+    });
+    // Wait for the turn once the body is parsed and valid (a bad request is answered at once).
+    app.addHook('preHandler', async (request, reply) => {
+      if (!request.url.startsWith('/v1/')) return;
       wait.observe((await turns.turn()) / 1000);
+      if (request.raw.socket?.destroyed) {
+        // The client gave up while it waited: nobody would read the answer, so no work is done.
+        abandoned.inc();
+        reply.code(499 as never);
+        return reply.send();
+      }
     });
   },
   { name: 'queue', dependencies: ['problem', 'metrics'] },

@@ -48,3 +48,59 @@ t.test('the typed client against a real listening server', async (t) => {
   const denied = await anonymous.tokens({ messages }).catch((e: unknown) => e);
   t.ok(denied instanceof CompactorHttpError && denied.status === 401);
 });
+
+t.test('the client retries a 503 or 429 after its retry-after, within its deadline', async (t) => {
+  const answers: { status: number; retryAfter?: string }[] = [];
+  let calls = 0;
+  const stub = (async () => {
+    const next = answers[calls++] ?? { status: 200 };
+    const body =
+      next.status === 200
+        ? JSON.stringify({ ok: true })
+        : JSON.stringify({ code: next.status === 429 ? 'CMP_ERR_RATE_LIMITED' : 'CMP_ERR_OVERLOADED', detail: 'busy' });
+    return new Response(body, {
+      status: next.status,
+      headers: { 'content-type': 'application/json', ...(next.retryAfter ? { 'retry-after': next.retryAfter } : {}) },
+    });
+  }) as typeof fetch;
+  const client = (retries?: number, timeoutMs?: number) =>
+    new CompactorClient({
+      baseUrl: 'http://compactor.invalid',
+      fetch: stub,
+      ...(retries !== undefined ? { retries } : {}),
+      ...(timeoutMs !== undefined ? { timeoutMs } : {}),
+    });
+
+  answers.push({ status: 503, retryAfter: '1' }, { status: 429, retryAfter: '1' });
+  const started = Date.now();
+  t.same(await client().tokens({ messages: [{ role: 'user', content: 'hi' }] }), { ok: true }, 'served on the third try');
+  t.equal(calls, 3);
+  t.ok(Date.now() - started >= 1900, 'waited what retry-after said, twice');
+
+  calls = 0;
+  answers.length = 0;
+  answers.push({ status: 503, retryAfter: '1' });
+  const refused = await client(0)
+    .tokens({ messages: [{ role: 'user', content: 'hi' }] })
+    .catch((e) => e);
+  t.ok(refused instanceof CompactorHttpError && refused.retryAfterSeconds === 1, 'retries: 0 throws at once, with retry-after');
+  t.equal(calls, 1);
+
+  calls = 0;
+  answers.length = 0;
+  answers.push({ status: 503, retryAfter: '30' });
+  const late = await client(2, 2000)
+    .tokens({ messages: [{ role: 'user', content: 'hi' }] })
+    .catch((e) => e);
+  t.equal(late.status, 503, 'a wait past the deadline is not taken');
+  t.equal(calls, 1);
+
+  calls = 0;
+  answers.length = 0;
+  answers.push({ status: 503 });
+  const bare = await client()
+    .tokens({ messages: [{ role: 'user', content: 'hi' }] })
+    .catch((e) => e);
+  t.equal(bare.status, 503, 'no retry-after, no retry');
+  t.equal(calls, 1);
+});

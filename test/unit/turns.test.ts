@@ -34,3 +34,20 @@ t.test('a long queue drains completely', async (t) => {
   await Promise.all(all);
   t.equal(turns.depth, 0);
 });
+
+t.test('the expected wait is the queue length times the recent time per turn', async (t) => {
+  let now = 0;
+  const turns = new TurnQueue(() => now);
+  const waiting = Array.from({ length: 5 }, () => turns.turn());
+  t.equal(turns.expectedWaitMs(), 0, 'nothing measured yet, nobody has waited');
+  for (let i = 0; i < 5; i++) {
+    now += 10;
+    await new Promise((r) => setImmediate(r));
+  }
+  await Promise.all(waiting);
+  const more = Array.from({ length: 4 }, () => turns.turn());
+  t.equal(turns.expectedWaitMs(), 4 * 10, '4 waiting × 10 ms');
+  now += 100;
+  t.equal(turns.expectedWaitMs(), 100, 'or the oldest wait, when longer');
+  await Promise.all(more);
+});
