@@ -8,14 +8,14 @@ import {
   ExpandRequest,
   ExpandResponse,
 } from '../schemas/compact.js';
-import { compactStrategy } from '../strategies/compact.js';
+import { STRATEGIES } from '../strategies/registry.js';
 import { PROBLEMS, strategyRoute } from './strategy-route.js';
 
 /** `/v1/compact`, `/v1/expand` and `/v1/artifacts/{id}`. */
 export default async function compactRoutes(app: FastifyInstance): Promise<void> {
   strategyRoute(app, {
     url: '/v1/compact',
-    strategy: compactStrategy,
+    strategy: STRATEGIES.compact,
     body: CompactRequest,
     response: CompactResponse,
     summary: 'Compaction: deterministic, reversible reduction of old tool traffic',

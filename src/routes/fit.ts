@@ -1,12 +1,12 @@
 import type { FastifyInstance } from 'fastify';
 import { FitRequest, FitResponse } from '../schemas/fit.js';
-import { fitStrategy } from '../strategies/fit.js';
+import { STRATEGIES } from '../strategies/registry.js';
 import { strategyRoute } from './strategy-route.js';
 
 export default async function fitRoutes(app: FastifyInstance): Promise<void> {
   strategyRoute(app, {
     url: '/v1/fit',
-    strategy: fitStrategy,
+    strategy: STRATEGIES.fit,
     body: FitRequest,
     response: FitResponse,
     summary: 'Fit: compact, then summarize if still over target, window as the last resort',

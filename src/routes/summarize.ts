@@ -1,12 +1,12 @@
 import type { FastifyInstance } from 'fastify';
 import { SummarizeRequest, SummarizeResponse } from '../schemas/summarize.js';
-import { summarizeStrategy } from '../strategies/summarize.js';
+import { STRATEGIES } from '../strategies/registry.js';
 import { strategyRoute } from './strategy-route.js';
 
 export default async function summarizeRoutes(app: FastifyInstance): Promise<void> {
   strategyRoute(app, {
     url: '/v1/summarize',
-    strategy: summarizeStrategy,
+    strategy: STRATEGIES.summarize,
     body: SummarizeRequest,
     response: SummarizeResponse,
     summary: 'Summaries: rolling (one summary of older history) or sections (per-section summaries)',

@@ -1,12 +1,12 @@
 import type { FastifyInstance } from 'fastify';
 import { WindowRequest, WindowResponse } from '../schemas/window.js';
-import { windowStrategy } from '../strategies/sliding-window.js';
+import { STRATEGIES } from '../strategies/registry.js';
 import { strategyRoute } from './strategy-route.js';
 
 export default async function windowRoutes(app: FastifyInstance): Promise<void> {
   strategyRoute(app, {
     url: '/v1/window',
-    strategy: windowStrategy,
+    strategy: STRATEGIES.window,
     body: WindowRequest,
     response: WindowResponse,
     summary: 'Sliding window: keep the newest runs, messages or tokens',

@@ -1,9 +1,11 @@
 import { z } from 'zod';
 import { FORMAT_NAMES } from '../formats/registry.js';
-import { CompactOptions } from '../strategies/compact.js';
+import { STRATEGIES } from '../strategies/registry.js';
 import { HistoryFields, Message, StrategyResponseFields } from './common.js';
 
-export const CompactRequest = z.strictObject({ ...HistoryFields, ...CompactOptions.shape }).meta({ id: 'CompactRequest' });
+export const CompactRequest = z
+  .strictObject({ ...HistoryFields, ...STRATEGIES.compact.options.shape })
+  .meta({ id: 'CompactRequest' });
 
 export const ArtifactRefSchema = z
   .object({

@@ -1,11 +1,11 @@
 import { z } from 'zod';
-import { FitOptions } from '../strategies/fit.js';
+import { STRATEGIES } from '../strategies/registry.js';
 import { BilledUsage, HistoryFields, StrategyResponseFields } from './common.js';
 import { ArtifactRefSchema } from './compact.js';
 import { SummaryReportSchema } from './summarize.js';
 import { Dropped } from './window.js';
 
-export const FitRequest = z.strictObject({ ...HistoryFields, ...FitOptions.shape }).meta({ id: 'FitRequest' });
+export const FitRequest = z.strictObject({ ...HistoryFields, ...STRATEGIES.fit.options.shape }).meta({ id: 'FitRequest' });
 
 export const StageSchema = z
   .object({

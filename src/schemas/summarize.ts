@@ -1,9 +1,11 @@
 import { z } from 'zod';
-import { SummarizeOptions } from '../strategies/summarize.js';
+import { STRATEGIES } from '../strategies/registry.js';
 import { HistoryFields, StrategyResponseFields } from './common.js';
 import { Dropped } from './window.js';
 
-export const SummarizeRequest = z.strictObject({ ...HistoryFields, ...SummarizeOptions.shape }).meta({ id: 'SummarizeRequest' });
+export const SummarizeRequest = z
+  .strictObject({ ...HistoryFields, ...STRATEGIES.summarize.options.shape })
+  .meta({ id: 'SummarizeRequest' });
 
 export const SummaryReportSchema = z
   .object({

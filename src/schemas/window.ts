@@ -1,8 +1,10 @@
 import { z } from 'zod';
-import { WindowOptions } from '../strategies/sliding-window.js';
+import { STRATEGIES } from '../strategies/registry.js';
 import { HistoryFields, StrategyResponseFields } from './common.js';
 
-export const WindowRequest = z.strictObject({ ...HistoryFields, ...WindowOptions.shape }).meta({ id: 'WindowRequest' });
+export const WindowRequest = z
+  .strictObject({ ...HistoryFields, ...STRATEGIES.window.options.shape })
+  .meta({ id: 'WindowRequest' });
 
 export const Dropped = z
   .object({
