@@ -1,10 +1,10 @@
 // Load benchmark (issue 5): requests per second and p50/p99 latency for /v1/window, /v1/compact and
 // /v1/fit (fake LLM answering in 200 ms) at 1, 8, 32 and 64 connections, the echo floor with the
 // same bodies in the same run as ratios, peak RSS; then 64 connections for 30 s on fit and window
-// with every response checked; then past saturation (256 connections on fit): 503s with
+// with every response checked; then past saturation (512 connections on fit): 503s with
 // retry-after, no crash, serving again afterwards. Compactor runs with its production defaults
 // (load shedding on: COMPACTOR_MAX_QUEUE_WAIT_MS=5000, COMPACTOR_MAX_EVENT_LOOP_DELAY_MS=1000).
-// Run: npm run build && node bench/load.mjs [seconds-per-cell=10] [long-seconds=30]
+// Run: npm run build && node bench/load.mjs [seconds-per-cell=10] [long-seconds=30] [saturating-connections=512]
 import { readFileSync } from 'node:fs';
 import autocannon from 'autocannon';
 import { startFakeLlm } from './lib/fake-llm.mjs';
@@ -13,6 +13,7 @@ import { fmt } from './lib/stats.mjs';
 
 const CELL = Number(process.argv[2] ?? 10);
 const LONG = Number(process.argv[3] ?? 30);
+const OVER = Number(process.argv[4] ?? 512);
 const CONNECTIONS = [1, 8, 32, 64];
 const corpus = JSON.parse(
   readFileSync(
@@ -122,8 +123,8 @@ for (const name of ['fit', 'window']) {
   );
   cut = 0;
 }
-console.log('\n## Past saturation: 256 connections on /v1/fit for 10 s');
-const over = await run(`${compactor.base}/v1/fit`, BODIES.fit, 256, 10);
+console.log(`\n## Past saturation: ${OVER} connections on /v1/fit for 10 s`);
+const over = await run(`${compactor.base}/v1/fit`, BODIES.fit, OVER, 10);
 console.log(
   `statuses ${JSON.stringify(over.statuses)}, errors ${over.errors} (timeouts ${over.timeouts}), 503 without retry-after ${over.shedWithoutRetryAfter}, p50 ${over.p50} ms, p99 ${over.p99} ms`,
 );
