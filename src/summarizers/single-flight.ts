@@ -10,7 +10,7 @@ export class SingleFlight<T> {
 
   constructor(
     private readonly lingerMs = 10_000,
-    private readonly maxLingering = 1024,
+    private readonly maxLingering = 256,
   ) {}
 
   /** The flight for `key`: `joined` is false for the caller whose `start` runs it. */

@@ -239,3 +239,49 @@ t.test('a request in flight when close starts still completes', async (t) => {
   t.equal(json.applied, true);
   t.equal(json.messages.length, 4);
 });
+
+t.test('a request whose client leaves while it waits for its turn is not run, and nothing is logged as an error', async (t) => {
+  const lines: { level: number; msg: string }[] = [];
+  const logger = pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line)) });
+  const app = await buildApp(testConfig({ COMPACTOR_TOKEN_CACHE_ENTRIES: '0' }), { logger });
+  t.teardown(() => app.close());
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  const { port } = app.server.address() as AddressInfo;
+  // 20 distinct heavy bodies queue for well over 300 ms; 10 light requests queue behind them.
+  const raw = (i: number, heavy: boolean) => {
+    const text = heavy ? 'lorem ipsum dolor sit amet '.repeat(20_000) : 'hello';
+    const body = JSON.stringify({ messages: [{ role: 'user', content: `request ${i}: ${text}` }] });
+    return `POST /v1/tokens HTTP/1.1\r\nhost: x\r\nconnection: close\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+  };
+  const send = (i: number, heavy: boolean) => {
+    const socket = connect(port, '127.0.0.1');
+    const answered = new Promise<string>((resolve) => {
+      let data = '';
+      socket.on('data', (d) => {
+        data += d;
+      });
+      socket.on('close', () => resolve(data));
+      socket.on('error', () => resolve(data));
+    });
+    socket.write(raw(i, heavy));
+    return { socket, answered };
+  };
+  const stay = Array.from({ length: 20 }, (_, i) => send(i, true));
+  await new Promise((r) => setTimeout(r, 100));
+  const leave = Array.from({ length: 10 }, (_, i) => send(100 + i, false));
+  await new Promise((r) => setTimeout(r, 100));
+  for (const { socket } of leave) socket.destroy();
+  const answers = await Promise.all(stay.map((s) => s.answered));
+  t.ok(
+    answers.every((a) => a.startsWith('HTTP/1.1 200')),
+    'the clients that stayed got 200',
+  );
+  const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  const abandoned = Number(/^compactor_queue_abandoned_total (\d+)/m.exec(metrics)?.[1]);
+  t.ok(abandoned >= 1 && abandoned <= 10, `requests not run because their client left: ${abandoned}`);
+  t.same(
+    lines.filter((l) => l.level >= 50).map((l) => l.msg),
+    [],
+    'no error lines',
+  );
+});
