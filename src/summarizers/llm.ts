@@ -106,15 +106,15 @@ function pack<T>(items: readonly T[], cost: (item: T) => number, budget: number)
 
 const sleep = (ms: number, signal?: AbortSignal) =>
   new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(resolve, ms);
-    signal?.addEventListener(
-      'abort',
-      () => {
-        clearTimeout(timer);
-        reject(new OpenAI.APIUserAbortError());
-      },
-      { once: true },
-    );
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(new OpenAI.APIUserAbortError());
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
   });
 
 /**
@@ -165,7 +165,8 @@ export class LlmSummarizer implements Summarizer {
               max_tokens: request.maxTokens,
               ...(request.temperature !== undefined ? { temperature: request.temperature } : {}),
             },
-            { ...(request.signal ? { signal: request.signal } : {}) },
+            // A signal of its own per call: concurrent chunk calls do not pile listeners on the request's.
+            { ...(request.signal ? { signal: AbortSignal.any([request.signal]) } : {}) },
           ),
         );
         const text = res.choices?.[0]?.message?.content ?? '';
