@@ -49,9 +49,14 @@ export async function expandHistory(
   lookup: (ids: readonly string[]) => Promise<Map<string, unknown>>,
 ): Promise<ExpandResult> {
   const missing = new Set<string>();
-  const summaries = await expandSummaries(format, input, lookup, missing);
-  const messages = summaries.messages;
+  // Summaries first, in rounds: a restored span can hold summaries of an earlier call.
+  let summaries = await expandSummaries(format, input, lookup, missing);
   let restored = summaries.restored;
+  for (let round = 0; round < 8 && summaries.restored > 0; round++) {
+    summaries = await expandSummaries(format, summaries.messages, lookup, missing);
+    restored += summaries.restored;
+  }
+  const messages = summaries.messages;
   for (let round = 0; round < 8; round++) {
     const refs = references(format, messages).filter((r) => !missing.has(r.id));
     if (refs.length === 0) break;
@@ -80,6 +85,7 @@ export async function expandHistory(
 }
 
 const SECTION_LINE = /^\[compactor:section-summary (art_[0-9a-f]{24}|none)\]\n/;
+const QA_LINE = /^\[compactor:qa-header (art_[0-9a-f]{24})\]\n/;
 
 interface RangeArtifact {
   messages: unknown[];
@@ -112,8 +118,23 @@ async function expandSummaries(
   };
   const out: unknown[] = [];
   let restored = 0;
+  const isSectionSummary = (message: unknown) =>
+    SECTION_LINE.test(format.prose(message)) || SECTION_LINE.test(format.resultSites(message)[0]?.text ?? '');
   for (let i = 0; i < input.length; i++) {
     const message = input[i];
+    // A QA-merged header: the span it names replaces it and the summary pair that follows it.
+    const qa = QA_LINE.exec(format.prose(message));
+    if (qa?.[1]) {
+      let bodyEnd = i + 1;
+      while (bodyEnd < input.length && bodyEnd <= i + 2 && !isSectionSummary(input[bodyEnd])) bodyEnd++;
+      const range = bodyEnd < input.length && isSectionSummary(input[bodyEnd]) ? await resolve(qa[1], 0) : undefined;
+      if (range) {
+        out.push(...range);
+        restored++;
+        i = bodyEnd;
+        continue;
+      }
+    }
     // A section summary: marked assistant text, or the result of a synthetic compactor_summary call.
     const sectionText = SECTION_LINE.exec(format.prose(message)) ?? SECTION_LINE.exec(format.resultSites(message)[0]?.text ?? '');
     if (sectionText?.[1] && sectionText[1] !== 'none') {

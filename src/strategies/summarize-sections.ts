@@ -92,6 +92,15 @@ export async function runSections(
     );
   let calls = 0;
 
+  /** The originals of these messages as one range artifact (offloaded with `store: server`); its id. */
+  const offloadRange = (indexes: readonly number[]): { id: string | null; rangeJson: string } => {
+    const rangeJson = JSON.stringify({ messages: indexes.map((i) => messages[i]), previous_id: null });
+    const address = contentAddress(rangeJson);
+    if (o.store === 'server')
+      offload.push({ id: address.id, kind: 'section_range', tool_name: null, content: rangeJson, sha256: address.sha256 });
+    return { id: o.store === 'none' ? null : address.id, rangeJson };
+  };
+
   /** Summarizes pairs into one summary pair, in the role their originals had. */
   const summarizePairs = async (pairs: readonly Pair[], current: boolean, around: Around): Promise<Pair | undefined> => {
     const covered = indexesOf(pairs);
@@ -120,11 +129,7 @@ export async function runSections(
       return undefined;
     }
     const originals = covered.map((i) => messages[i]);
-    const rangeJson = JSON.stringify({ messages: originals, previous_id: null });
-    const address = contentAddress(rangeJson);
-    const id = o.store === 'none' ? null : address.id;
-    if (o.store === 'server')
-      offload.push({ id: address.id, kind: 'section_range', tool_name: null, content: rangeJson, sha256: address.sha256 });
+    const { id, rangeJson } = offloadRange(covered);
     if (!summarizer || ctx.dryRun) throw new Error('unreachable: no summarizer');
     calls++;
     const settled = await settleSummary(ctx, summarizer, flightKey('section', o, rangeJson), () =>
@@ -241,7 +246,7 @@ export async function runSections(
       }
     }
     // 3. QA merge: the older sections become one when there are too many, or they are too large.
-    if (o.qa.enabled) await qaMerge(h, o, sections, sizeOf, summarizePairs, around, summarizeUsers);
+    if (o.qa.enabled) await qaMerge(h, o, sections, sizeOf, summarizePairs, around, summarizeUsers, offloadRange, indexesOf);
   } catch (error) {
     // Everything answered before the failure was billed: the caller reports it with on_failure.
     const before = (error as { billed?: SummaryUsage }).billed ?? NO_SUMMARY_USAGE;
@@ -288,6 +293,8 @@ async function qaMerge(
   summarizePairs: (pairs: readonly Pair[], current: boolean, around: Around) => Promise<Pair | undefined>,
   around: (si: number, a: number, b: number) => Around,
   summarizeUsers: (indexes: readonly number[]) => Promise<string>,
+  offloadRange: (indexes: readonly number[]) => { id: string | null },
+  indexesOf: (pairs: readonly Pair[]) => number[],
 ): Promise<void> {
   const sizeOfSection = (s: Section) =>
     s.header.reduce((n, i) => n + (h.counts[i] as number), 0) + s.pairs.reduce((n, p) => n + sizeOf(p), 0);
@@ -312,7 +319,11 @@ async function qaMerge(
         .map((i) => h.format.prose(h.messages[i]))
         .filter(Boolean)
         .join('\n\n');
-  const header = h.format.textMessage('user', `[compactor:qa-header]\n${userText}`);
+  // The header names the merged span's originals (headers and pairs, in order): expand puts the
+  // span back in place of the header and the summary pair after it.
+  const span = [...new Set([...headers, ...indexesOf(merged.flatMap((s) => s.pairs))])].sort((a, b) => a - b);
+  const { id } = offloadRange(span);
+  const header = h.format.textMessage('user', `[compactor:qa-header${id ? ` ${id}` : ''}]\n${userText}`);
   const userItem = h.format.parse([header]).items[0];
   const next = sections[keepFrom]?.header.length ? h.items[sections[keepFrom]?.header[0] as number] : around(keepFrom, 0, 0).prev;
   const body = await summarizePairs(

@@ -459,7 +459,7 @@ t.test('sections mode, QA merge: the merged header joins the user messages, or s
   t.equal(joined.applied, true);
   t.match(
     joined.messages[1].content,
-    /^\[compactor:qa-header\]\nRequest number 0: build part 0\.\n\nRequest number 1/,
+    /^\[compactor:qa-header art_[0-9a-f]{24}\]\nRequest number 0: build part 0\.\n\nRequest number 1/,
     'user messages joined verbatim',
   );
   server.requests.length = 0;
@@ -471,7 +471,7 @@ t.test('sections mode, QA merge: the merged header joins the user messages, or s
   const summarized = await post(true);
   t.match(
     summarized.messages[1].content,
-    /^\[compactor:qa-header\]\nThe user asked to build parts 0 to 3\./,
+    /^\[compactor:qa-header art_[0-9a-f]{24}\]\nThe user asked to build parts 0 to 3\./,
     'user messages summarized',
   );
   t.ok(
@@ -479,6 +479,25 @@ t.test('sections mode, QA merge: the merged header joins the user messages, or s
     'from the user messages',
   );
   t.same(violationsOf('openai-chat', summarized.messages), []);
+  for (const body of [joined, summarized]) {
+    const expanded = await app.inject({ method: 'POST', url: '/v1/expand', payload: { messages: body.messages } });
+    t.same(expanded.json().messages, messages, 'expand restores the merged sections, headers included, byte-exact');
+  }
+  const again = await app.inject({
+    method: 'POST',
+    url: '/v1/summarize',
+    payload: {
+      messages: [...joined.messages, { role: 'user', content: 'Request number 9: one more.' }, ...step(9)],
+      mode: 'sections',
+      qa: { max_sections: 2 },
+    },
+  });
+  const twice = await app.inject({ method: 'POST', url: '/v1/expand', payload: { messages: again.json().messages } });
+  t.same(
+    twice.json().messages,
+    [...messages, { role: 'user', content: 'Request number 9: one more.' }, ...step(9)],
+    'a QA merge over an earlier one expands back through both',
+  );
 });
 
 t.test(
