@@ -146,6 +146,10 @@ for (const [format, arbitrary] of Object.entries(histories)) {
         assert.ok(res.tokens.after <= res.tokens.before, 'never grows');
         const last = h.messages.length - 1;
         if (last >= 0) assert.equal(json(res.messages.at(-1)), json(h.messages[last]), 'the newest message is kept');
+        if (o.store === 'server') {
+          const expanded = await compactor.expand({ messages: res.messages, format: h.format });
+          assert.equal(json(expanded.messages), before, 'expand gives every section back, QA merges included');
+        }
         let current = res.messages;
         for (let round = 0; round < 3; round++) {
           const calls = summarizer.calls.length;
