@@ -86,23 +86,16 @@ export interface QueueOptions {
   maxWaitMs: number;
 }
 
-declare module 'fastify' {
-  interface FastifyInstance {
-    turns: TurnQueue;
-  }
-}
-
 /**
  * Every `/v1/*` request waits for its turn (`TurnQueue`) after its body is parsed and validated;
  * health, metrics and docs do not. The queue is where saturation shows: when a new request would
- * wait longer than `maxWaitMs` (queue length × recent interval between turns, or the oldest wait so
- * far), it is answered 503 `CMP_ERR_OVERLOADED` with `retry-after` (that wait, in seconds) before
- * its body is even parsed, rather than joining a queue it would time out in.
+ * wait longer than `maxWaitMs` (queue length × recent time per turn, or the oldest wait so far),
+ * it is answered 503 `CMP_ERR_OVERLOADED` with `retry-after` (that wait, in seconds) before its
+ * body is even parsed, rather than joining a queue it would time out in.
  */
 export default fp<QueueOptions>(
   async (app: FastifyInstance, options) => {
     const turns = new TurnQueue();
-    app.decorate('turns', turns);
     const registers = [app.metrics.registry];
     const wait = new Histogram({
       name: 'compactor_queue_wait_seconds',
