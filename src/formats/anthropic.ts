@@ -10,6 +10,7 @@ import {
   isRecord,
   type JsonObject,
   malformed,
+  systemTextOf,
 } from './shared.js';
 import type { CallSite, Countable, Fit, FormatAdapter, ParseResult, ResultSite, UnitKind } from './types.js';
 
@@ -302,15 +303,8 @@ function withoutThinking(message: unknown): unknown | undefined {
   return { ...(message as JsonObject), content: kept };
 }
 
-function systemText(system: unknown): string {
-  if (typeof system === 'string') return system;
-  if (Array.isArray(system)) {
-    return system
-      .map((block) => (isRecord(block) && typeof block.text === 'string' ? block.text : JSON.stringify(block)))
-      .join('\n');
-  }
-  return system === undefined ? '' : JSON.stringify(system);
-}
+/** Anthropic's `system`: a string or an array of text blocks. */
+const systemText = (system: unknown): string => systemTextOf(system, system);
 
 /**
  * Anthropic Messages `messages`: user and assistant turns with string content or blocks (text,

@@ -9,6 +9,7 @@ import {
   isRecord,
   type JsonObject,
   malformed,
+  systemTextOf,
 } from './shared.js';
 import type { CallSite, Countable, Fit, FormatAdapter, ParseResult, ResultSite, UnitKind } from './types.js';
 
@@ -195,13 +196,8 @@ function withoutThinking(message: unknown): unknown | undefined {
   return { ...(message as JsonObject), parts: kept };
 }
 
-function systemText(system: unknown): string {
-  if (typeof system === 'string') return system;
-  if (isRecord(system) && Array.isArray(system.parts)) {
-    return (system.parts as JsonObject[]).map((p) => (typeof p.text === 'string' ? p.text : JSON.stringify(p))).join('\n');
-  }
-  return system === undefined ? '' : JSON.stringify(system);
-}
+/** Gemini's `systemInstruction`: a content whose text parts are the prompt. */
+const systemText = (system: unknown): string => systemTextOf(system, isRecord(system) ? system.parts : undefined);
 
 /**
  * Gemini `contents`: `user` and `model` turns of parts (text, inlineData, fileData, functionCall,

@@ -70,7 +70,17 @@ export function isEmptyContent(content: unknown): boolean {
 
 /** A system instruction given as a string, or anything else counted as its JSON text. */
 export function plainSystemText(system: unknown): string {
+  return systemTextOf(system);
+}
+
+/**
+ * The text of a top-level system prompt: a string as it is; the format's text blocks, when it has
+ * them, joined by newlines (a block without text as JSON); anything else as JSON.
+ */
+export function systemTextOf(system: unknown, blocks?: unknown): string {
   if (typeof system === 'string') return system;
+  if (Array.isArray(blocks))
+    return blocks.map((b) => (isRecord(b) && typeof b.text === 'string' ? b.text : JSON.stringify(b))).join('\n');
   return system === undefined ? '' : JSON.stringify(system);
 }
 
