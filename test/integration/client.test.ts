@@ -3,16 +3,15 @@ import t from 'tap';
 import { buildApp } from '../../src/app.js';
 import { CompactorClient, CompactorHttpError } from '../../src/client.js';
 import { testConfig } from '../support/app.js';
+import { listen } from '../support/net.js';
 
 t.test('the typed client against a real listening server', async (t) => {
   const app = await buildApp(testConfig({ COMPACTOR_STORE_URL: 'memory:', COMPACTOR_API_KEYS: 'client-key' }), {
     logger: pino({ level: 'silent' }),
   });
   t.teardown(() => app.close());
-  await app.listen({ host: '127.0.0.1', port: 0 });
-  const address = app.server.address();
-  if (!address || typeof address === 'string') throw new Error('no port');
-  const client = new CompactorClient({ baseUrl: `http://127.0.0.1:${address.port}/`, apiKey: 'client-key' });
+  const { base } = await listen(app);
+  const client = new CompactorClient({ baseUrl: `${base}/`, apiKey: 'client-key' });
   const big = Array.from({ length: 120 }, (_, i) => `line ${i}: value ${i * 7}`).join('\n');
   const messages = [
     { role: 'user', content: 'task' },
@@ -44,7 +43,7 @@ t.test('the typed client against a real listening server', async (t) => {
   t.equal((await client.summarize({ messages, keep: { messages: 2 } })).format, 'openai-chat');
   const error = await client.artifact('art_0123456789abcdef01234567').catch((e: unknown) => e);
   t.ok(error instanceof CompactorHttpError && error.status === 404 && error.problem?.code === 'CMP_ERR_ARTIFACT_NOT_FOUND');
-  const anonymous = new CompactorClient({ baseUrl: `http://127.0.0.1:${address.port}` });
+  const anonymous = new CompactorClient({ baseUrl: base });
   const denied = await anonymous.tokens({ messages }).catch((e: unknown) => e);
   t.ok(denied instanceof CompactorHttpError && denied.status === 401);
 });

@@ -6,6 +6,7 @@ import { testConfig } from '../support/app.js';
 import { loadCorpus } from '../support/corpus.js';
 import { FakeOpenAI } from '../support/fake-openai.js';
 import { violationsOf } from '../support/invariants.js';
+import { listen } from '../support/net.js';
 
 /**
  * Load, kept short for CI (the full-length run is in bench/): 64 connections against /v1/fit and
@@ -75,10 +76,7 @@ t.test('64 connections on /v1/fit and /v1/window: zero errors, zero invalid outp
     { logger: pino({ level: 'silent' }) },
   );
   t.teardown(() => app.close());
-  await app.listen({ host: '127.0.0.1', port: 0 });
-  const address = app.server.address();
-  if (!address || typeof address === 'string') throw new Error('no port');
-  const base = `http://127.0.0.1:${address.port}`;
+  const { base } = await listen(app);
   const valid = (json: unknown) => {
     const body = json as { messages?: unknown[]; code?: string };
     if (!body.messages) return `no messages: ${body.code}`;
@@ -104,10 +102,7 @@ t.test('past saturation: 503 with retry-after, then recovery, no crash', async (
     { logger: pino({ level: 'silent' }) },
   );
   t.teardown(() => app.close());
-  await app.listen({ host: '127.0.0.1', port: 0 });
-  const address = app.server.address();
-  if (!address || typeof address === 'string') throw new Error('no port');
-  const base = `http://127.0.0.1:${address.port}`;
+  const { base } = await listen(app);
   const run = await load(`${base}/v1/tokens`, { messages: largest.messages }, 32);
   const codes = [...run.statuses.keys()].sort();
   t.ok(

@@ -3,19 +3,17 @@
  * request with a realistic OpenAI history, request ids, metrics, the OpenAPI document and the docs
  * UI, then draining and a graceful close.
  */
-import type { AddressInfo } from 'node:net';
 import { connect } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { pino } from 'pino';
 import t from 'tap';
 import { buildApp } from '../../src/app.js';
 import { testConfig } from '../support/app.js';
+import { listen } from '../support/net.js';
 
 async function start(): Promise<{ app: FastifyInstance; base: string; port: number }> {
   const app = await buildApp(testConfig(), { logger: pino({ level: 'silent' }) });
-  await app.listen({ host: '127.0.0.1', port: 0 });
-  const { port } = app.server.address() as AddressInfo;
-  return { app, base: `http://127.0.0.1:${port}`, port };
+  return { app, ...(await listen(app)) };
 }
 
 const call = (id: string, name: string, args: Record<string, unknown>) => ({
@@ -245,8 +243,7 @@ t.test('a request whose client leaves while it waits for its turn is not run, an
   const logger = pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line)) });
   const app = await buildApp(testConfig({ COMPACTOR_TOKEN_CACHE_ENTRIES: '0' }), { logger });
   t.teardown(() => app.close());
-  await app.listen({ host: '127.0.0.1', port: 0 });
-  const { port } = app.server.address() as AddressInfo;
+  const { port } = await listen(app);
   // 20 distinct heavy bodies queue for well over 300 ms; 10 light requests queue behind them.
   const raw = (i: number, heavy: boolean) => {
     const text = heavy ? 'lorem ipsum dolor sit amet '.repeat(20_000) : 'hello';
