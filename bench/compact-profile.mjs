@@ -17,6 +17,7 @@
 import { mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
+import { fold, top } from './lib/cpuprofile.mjs';
 import { generateHistory, nextAssistantMessage, salted } from './lib/generate.mjs';
 import { startServer } from './lib/servers.mjs';
 
@@ -94,9 +95,6 @@ async function profiled(input) {
 
 /** Self and inclusive time per function (name, file, line) for the samples in [start, end). */
 function analyze(p, start, end) {
-  const byId = new Map(p.nodes.map((n) => [n.id, n]));
-  const parent = new Map();
-  for (const n of p.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
   const selfOf = new Map();
   let t = p.startTime;
   let total = 0;
@@ -107,26 +105,7 @@ function analyze(p, start, end) {
     selfOf.set(p.samples[i], (selfOf.get(p.samples[i]) ?? 0) + dt);
     total += dt;
   }
-  const key = (n) => {
-    const f = n.callFrame;
-    const url = f.url.replace(/^.*node_modules\//, '').replace(/^file:\/\/.*?\/dist\//, 'dist/');
-    return `${f.functionName || '(anonymous)'} ${url}${url ? `:${f.lineNumber + 1}` : ''}`;
-  };
-  const self = new Map();
-  const incl = new Map();
-  for (const [id, us] of selfOf) {
-    const k = key(byId.get(id));
-    self.set(k, (self.get(k) ?? 0) + us);
-    const seen = new Set();
-    for (let cur = id; cur !== undefined; cur = parent.get(cur)) {
-      const ck = key(byId.get(cur));
-      if (!seen.has(ck)) {
-        seen.add(ck);
-        incl.set(ck, (incl.get(ck) ?? 0) + us);
-      }
-    }
-  }
-  return { self, incl, total };
+  return { ...fold(p, selfOf), total };
 }
 
 for (const input of INPUTS) {
@@ -136,18 +115,12 @@ for (const input of INPUTS) {
   for (const [name, ph] of Object.entries(phases)) {
     if (input.name === 'mid' && name !== 'warm') continue;
     const { self, incl, total } = analyze(p, ph.start, ph.end);
-    const top = (m, n) =>
-      [...m]
-        .filter(([k]) => !/^\((root|idle)\)/.test(k))
-        .sort((a, b) => b[1] - a[1])
-        .slice(0, n)
-        .map(([k, us]) => `  ${(us / 1000 / N).toFixed(2).padStart(8)} ms/request  ${k}`)
-        .join('\n');
+    const heaviest = (m, n) => top(m, n, N, /^\((root|idle)\)/);
     const idle = (self.get('(idle) ') ?? 0) / 1000 / N;
     console.log(
       `\n## ${input.name} ${name}: ${N} requests; client ms ${ph.times.map((x) => x.toFixed(0)).join(' ')}; sampled ${(total / 1000 / N).toFixed(1)} ms/request, of which idle ${idle.toFixed(1)}`,
     );
-    console.log(`\nself time per request:\n${top(self, 22)}`);
-    console.log(`\ninclusive time per request:\n${top(incl, 40)}`);
+    console.log(`\nself time per request:\n${heaviest(self, 22)}`);
+    console.log(`\ninclusive time per request:\n${heaviest(incl, 40)}`);
   }
 }

@@ -32,13 +32,12 @@
  * LOG_LEVEL, default info), BENCH_COMMIT (commit of an exported tree that has no .git).
  * Combine runs: node bench/summarize.mjs bench/out/compact-*.json
  */
-import { execFileSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { generateHistory, nextAssistantMessage, salted } from './lib/generate.mjs';
+import { distHash, loadavg, runMeta } from './lib/meta.mjs';
 import { metric, peakRssMiB, rssMiB, startServer, timedPost } from './lib/servers.mjs';
 import { fmt, median } from './lib/stats.mjs';
 
@@ -354,35 +353,8 @@ async function loadBench() {
 // Run, summarize, print
 // ---------------------------------------------------------------------------------------------
 
-function distHash() {
-  const h = createHash('sha1');
-  const walk = (dir) => {
-    for (const e of readdirSync(dir, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
-      if (e.isDirectory()) walk(`${dir}/${e.name}`);
-      else if (e.name.endsWith('.js')) h.update(e.name).update(readFileSync(`${dir}/${e.name}`));
-    }
-  };
-  walk(`${ROOT}dist`);
-  return h.digest('hex').slice(0, 12);
-}
-
-function git(args) {
-  try {
-    return execFileSync('git', args, { cwd: ROOT, encoding: 'utf8' }).trim();
-  } catch {
-    return 'unknown';
-  }
-}
-
 const meta = {
-  date: new Date().toISOString(),
-  nproc: os.availableParallelism(),
-  cpu: os.cpus()[0]?.model ?? 'unknown',
-  node: process.version,
-  commit: process.env.BENCH_COMMIT ?? git(['rev-parse', '--short', 'HEAD']),
-  src_dirty: process.env.BENCH_COMMIT ? false : git(['status', '--porcelain', '--', 'src']).length > 0,
-  dist_hash: distHash(),
-  loadavg_start: os.loadavg().map((x) => Number(x.toFixed(2))),
+  ...runMeta(),
   reps: REPS,
   fresh_reps: REPS,
   duration_s: DURATION,
@@ -462,7 +434,7 @@ if (load) {
   fig('rss.load.floor_peak_mib', load.floor_peak_rss_mib, 'MiB');
 }
 
-meta.loadavg_end = os.loadavg().map((x) => Number(x.toFixed(2)));
+meta.loadavg_end = loadavg();
 meta.seconds = Math.round((performance.now() - T0) / 1000);
 meta.dist_hash_end = distHash();
 if (meta.dist_hash_end !== meta.dist_hash)

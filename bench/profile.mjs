@@ -11,6 +11,7 @@
 import { spawn } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { fold, top } from './lib/cpuprofile.mjs';
 import { generateHistory, nextAssistantMessage, salted } from './lib/generate.mjs';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
@@ -57,45 +58,17 @@ async function profiled(name, bodies) {
 /** Self and inclusive time per function (name, file, line) from a .cpuprofile. */
 function analyze(file) {
   const p = JSON.parse(readFileSync(file, 'utf8'));
-  const byId = new Map(p.nodes.map((n) => [n.id, n]));
-  const parent = new Map();
-  for (const n of p.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
   const selfOf = new Map();
   for (let i = 0; i < p.samples.length; i++) selfOf.set(p.samples[i], (selfOf.get(p.samples[i]) ?? 0) + (p.timeDeltas[i] ?? 0));
-  const key = (n) => {
-    const f = n.callFrame;
-    const url = f.url.replace(/^.*node_modules\//, '').replace(/^file:\/\/.*?\/dist\//, 'dist/');
-    return `${f.functionName || '(anonymous)'} ${url}${url ? `:${f.lineNumber + 1}` : ''}`;
-  };
-  const self = new Map();
-  const incl = new Map();
-  for (const [id, t] of selfOf) {
-    const k = key(byId.get(id));
-    self.set(k, (self.get(k) ?? 0) + t);
-    const seen = new Set();
-    for (let cur = id; cur !== undefined; cur = parent.get(cur)) {
-      const ck = key(byId.get(cur));
-      if (!seen.has(ck)) {
-        seen.add(ck);
-        incl.set(ck, (incl.get(ck) ?? 0) + t);
-      }
-    }
-  }
-  return { self, incl };
+  return fold(p, selfOf);
 }
 
 function print(title, { file, times }, requests) {
   const { self, incl } = analyze(file);
-  const top = (m, n) =>
-    [...m]
-      .filter(([k]) => !/^\((root|program|idle)\)/.test(k))
-      .sort((a, b) => b[1] - a[1])
-      .slice(0, n)
-      .map(([k, us]) => `  ${(us / 1000 / requests).toFixed(2).padStart(8)} ms/request  ${k}`)
-      .join('\n');
+  const heaviest = (m, n) => top(m, n, requests, /^\((root|program|idle)\)/);
   console.log(`\n## ${title}\nprofile: ${file}\nclient times (ms): ${times.map((t) => t.toFixed(0)).join(' ')}`);
-  console.log(`\nself time (divided by ${requests} requests; includes start-up work):\n${top(self, 18)}`);
-  console.log(`\ninclusive time:\n${top(incl, 30)}`);
+  console.log(`\nself time (divided by ${requests} requests; includes start-up work):\n${heaviest(self, 18)}`);
+  console.log(`\ninclusive time:\n${heaviest(incl, 30)}`);
 }
 
 const base = generateHistory({ seed: 42 });

@@ -39,11 +39,11 @@
  *      SUMBENCH_OUT (JSON path), SUMBENCH_EXAMPLES (folder for the first request showing each warning,
  *      default bench/out/summarize-replay-examples), BENCH_COMMIT (commit of an exported tree that has no .git).
  */
-import { execFileSync } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { countTokens, fakeReply, promptTokens, startFakeLlm } from './lib/fake-llm.mjs';
+import { commit, loadavg } from './lib/meta.mjs';
 import { startServer } from './lib/servers.mjs';
 import { fmt, median } from './lib/stats.mjs';
 
@@ -354,22 +354,14 @@ const compactorEnv = (fake) => ({
 // Run
 // ---------------------------------------------------------------------------------------------
 
-function git(args) {
-  try {
-    return execFileSync('git', ['-C', ROOT, ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
-  } catch {
-    return '';
-  }
-}
-
 const meta = {
   date: new Date().toISOString(),
-  commit: process.env.BENCH_COMMIT ?? git(['rev-parse', '--short', 'HEAD']),
+  commit: commit(),
   node: process.version,
   nproc: os.availableParallelism?.() ?? os.cpus().length,
   cpu: os.cpus()[0]?.model ?? '',
   mem_gib: +(os.totalmem() / 2 ** 30).toFixed(1),
-  loadavg_start: os.loadavg().map((x) => +x.toFixed(2)),
+  loadavg_start: loadavg(),
   trigger_tokens: T,
   keep_messages: KEEP,
   max_input_tokens: MAX_INPUT,
@@ -457,7 +449,7 @@ if (PARTS.includes('o')) {
   );
 }
 
-meta.loadavg_end = os.loadavg().map((x) => +x.toFixed(2));
+meta.loadavg_end = loadavg();
 meta.seconds = +((performance.now() - T0) / 1000).toFixed(1);
 const file = process.env.SUMBENCH_OUT ?? `${ROOT}bench/out/summarize-replay-${meta.date.replace(/[:.]/g, '-')}.json`;
 mkdirSync(`${ROOT}bench/out`, { recursive: true });

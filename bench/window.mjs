@@ -18,16 +18,14 @@
  * Env: BENCH_REPS (default 7), BENCH_FRESH_REPS (default 5), BENCH_OUT (JSON output path,
  * default bench/out/window-<timestamp>.json), BENCH_LOG_LEVEL (Compactor LOG_LEVEL, default info).
  */
-import { execFileSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { trimMessages } from '@langchain/core/messages';
 import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
 import { Compactor, TokenCounter, windowStrategy } from '../dist/index.js';
 import { generateHistory, nextAssistantMessage, salted } from './lib/generate.mjs';
 import { AS_TEXT, cachedCounter, toLangChain } from './lib/langchain.mjs';
+import { distHash, loadavg, runMeta } from './lib/meta.mjs';
 import { metric, peakRssMiB, rssMiB, startServer, timedPost } from './lib/servers.mjs';
 import { fmt, median } from './lib/stats.mjs';
 
@@ -325,37 +323,8 @@ function tokensBench() {
 // Run, summarize, print
 // ---------------------------------------------------------------------------------------------
 
-/** A hash of every compiled file the benchmark loads: tells whether dist/ changed during the run. */
-function distHash() {
-  const h = createHash('sha1');
-  const walk = (dir) => {
-    for (const e of readdirSync(dir, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
-      if (e.isDirectory()) walk(`${dir}/${e.name}`);
-      else if (e.name.endsWith('.js')) h.update(e.name).update(readFileSync(`${dir}/${e.name}`));
-    }
-  };
-  walk(`${ROOT}dist`);
-  return h.digest('hex').slice(0, 12);
-}
-
-function git(args) {
-  try {
-    return execFileSync('git', args, { cwd: ROOT, encoding: 'utf8' }).trim();
-  } catch {
-    return 'unknown';
-  }
-}
-
 const meta = {
-  date: new Date().toISOString(),
-  nproc: os.availableParallelism(),
-  cpu: os.cpus()[0]?.model ?? 'unknown',
-  node: process.version,
-  // BENCH_COMMIT: set when running in a tree exported from that commit (git archive), no .git there.
-  commit: process.env.BENCH_COMMIT ?? git(['rev-parse', '--short', 'HEAD']),
-  src_dirty: process.env.BENCH_COMMIT ? false : git(['status', '--porcelain', '--', 'src']).length > 0,
-  dist_hash: distHash(),
-  loadavg_start: os.loadavg().map((x) => Number(x.toFixed(2))),
+  ...runMeta(),
   reps: REPS,
   fresh_reps: FRESH_REPS,
   log_level: process.env.BENCH_LOG_LEVEL ?? 'info',
@@ -419,7 +388,7 @@ fig('rss.compactor_peak_mib', http.peakRss.compactor, 'MiB');
 fig('rss.floor_at_start_mib', http.rssAtStart.floor, 'MiB');
 fig('rss.floor_peak_mib', http.peakRss.floor, 'MiB');
 
-meta.loadavg_end = os.loadavg().map((x) => Number(x.toFixed(2)));
+meta.loadavg_end = loadavg();
 meta.seconds = Math.round((performance.now() - T0) / 1000);
 meta.dist_hash_end = distHash();
 if (meta.dist_hash_end !== meta.dist_hash)
