@@ -244,15 +244,49 @@ t.test('a request whose client leaves while it waits for its turn is not run, an
   const app = await buildApp(testConfig({ COMPACTOR_TOKEN_CACHE_ENTRIES: '0' }), { logger });
   t.teardown(() => app.close());
   const { port } = await listen(app);
-  // 20 distinct heavy bodies queue for well over 300 ms; 10 light requests queue behind them.
-  const raw = (i: number, heavy: boolean) => {
-    const text = heavy ? 'lorem ipsum dolor sit amet '.repeat(20_000) : 'hello';
-    const body = JSON.stringify({ messages: [{ role: 'user', content: `request ${i}: ${text}` }] });
+  // A busy server, simulated in this process: every event-loop iteration spends 15 ms of CPU, as
+  // heavy requests would. The queue starts one request per iteration, so 20 requests queue for
+  // 300 ms or more. No step waits on a timer; each waits for the state it needs.
+  let hogging = true;
+  const hog = () => {
+    const end = performance.now() + 15;
+    while (performance.now() < end) {
+      // CPU-bound work.
+    }
+    if (hogging) setImmediate(hog);
+  };
+  setImmediate(hog);
+  t.teardown(() => {
+    hogging = false;
+  });
+  const raw = (i: number) => {
+    const body = JSON.stringify({ messages: [{ role: 'user', content: `request ${i}` }] });
     return `POST /v1/tokens HTTP/1.1\r\nhost: x\r\nconnection: close\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
   };
-  const send = (i: number, heavy: boolean) => {
+  const until = async (what: string, ok: () => Promise<boolean>) => {
+    for (let i = 0; i < 2000; i++) {
+      if (await ok()) return;
+      await new Promise((r) => setImmediate(r));
+    }
+    throw new Error(`timed out waiting until ${what}`);
+  };
+  const connections = () => new Promise<number>((r) => app.server.getConnections((_, n) => r(n)));
+  // The queue's own state, read without a request (which would itself take iterations): requests
+  // waiting, and requests that have had their turn.
+  const metric =
+    (name: string, sample = name) =>
+    async () =>
+      Number(
+        (await app.metrics.registry.getSingleMetric(name)?.get())?.values.find(
+          (v) => ((v as { metricName?: string }).metricName ?? name) === sample,
+        )?.value,
+      );
+  const waiting = metric('compactor_queue_depth');
+  const started = metric('compactor_queue_wait_seconds', 'compactor_queue_wait_seconds_count');
+  const arrived = async () => (await waiting()) + (await started());
+  const open = () => {
     const socket = connect(port, '127.0.0.1');
-    const answered = new Promise<string>((resolve) => {
+    const closed = new Promise<string>((resolve) => {
       let data = '';
       socket.on('data', (d) => {
         data += d;
@@ -260,22 +294,29 @@ t.test('a request whose client leaves while it waits for its turn is not run, an
       socket.on('close', () => resolve(data));
       socket.on('error', () => resolve(data));
     });
-    socket.write(raw(i, heavy));
-    return { socket, answered };
+    return { socket, closed };
   };
-  const stay = Array.from({ length: 20 }, (_, i) => send(i, true));
-  await new Promise((r) => setTimeout(r, 100));
-  const leave = Array.from({ length: 10 }, (_, i) => send(100 + i, false));
-  await new Promise((r) => setTimeout(r, 100));
+  // Every connection is accepted first (Node accepts one per event-loop iteration).
+  const stay = Array.from({ length: 20 }, open);
+  const leave = Array.from({ length: 10 }, open);
+  await until('all 30 connections are accepted', async () => (await connections()) >= 30);
+  for (const [i, { socket }] of stay.entries()) socket.write(raw(i));
+  await until('the first 20 have arrived in the queue', async () => (await arrived()) >= 20);
+  for (const [i, { socket }] of leave.entries()) socket.write(raw(100 + i));
+  await until('10 more have arrived behind them', async () => (await arrived()) >= 30);
+  const ahead = 20 - (await started());
+  t.ok(ahead > 0, `they wait behind ${ahead} others`);
   for (const { socket } of leave) socket.destroy();
-  const answers = await Promise.all(stay.map((s) => s.answered));
+  const answers = await Promise.all(stay.map((s) => s.closed));
+  await until('all 30 have had their turn', async () => (await started()) >= 30);
+  hogging = false;
   t.ok(
     answers.every((a) => a.startsWith('HTTP/1.1 200')),
     'the clients that stayed got 200',
   );
   const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
   const abandoned = Number(/^compactor_queue_abandoned_total (\d+)/m.exec(metrics)?.[1]);
-  t.ok(abandoned >= 1 && abandoned <= 10, `requests not run because their client left: ${abandoned}`);
+  t.equal(abandoned, 10, 'none of the requests whose client left was run');
   t.same(
     lines.filter((l) => l.level >= 50).map((l) => l.msg),
     [],
