@@ -98,7 +98,12 @@ t.test('64 connections on /v1/fit and /v1/window: zero errors, zero invalid outp
 t.test('past saturation: 503 with retry-after, then recovery, no crash', async (t) => {
   if (!largest) throw new Error('corpus missing');
   const app = await buildApp(
-    testConfig({ COMPACTOR_STORE_URL: 'memory:', COMPACTOR_MAX_EVENT_LOOP_DELAY_MS: '50', COMPACTOR_TOKEN_CACHE_ENTRIES: '0' }),
+    testConfig({
+      COMPACTOR_STORE_URL: 'memory:',
+      COMPACTOR_MAX_QUEUE_WAIT_MS: '50',
+      COMPACTOR_MAX_EVENT_LOOP_DELAY_MS: '50',
+      COMPACTOR_TOKEN_CACHE_ENTRIES: '0',
+    }),
     { logger: pino({ level: 'silent' }) },
   );
   t.teardown(() => app.close());
