@@ -259,7 +259,16 @@ async function rolling(h: PreparedHistory, o: SummarizeOptions, ctx: StrategyCon
   const previous = earlier?.marker.text ?? null;
   const rangeMessages = range.map((i) => messages[i]);
   const rangeJson = JSON.stringify({ messages: rangeMessages, previous_id: earlier?.marker.id ?? null });
-  const cacheKey = JSON.stringify([PROMPT_VERSION, summarizer.kind, o.summarizer, o.max_input_tokens, previous, rangeJson]);
+  // The range is hashed once: its address names the range artifact and keys the summary cache.
+  const rangeArtifact = contentAddress(rangeJson);
+  const cacheKey = JSON.stringify([
+    PROMPT_VERSION,
+    summarizer.kind,
+    o.summarizer,
+    o.max_input_tokens,
+    previous,
+    rangeArtifact.sha256,
+  ]);
   const cache = contentAddress(`summary-cache\n${cacheKey}`);
   // The transcript and its facts are built only when a summarizer will read them (not on a cache hit).
   const request = () => summaryRequest(h, range, previous, o, ctx.signal);
@@ -298,7 +307,6 @@ async function rolling(h: PreparedHistory, o: SummarizeOptions, ctx: StrategyCon
           content: JSON.stringify({ text, facts: factReport, model }),
         },
       ];
-  const rangeArtifact = contentAddress(rangeJson);
   const id = o.store === 'none' ? null : rangeArtifact.id;
   const offload: NewArtifact[] =
     o.store === 'server'
