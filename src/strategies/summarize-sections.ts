@@ -246,7 +246,7 @@ export async function runSections(
       }
     }
     // 3. QA merge: the older sections become one when there are too many, or they are too large.
-    if (o.qa.enabled) await qaMerge(h, o, sections, sizeOf, summarizePairs, around, summarizeUsers, offloadRange, indexesOf);
+    if (o.qa.enabled) await qaMerge({ h, o, sections, sizeOf, summarizePairs, around, summarizeUsers, offloadRange, indexesOf });
   } catch (error) {
     // Everything answered before the failure was billed: the caller reports it with on_failure.
     const before = (error as { billed?: SummaryUsage }).billed ?? NO_SUMMARY_USAGE;
@@ -285,17 +285,22 @@ function lastReasoning(originals: readonly unknown[]): string | undefined {
   return undefined;
 }
 
-async function qaMerge(
-  h: PreparedHistory,
-  o: SectionsOptions,
-  sections: Section[],
-  sizeOf: (p: Pair) => number,
-  summarizePairs: (pairs: readonly Pair[], current: boolean, around: Around) => Promise<Pair | undefined>,
-  around: (si: number, a: number, b: number) => Around,
-  summarizeUsers: (indexes: readonly number[]) => Promise<string>,
-  offloadRange: (indexes: readonly number[]) => { id: string | null },
-  indexesOf: (pairs: readonly Pair[]) => number[],
-): Promise<void> {
+/** One sections run as the QA merge sees it: the history, the options, and `runSections`' helpers. */
+interface SectionsRun {
+  h: PreparedHistory;
+  o: SectionsOptions;
+  /** Replaced in place: the merged sections become one. */
+  sections: Section[];
+  sizeOf: (p: Pair) => number;
+  summarizePairs: (pairs: readonly Pair[], current: boolean, around: Around) => Promise<Pair | undefined>;
+  around: (si: number, a: number, b: number) => Around;
+  summarizeUsers: (indexes: readonly number[]) => Promise<string>;
+  offloadRange: (indexes: readonly number[]) => { id: string | null };
+  indexesOf: (pairs: readonly Pair[]) => number[];
+}
+
+async function qaMerge(run: SectionsRun): Promise<void> {
+  const { h, o, sections, sizeOf, summarizePairs, around, summarizeUsers, offloadRange, indexesOf } = run;
   const sizeOfSection = (s: Section) =>
     s.header.reduce((n, i) => n + (h.counts[i] as number), 0) + s.pairs.reduce((n, p) => n + sizeOf(p), 0);
   const total = sections.reduce((n, s) => n + sizeOfSection(s), 0);
