@@ -69,7 +69,10 @@ t.test('the image start command serves /health/ready, and SIGTERM drains in-flig
     body: JSON.stringify({ messages: largest.messages, keep: { messages: 10 } }),
   });
   // SIGTERM once the server has logged the request's arrival: it is then in flight for sure.
-  for (let i = 0; i < 200 && !/"url":"\/v1\/window"/.test(output()); i++) await new Promise((r) => setTimeout(r, 5));
+  // Up to 10 s: a loaded CI machine can be slow to send and log a 1 MB body.
+  const arrived = () => /"url":"\/v1\/window"/.test(output());
+  for (let i = 0; i < 2000 && !arrived(); i++) await new Promise((r) => setTimeout(r, 5));
+  t.ok(arrived(), 'the request arrived before SIGTERM');
   const exited = once(child, 'exit');
   child.kill('SIGTERM');
   const res = await inFlight;
