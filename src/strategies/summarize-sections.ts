@@ -132,7 +132,7 @@ export async function runSections(
     const { id, rangeJson } = offloadRange(covered);
     if (!summarizer || ctx.dryRun) throw new Error('unreachable: no summarizer');
     calls++;
-    const settled = await settleSummary(ctx, summarizer, flightKey('section', o, rangeJson), () =>
+    const settled = await settleSummary(ctx, summarizer, flightKey('section', o, rangeJson), o.timeout_ms, () =>
       summaryRequest(h, covered, null, o, ctx.signal),
     );
     usage = addUsage(usage, settled.usage);
@@ -160,6 +160,7 @@ export async function runSections(
       ctx,
       summarizer,
       flightKey('users', asked, JSON.stringify(indexes.map((i) => messages[i]))),
+      asked.timeout_ms,
       () => summaryRequest(h, indexes, null, asked, ctx.signal),
     );
     usage = addUsage(usage, settled.usage);

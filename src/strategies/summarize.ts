@@ -286,7 +286,7 @@ async function rolling(h: PreparedHistory, o: SummarizeOptions, ctx: StrategyCon
     cached = true;
   } else {
     try {
-      const settled = await settleSummary(ctx, summarizer, cache.id, request);
+      const settled = await settleSummary(ctx, summarizer, cache.id, o.timeout_ms, request);
       ({ text, facts: factReport, model, usage } = settled);
       cached = settled.shared;
     } catch (error) {

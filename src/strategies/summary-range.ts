@@ -102,11 +102,15 @@ export function flightKey(purpose: string, o: SummaryOptions, covered: string): 
  * identical summary already in flight in this process (same `key`) is shared instead of asked
  * again, so a burst of identical requests (an agent's retries, a fleet starting at once) makes one
  * call. A request that shared one reports `shared` and was billed nothing, for a failure too.
+ * Only requests with the same `timeout_ms` share a flight, because a flight runs until its first
+ * request's deadline: a joiner with a longer timeout would share a timeout it did not have, and
+ * one with a shorter timeout would wait past its own.
  */
 export async function settleSummary(
   ctx: StrategyContext,
   summarizer: Summarizer,
   key: string,
+  timeoutMs: number | undefined,
   request: () => SummaryRequest,
 ): Promise<SettledSummary & { shared: boolean }> {
   const start = async (): Promise<SettledSummary> => {
@@ -120,7 +124,7 @@ export async function settleSummary(
     const guarded = guardFacts(text, asked.facts);
     return { text: guarded.text, facts: guarded.facts, model: result.model, usage: result.usage };
   };
-  const flight = ctx.flights?.run(key, start) ?? { result: start(), joined: false };
+  const flight = ctx.flights?.run(`${key} timeout=${timeoutMs ?? 'default'}`, start) ?? { result: start(), joined: false };
   if (!flight.joined) return { ...(await flight.result), shared: false };
   try {
     return { ...(await flight.result), usage: NO_SUMMARY_USAGE, shared: true };

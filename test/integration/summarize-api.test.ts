@@ -560,3 +560,29 @@ t.test(
     t.equal(retry.json().applied, true, 'a failure is not remembered: the next request calls again and succeeds');
   },
 );
+
+t.test('only requests with the same timeout_ms share a summary in flight: each keeps its own deadline', async (t) => {
+  const server = await withLlm(t);
+  const app = await appWith(t, server, { COMPACTOR_SUMMARIZER_TIMEOUT_MS: '5000' });
+  server.fallback = () => ({ delayMs: 800, content: '## Goal and constraints\nBuild the project.\n## Current state\nBuilt.' });
+  const ask = (n: number, timeout_ms: number) =>
+    app
+      .inject({
+        method: 'POST',
+        url: '/v1/summarize',
+        payload: { messages: history(n), keep: { messages: 4 }, on_failure: 'keep', timeout_ms },
+      })
+      .then((r) => r.json());
+
+  // The short one first: its timeout is not shared with the long one, which waits for its summary.
+  const [short, long] = await Promise.all([ask(12, 300), ask(12, 5000)]);
+  t.equal(short.reason, 'summarizer_failed', 'the 300 ms request times out');
+  t.equal(long.applied, true, 'the 5000 ms request, arriving with it, still gets its summary');
+  t.equal(long.summary.cached, false, 'from a call of its own');
+
+  // The long one first: the short one does not wait past its own deadline for the long one's call.
+  // (Sharing the long one's call, it would have been applied after 800 ms.)
+  const [long2, short2] = await Promise.all([ask(14, 5000), ask(14, 300)]);
+  t.equal(long2.applied, true);
+  t.equal(short2.reason, 'summarizer_failed', 'the 300 ms request times out on its own deadline');
+});
