@@ -240,6 +240,7 @@ export class Compactor {
       warnings,
       extra,
     });
+    strategy.check?.(options, h.profile);
     if (!this.triggered(req, h)) return unchanged('below_trigger', h.warnings, strategy.idle(h));
 
     const dryRun = req.dry_run === true;

@@ -3,8 +3,9 @@ import { fieldError } from '../errors.js';
 import type { Action, Warning } from '../history/types.js';
 import type { NewArtifact } from '../store/types.js';
 import { addUsage } from '../summarizers/types.js';
+import type { ModelProfile } from '../tokens/models.js';
 import { type ArtifactRef, CompactOptions, compactStrategy } from './compact.js';
-import { type Dropped, WindowOptions, windowStrategy } from './sliding-window.js';
+import { type Dropped, WindowOptions, windowAbove } from './sliding-window.js';
 import { SummarizeOptions, type SummaryReport, summarizeStrategy } from './summarize.js';
 import {
   type BilledUsage,
@@ -67,8 +68,9 @@ function addBilled(a: BilledUsage, b: BilledUsage | undefined): BilledUsage {
  * would free too little is skipped and said so. Always a valid history: when the target cannot be
  * met without breaking a structural rule, `target_not_met` names the irreducible size.
  */
-async function run(h: PreparedHistory, o: FitOptions, ctx: StrategyContext): Promise<StrategyOutput<FitExtra>> {
-  const window = ctx.profile.contextWindow;
+/** The target in tokens; throws when none is given or a fraction has no known window to apply to. */
+function targetOf(o: FitOptions, profile: ModelProfile): number {
+  const window = profile.contextWindow;
   if (o.target_tokens === undefined && o.target_fraction === undefined) {
     throw fieldError('CMP_ERR_REQUEST_VALIDATION', 'target_tokens', 'give target_tokens or target_fraction');
   }
@@ -79,7 +81,11 @@ async function run(h: PreparedHistory, o: FitOptions, ctx: StrategyContext): Pro
       'the context window of this model is unknown; set context_window or target_tokens',
     );
   }
-  const target = o.target_tokens ?? Math.floor((o.target_fraction ?? 1) * (window ?? 0));
+  return o.target_tokens ?? Math.floor((o.target_fraction ?? 1) * (window ?? 0));
+}
+
+async function run(h: PreparedHistory, o: FitOptions, ctx: StrategyContext): Promise<StrategyOutput<FitExtra>> {
+  const target = targetOf(o, ctx.profile);
   const warnings: Warning[] = [];
   const stages: Stage[] = [];
   const extra: FitExtra = { stages, target, artifacts: [], summary: null, dropped: null, call_again_at: target };
@@ -143,33 +149,41 @@ async function run(h: PreparedHistory, o: FitOptions, ctx: StrategyContext): Pro
     current = next(compacted.messages);
   }
 
-  // 2. Summarize only if still above; a failure leaves the history as it was.
-  let failed = false;
+  // 2. Summarize only if still above. A failure leaves the history as it was and the window
+  // stands in (`fallback`), unless the request asked for the error (`summarize.on_failure: error`).
+  let failure: string | undefined;
+  /** Where the summary just written ends: the window keeps everything before it. */
+  let summaryEnd: number = current.head;
   if (occupancy > target) {
-    const options = SummarizeOptions.parse({ ...o.summarize, on_failure: 'keep' });
+    const onFailure = o.summarize?.on_failure === 'error' ? 'error' : 'keep';
+    const options = SummarizeOptions.parse({ ...o.summarize, on_failure: onFailure });
     const summarized = await summarizeStrategy.run(current, options, ctx);
-    failed = summarized.reason === 'summarizer_failed';
+    failure = summarized.failure;
     if (take('summarize', summarized)) {
       extra.summary = summarized.extra.summary;
       current = next(summarized.messages);
+      if (extra.summary) summaryEnd = extra.summary.message_index + 1;
     }
   }
 
-  // 3. Window, the last resort: when the summarizer failed or the history is still above.
-  if (occupancy > target || failed) {
+  // 3. Window, the last resort: when the summarizer failed or the history is still above. It never
+  // drops the summary (nor what precedes it): that is the history's oldest part, already compressed.
+  let fallback: StrategyOutput<FitExtra>['fallback'];
+  if (occupancy > target || failure) {
     const fixed = occupancy - current.counts.reduce((a, b) => a + b, 0);
     const keep = o.window?.keep ?? { tokens: Math.max(0, target - fixed) };
-    const windowed = await windowStrategy.run(current, WindowOptions.parse({ ...o.window, keep }), ctx);
+    const windowed = windowAbove(current, WindowOptions.parse({ ...o.window, keep }), summaryEnd);
     if (take('window', windowed)) {
       extra.dropped = windowed.extra.dropped;
       current = next(windowed.messages);
+      if (failure) fallback = { from: 'summarize', to: 'window', reason: failure };
     }
   }
 
   if (occupancy > target) {
     warnings.push({
       code: 'target_not_met',
-      message: `occupancy is ${occupancy}, over the target ${target}: the rest is the head, the first user message and the newest group, which no strategy may remove`,
+      message: `occupancy is ${occupancy}, over the target ${target}: the rest is the head, the first user message, ${extra.summary ? 'the summary ' : ''}and the newest group, which no strategy may remove`,
     });
   }
   extra.call_again_at = Math.max(target, Math.ceil(occupancy * 1.1));
@@ -198,12 +212,23 @@ async function run(h: PreparedHistory, o: FitOptions, ctx: StrategyContext): Pro
       ...(art ? { artifact_id: art.id } : {}),
     };
   });
-  return { messages, actions, warnings, addedTokens: added, offload, bestEffort, usage, extra };
+  return {
+    messages,
+    actions,
+    warnings,
+    addedTokens: added,
+    offload,
+    bestEffort,
+    usage,
+    extra,
+    ...(fallback ? { fallback } : {}),
+  };
 }
 
 export const fitStrategy: Strategy<typeof FitOptions, FitExtra> = {
   kind: 'fit',
   options: FitOptions,
   idle: (h) => ({ stages: [], target: 0, artifacts: [], summary: null, dropped: null, call_again_at: h.occupancy }),
+  check: (o, profile) => void targetOf(o, profile),
   run,
 };

@@ -39,21 +39,24 @@ const sum = (counts: readonly number[], from: number, to: number): number => {
   return total;
 };
 
-/** The requested cut (start of the kept tail), before it is moved to a safe boundary. */
-export function requestedCut(h: PreparedHistory, keep: Keep, firstUser: number): number {
+/**
+ * The requested cut (start of the kept tail), before it is moved to a safe boundary. `floor`: the
+ * messages before it are kept whatever the budget (the head, or more: see `windowAbove`).
+ */
+export function requestedCut(h: PreparedHistory, keep: Keep, firstUser: number, floor = h.head): number {
   const n = h.items.length;
   if (keep.runs !== undefined) {
     const k = Math.max(1, keep.runs);
-    return k >= h.runStarts.length ? h.head : (h.runStarts[h.runStarts.length - k] as number);
+    return Math.max(floor, k >= h.runStarts.length ? h.head : (h.runStarts[h.runStarts.length - k] as number));
   }
-  if (keep.messages !== undefined) return Math.max(h.head, n - keep.messages);
-  // Token budget: the head, the first user message and whole groups from the newest back.
+  if (keep.messages !== undefined) return Math.max(floor, n - keep.messages);
+  // Token budget: the kept prefix, the first user message and whole groups from the newest back.
   const budget = keep.tokens ?? 0;
-  let used = sum(h.counts, 0, h.head) + (firstUser >= 0 ? (h.counts[firstUser] as number) : 0);
+  let used = sum(h.counts, 0, floor) + (firstUser >= floor ? (h.counts[firstUser] as number) : 0);
   let cut = n;
   for (let g = h.groups.length - 1; g >= 0; g--) {
     const group = h.groups[g];
-    if (!group || group.kind === 'head') break;
+    if (!group || group.kind === 'head' || group.start < floor) break;
     let cost = sum(h.counts, group.start, group.end);
     if (firstUser >= group.start && firstUser < group.end) cost -= h.counts[firstUser] as number;
     if (used + cost > budget && cut < n) break;
@@ -65,14 +68,14 @@ export function requestedCut(h: PreparedHistory, keep: Keep, firstUser: number):
 
 /**
  * The requested cut moved back to a group start, never past the newest group's start, never into
- * the head: the start of a tail that keeps whole groups.
+ * the kept prefix: the start of a tail that keeps whole groups.
  */
-export function safeCut(h: PreparedHistory, requested: number): number {
+export function safeCut(h: PreparedHistory, requested: number, floor = h.head): number {
   const n = h.items.length;
   const newest = h.groups[h.groups.length - 1];
   let cut = newest && newest.kind !== 'head' ? Math.min(requested, newest.start) : n;
   if (cut < n) cut = (h.groups[h.groupOf[cut] as number] as { start: number }).start;
-  return Math.max(cut, h.head);
+  return Math.max(cut, floor);
 }
 
 /**
@@ -82,12 +85,30 @@ export function safeCut(h: PreparedHistory, requested: number): number {
  * would reject the seam (e.g. two user turns in a row in Anthropic). No LLM, no usage.
  */
 function run(h: PreparedHistory, options: z.output<typeof WindowOptions>): StrategyOutput<{ dropped: Dropped }> {
-  const { items, groups, groupOf, head, format } = h;
+  return windowAbove(h, options, h.head);
+}
+
+/**
+ * The sliding window over the messages from `floor` on: those before it are kept like the head.
+ * Fit keeps a summary it has just written this way (the prefix through the summary).
+ */
+export function windowAbove(
+  h: PreparedHistory,
+  options: z.output<typeof WindowOptions>,
+  floor: number,
+): StrategyOutput<{ dropped: Dropped }> {
+  const { items, groups, groupOf, format } = h;
   const n = items.length;
+  // The kept prefix ends at a group boundary: a floor inside a group keeps the whole group.
+  let head = Math.max(h.head, Math.min(floor, n));
+  if (head < n && head > h.head) {
+    const g = h.groups[h.groupOf[head] as number] as { start: number; end: number };
+    if (g.start < head) head = g.end;
+  }
   const warnings: Warning[] = [];
   const firstUser = options.keep_first_user ? h.firstUser : -1;
-  const requested = requestedCut(h, options.keep, firstUser);
-  let cut = safeCut(h, requested);
+  const requested = requestedCut(h, options.keep, firstUser, head);
+  let cut = safeCut(h, requested, head);
 
   const headLast: Item | undefined = head > 0 ? items[head - 1] : undefined;
   let keepFirst = firstUser >= head && firstUser < cut && format.canFollow(headLast, items[firstUser] as Item);
@@ -132,7 +153,7 @@ function run(h: PreparedHistory, options: z.output<typeof WindowOptions>): Strat
     if (kept > options.keep.tokens) {
       warnings.push({
         code: 'target_not_met',
-        message: `kept ${kept} tokens, over the ${options.keep.tokens} asked: the head, first user message and newest group cannot be dropped`,
+        message: `kept ${kept} tokens, over the ${options.keep.tokens} asked: the head, first user message${head > h.head ? ', the summary' : ''} and newest group cannot be dropped`,
       });
     }
   }

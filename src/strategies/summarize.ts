@@ -41,7 +41,9 @@ export const SummarizeOptions = z.object({
   on_failure: z
     .enum(['keep', 'window', 'error'])
     .default('keep')
-    .describe('keep: history unchanged; window: fall back to the sliding window; error: 502/503/504'),
+    .describe(
+      'keep: history unchanged; window: fall back to the sliding window; error: 502/503/504 (a model not allowed is a 400 in every case)',
+    ),
   timeout_ms: z.number().int().min(100).max(600_000).optional().describe('deadline for the whole request'),
   store: z
     .enum(['server', 'inline', 'none'])
@@ -172,7 +174,8 @@ async function onFailure(
     calls: 0,
   };
   const cost = billed(spent, model);
-  if (o.on_failure === 'error') throw error;
+  // A request the summarizer refused as invalid (a model not allowed) is bad input, never a fallback.
+  if (o.on_failure === 'error' || error.status < 500) throw error;
   warnings.push({ code: 'summarizer_failed', message: `${error.code}: ${error.message}` });
   if (o.on_failure === 'keep') {
     return {
@@ -180,6 +183,7 @@ async function onFailure(
       actions: [],
       warnings,
       reason: 'summarizer_failed',
+      failure: error.code,
       addedTokens: 0,
       usage: cost,
       extra: { summary: null },

@@ -81,6 +81,8 @@ export interface StrategyOutput<Extra> {
   usage?: BilledUsage;
   /** A cheaper strategy stood in for a failed one. */
   fallback?: { from: string; to: string; reason: string };
+  /** The error code of a failure the strategy recovered from (`on_failure: keep`). */
+  failure?: string;
   /** Strategy-specific response fields (e.g. `dropped`). */
   extra: Extra;
 }
@@ -94,6 +96,8 @@ export interface Strategy<Options extends z.ZodObject, Extra> {
   readonly kind: string;
   readonly options: Options;
   idle(history: PreparedHistory): Extra;
+  /** Throws when the options cannot apply to this model; checked before the trigger. */
+  check?(options: z.output<Options>, profile: ModelProfile): void;
   run(
     history: PreparedHistory,
     options: z.output<Options>,

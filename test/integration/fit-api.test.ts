@@ -65,6 +65,26 @@ t.test('fit stages on a real transcript: compaction alone, then summarization, t
   t.equal(failing.stages[1].reason, 'summarizer_failed');
   t.ok(failing.tokens.after <= 20_000);
   t.ok(failing.dropped.messages > 0);
+  t.same(
+    failing.fallback,
+    { from: 'summarize', to: 'window', reason: 'CMP_ERR_SUMMARIZER_UPSTREAM' },
+    'the window standing in is reported as the fallback',
+  );
+  t.equal(hard.fallback, undefined, 'no fallback when the summary succeeded');
+
+  server.enqueue({ fault: 'status', status: 500 });
+  const strict = await app.inject({
+    method: 'POST',
+    url: '/v1/fit',
+    payload: {
+      messages: django.messages,
+      model: django.model,
+      target_tokens: 20_000,
+      summarize: { on_failure: 'error', keep: { messages: 30 } },
+    },
+  });
+  t.equal(strict.statusCode, 502, 'summarize.on_failure: error is honoured');
+  t.equal(strict.json().code, 'CMP_ERR_SUMMARIZER_UPSTREAM');
 
   const below = await fit({ target_tokens: 1_000_000 });
   t.equal(below.applied, false);
@@ -72,6 +92,13 @@ t.test('fit stages on a real transcript: compaction alone, then summarization, t
 
   const missing = await app.inject({ method: 'POST', url: '/v1/fit', payload: { messages: django.messages } });
   t.equal(missing.statusCode, 400, 'a target is required');
+  const triggered = await app.inject({
+    method: 'POST',
+    url: '/v1/fit',
+    payload: { messages: django.messages, trigger: { tokens: 1_000_000 } },
+  });
+  t.equal(triggered.statusCode, 400, 'a target is required below the trigger too');
+  t.equal(triggered.json().errors[0].path, 'target_tokens');
   const fraction = await fit({ target_fraction: 0.1, context_window: 200_000 });
   t.equal(fraction.target, 20_000);
 });
@@ -94,4 +121,48 @@ t.test('fit on the corpus: valid output, at or under target or target_not_met', 
       `${transcript.file}: ${body.tokens.before} → ${body.tokens.after} (${body.stages.map((s: { strategy: string; applied: boolean }) => `${s.strategy}:${s.applied}`).join(' ')})`,
     );
   }
+});
+
+t.test('fit: when the window must still cut after a summary, it keeps the summary and drops what follows', async (t) => {
+  const server = await new FakeOpenAI().start();
+  t.teardown(() => server.stop());
+  const app = await build(t, {
+    COMPACTOR_STORE_URL: 'memory:',
+    OPENAI_BASE_URL: server.url,
+    COMPACTOR_SUMMARIZER_MODEL: 'summarizer-small',
+  });
+  server.fallback = () => ({
+    content: '## Goal and constraints\nWrite the essay.\n## Current state\nParagraphs 1 to 20 drafted.',
+  });
+  const paragraph = (i: number) => `Paragraph ${i}: ${'the quick brown fox jumps over the lazy dog '.repeat(30)}`;
+  const messages = [
+    { role: 'system', content: 'You are a writer.' },
+    { role: 'user', content: 'Write a long essay, one paragraph per turn.' },
+    ...Array.from({ length: 24 }, (_, i) => ({ role: i % 2 ? 'user' : 'assistant', content: i % 2 ? 'Go on.' : paragraph(i) })),
+  ];
+  // Four newest messages kept by the summary are still over the target: the window must cut.
+  const res = await app.inject({
+    method: 'POST',
+    url: '/v1/fit',
+    payload: { messages, target_tokens: 600, summarize: { keep: { messages: 4 } } },
+  });
+  t.equal(res.statusCode, 200);
+  const body = res.json();
+  t.same(
+    body.stages.map((s: { strategy: string; applied: boolean }) => [s.strategy, s.applied]),
+    [
+      ['compact', false],
+      ['summarize', true],
+      ['window', true],
+    ],
+  );
+  t.match(body.messages[body.summary.message_index].content, /^\[compactor:summary /, 'the summary is where the report says');
+  t.same(violationsOf('openai-chat', body.messages), []);
+  const expanded = await app.inject({ method: 'POST', url: '/v1/expand', payload: { messages: body.messages } });
+  t.same(expanded.json().missing ?? [], [], 'the summarized range can be restored');
+  t.ok(
+    body.actions.filter((a: { action: string }) => a.action === 'summarize').length > 0 &&
+      body.actions.some((a: { action: string }) => a.action === 'drop'),
+    'some messages summarized, the ones after the summary dropped',
+  );
 });

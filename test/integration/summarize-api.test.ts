@@ -586,3 +586,18 @@ t.test('only requests with the same timeout_ms share a summary in flight: each k
   t.equal(long2.applied, true);
   t.equal(short2.reason, 'summarizer_failed', 'the 300 ms request times out on its own deadline');
 });
+
+t.test('a summarizer model that is not allowed is a 400 whatever on_failure says', async (t) => {
+  const server = await withLlm(t);
+  const app = await appWith(t, server);
+  for (const on_failure of ['keep', 'window', 'error']) {
+    const res = await app.inject({
+      method: 'POST',
+      url: '/v1/summarize',
+      payload: { messages: history(12), keep: { messages: 4 }, on_failure, summarizer: { model: 'not-on-the-list' } },
+    });
+    t.equal(res.statusCode, 400, `on_failure ${on_failure}`);
+    t.equal(res.json().code, 'CMP_ERR_SUMMARIZER_MODEL_NOT_ALLOWED');
+  }
+  t.equal(server.requests.length, 0, 'no call made');
+});

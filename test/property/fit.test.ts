@@ -58,6 +58,19 @@ for (const [format, arbitrary] of Object.entries(histories)) {
             'windows only after a failed or insufficient summary',
           );
         }
+        const summary = res.extra.summary;
+        if (summary)
+          assert.ok(
+            JSON.stringify(res.messages[summary.message_index]).includes('[compactor:summary'),
+            'the reported summary is in the history, where the report says (the window never drops it)',
+          );
+        const summarize = res.extra.stages.find((s) => s.strategy === 'summarize');
+        const window = res.extra.stages.find((s) => s.strategy === 'window');
+        assert.equal(
+          res.fallback !== undefined,
+          summarize?.reason === 'summarizer_failed' && window?.applied === true,
+          'fallback exactly when the window stood in for a failed summary',
+        );
         assert.equal(res.usage.total_tokens, res.usage.input_tokens + res.usage.output_tokens);
       }),
       { numRuns: 80 },
