@@ -45,7 +45,7 @@ export function strategyRoute<O extends z.ZodObject, E extends object>(app: Fast
         throw error;
       }
       const { extra, ...result } = answer as typeof answer & { extra: E };
-      const x = extra as { summary?: { cached?: boolean } | null; artifacts?: { kind: string }[] };
+      const x = extra as { summary?: { cached?: boolean } | null; artifacts?: { kind: string; content?: unknown }[] };
       if (result.applied) metrics.tokensSaved.inc({ strategy: route.strategy.kind }, result.tokens.saved);
       const model = result.usage.model ?? 'none';
       if (result.usage.calls > 0) {
@@ -58,7 +58,8 @@ export function strategyRoute<O extends z.ZodObject, E extends object>(app: Fast
       }
       if (x.summary) metrics.summaryCache.inc({ result: x.summary.cached ? 'hit' : 'miss' });
       if (result.applied && body.dry_run !== true)
-        for (const a of x.artifacts ?? []) metrics.artifactsStored.inc({ kind: a.kind });
+        // An artifact returned inline (with its content) was not stored.
+        for (const a of x.artifacts ?? []) if (!('content' in a)) metrics.artifactsStored.inc({ kind: a.kind });
       // Counts and codes only: never message content, prompts or keys.
       request.log.info(
         {

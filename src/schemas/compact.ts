@@ -28,10 +28,23 @@ export const ExpandRequest = z
     messages: HistoryFields.messages,
     format: HistoryFields.format,
     artifacts: z
-      .array(z.strictObject({ id: z.string().regex(/^art_[0-9a-f]{24}$/), content: z.unknown() }))
+      .array(
+        z.strictObject({
+          id: z.string().regex(/^art_[0-9a-f]{24}$/),
+          content: z.unknown(),
+          // The other fields of a response's artifacts, so that they can be passed back as they came.
+          message_index: z.number().int().optional(),
+          kind: z.string().max(64).optional(),
+          tool_name: z.string().nullable().optional(),
+          tokens: z.number().int().optional(),
+          sha256: z.string().max(64).optional(),
+        }),
+      )
       .max(100_000)
       .optional()
-      .describe('originals returned by a `store: "inline"` compaction; checked against their ids'),
+      .describe(
+        'originals returned by a `store: "inline"` compaction or summary, as the response gave them (only id and content are read; content is checked against its id)',
+      ),
   })
   .meta({ id: 'ExpandRequest' });
 

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { STRATEGIES } from '../strategies/registry.js';
 import { HistoryFields, StrategyResponseFields } from './common.js';
+import { ArtifactRefSchema } from './compact.js';
 import { Dropped } from './window.js';
 
 export const SummarizeRequest = z
@@ -38,5 +39,11 @@ export const SummarizeResponse = z
     summary: SummaryReportSchema.nullable(),
     plan: SummaryPlanSchema.optional(),
     dropped: Dropped.optional().describe('when the sliding window stood in for a failed summary'),
+    artifacts: z
+      .array(ArtifactRefSchema)
+      .optional()
+      .describe(
+        'when a summary was committed: the summarized ranges it names (kind summary_range or section_range); with store inline, their content, to pass to /v1/expand',
+      ),
   })
   .meta({ id: 'SummarizeResponse' });

@@ -161,6 +161,8 @@ async function run(h: PreparedHistory, o: FitOptions, ctx: StrategyContext): Pro
     failure = summarized.failure;
     if (take('summarize', summarized)) {
       extra.summary = summarized.extra.summary;
+      // Compaction keeps every message in place, so the range's indexes are the input's too.
+      extra.artifacts = [...extra.artifacts, ...(summarized.extra.artifacts ?? [])];
       current = next(summarized.messages);
       if (extra.summary) summaryEnd = extra.summary.message_index + 1;
     }

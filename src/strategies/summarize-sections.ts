@@ -3,6 +3,7 @@ import type { Action, Group, Item, Warning } from '../history/types.js';
 import type { NewArtifact } from '../store/types.js';
 import type { SummaryPlan, SummaryUsage } from '../summarizers/types.js';
 import { addUsage, NO_SUMMARY_USAGE } from '../summarizers/types.js';
+import type { ArtifactRef } from './compact.js';
 import { flightKey, settleSummary, summaryRequest } from './summary-range.js';
 import type { PreparedHistory, StrategyContext, StrategyOutput } from './types.js';
 
@@ -74,13 +75,15 @@ export async function runSections(
   h: PreparedHistory,
   o: SectionsOptions,
   ctx: StrategyContext,
-): Promise<StrategyOutput<{ summary: null; plan?: SummaryPlan }>> {
+): Promise<StrategyOutput<{ summary: null; plan?: SummaryPlan; artifacts?: ArtifactRef[] }>> {
   const { format, messages, counts } = h;
   const summarizer = ctx.summarizer;
   const warnings: Warning[] = [];
   let usage: SummaryUsage = NO_SUMMARY_USAGE;
   let model: string | null = null;
   const offload: NewArtifact[] = [];
+  /** Ranges offloaded, as the response lists them (a summary pair not written still lists its range). */
+  const artifacts: ArtifactRef[] = [];
   const sections = sectionsOf(h);
   const sizeOf = (p: Pair) =>
     p.kind === 'original'
@@ -94,10 +97,21 @@ export async function runSections(
 
   /** The originals of these messages as one range artifact (offloaded with `store: server`); its id. */
   const offloadRange = (indexes: readonly number[]): { id: string | null; rangeJson: string } => {
-    const rangeJson = JSON.stringify({ messages: indexes.map((i) => messages[i]), previous_id: null });
+    const rangeValue = { messages: indexes.map((i) => messages[i]), previous_id: null };
+    const rangeJson = JSON.stringify(rangeValue);
     const address = contentAddress(rangeJson);
     if (o.store === 'server')
       offload.push({ id: address.id, kind: 'section_range', tool_name: null, content: rangeJson, sha256: address.sha256 });
+    if (o.store !== 'none')
+      artifacts.push({
+        id: address.id,
+        message_index: indexes[0] as number,
+        kind: 'section_range',
+        tool_name: null,
+        tokens: indexes.reduce((n, i) => n + (counts[i] as number), 0),
+        sha256: address.sha256,
+        ...(o.store === 'inline' ? { content: rangeValue } : {}),
+      });
     return { id: o.store === 'none' ? null : address.id, rangeJson };
   };
 
@@ -275,7 +289,18 @@ export async function runSections(
       for (const i of p.covers) Object.assign(actions[i] as Action, { action: 'summarize', tokens_freed: counts[i] });
     }
   }
-  return { messages: out, actions, warnings, addedTokens: added, offload, usage: { ...usage, model }, extra: { summary: null } };
+  // Only the ranges a summary or QA header in the output names (a merge that was not written names none).
+  const named = artifacts.length > 0 ? JSON.stringify(out) : '';
+  const written = artifacts.filter((a) => named.includes(a.id));
+  return {
+    messages: out,
+    actions,
+    warnings,
+    addedTokens: added,
+    offload,
+    usage: { ...usage, model },
+    extra: { summary: null, artifacts: written },
+  };
 }
 
 function lastReasoning(originals: readonly unknown[]): string | undefined {

@@ -6,6 +6,7 @@ import type { NewArtifact } from '../store/types.js';
 import type { FactReport } from '../summarizers/facts.js';
 import { PROMPT_VERSION } from '../summarizers/prompts.js';
 import type { SummaryPlan, SummaryUsage } from '../summarizers/types.js';
+import type { ArtifactRef } from './compact.js';
 import { KeepSchema, requestedCut, safeCut, windowStrategy } from './sliding-window.js';
 import { runSections } from './summarize-sections.js';
 import { settleSummary, summaryRequest } from './summary-range.js';
@@ -48,7 +49,9 @@ export const SummarizeOptions = z.object({
   store: z
     .enum(['server', 'inline', 'none'])
     .default('server')
-    .describe('server: the summarized range is offloaded as an artifact the summary names; none: nothing kept'),
+    .describe(
+      'server: the summarized range is offloaded as an artifact the summary names; inline: returned in `artifacts[].content`, nothing stored; none: nothing kept',
+    ),
   keep_sections: z.number().int().min(1).default(1).describe('sections mode: newest sections kept whole'),
   max_pair_tokens: z.number().int().min(64).default(4096).describe('sections mode: a kept pair over this is summarized alone'),
   max_section_tokens: z
@@ -89,6 +92,8 @@ export interface SummaryReport {
 
 export interface SummarizeExtra {
   summary: SummaryReport | null;
+  /** The summarized ranges offloaded (with `store: inline`, their contents): when a summary was committed. */
+  artifacts?: ArtifactRef[];
   plan?: SummaryPlan;
   dropped?: unknown;
 }
@@ -261,8 +266,8 @@ async function rolling(h: PreparedHistory, o: SummarizeOptions, ctx: StrategyCon
 
   // 3. What to summarize: the range as transcript entries, the earlier summary, the exact facts.
   const previous = earlier?.marker.text ?? null;
-  const rangeMessages = range.map((i) => messages[i]);
-  const rangeJson = JSON.stringify({ messages: rangeMessages, previous_id: earlier?.marker.id ?? null });
+  const rangeValue = { messages: range.map((i) => messages[i]), previous_id: earlier?.marker.id ?? null };
+  const rangeJson = JSON.stringify(rangeValue);
   // The range is hashed once: its address names the range artifact and keys the summary cache.
   const rangeArtifact = contentAddress(rangeJson);
   const cacheKey = JSON.stringify([
@@ -316,6 +321,21 @@ async function rolling(h: PreparedHistory, o: SummarizeOptions, ctx: StrategyCon
     o.store === 'server'
       ? [{ id: rangeArtifact.id, kind: 'summary_range', tool_name: null, content: rangeJson, sha256: rangeArtifact.sha256 }]
       : [];
+  // What `expand` needs: the range artifact named (server), or handed back whole (inline).
+  const artifacts: ArtifactRef[] =
+    o.store === 'none'
+      ? []
+      : [
+          {
+            id: rangeArtifact.id,
+            message_index: range[0] as number,
+            kind: 'summary_range',
+            tool_name: null,
+            tokens: range.reduce((n, i) => n + (counts[i] as number), 0),
+            sha256: rangeArtifact.sha256,
+            ...(o.store === 'inline' ? { content: rangeValue } : {}),
+          },
+        ];
   const covers = range.length + (earlier?.marker.covers ?? 0);
   const body = `${summaryMarker(id, placement, covers)}${text}`;
 
@@ -390,7 +410,7 @@ async function rolling(h: PreparedHistory, o: SummarizeOptions, ctx: StrategyCon
     offload,
     bestEffort,
     usage: billed(usage, model),
-    extra: { summary },
+    extra: { summary, artifacts },
   };
 }
 

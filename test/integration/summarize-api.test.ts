@@ -601,3 +601,43 @@ t.test('a summarizer model that is not allowed is a 400 whatever on_failure says
   }
   t.equal(server.requests.length, 0, 'no call made');
 });
+
+t.test(
+  'store inline: the summarized ranges come back in artifacts, and expand restores the history from them alone',
+  async (t) => {
+    const server = await withLlm(t);
+    server.fallback = () => ({ content: '## Goal and constraints\nBuild the project.\n## Current state\nBuilt.' });
+    const app = await appWith(t, server);
+    // A second service with a store of its own: what it restores can only come from the request.
+    const elsewhere = await appWith(t, server);
+    const summarize = async (payload: object) =>
+      (await app.inject({ method: 'POST', url: '/v1/summarize', payload: { ...payload, store: 'inline' } })).json();
+    const expand = async (messages: unknown[], artifacts: unknown[]) =>
+      (await elsewhere.inject({ method: 'POST', url: '/v1/expand', payload: { messages, artifacts } })).json();
+
+    const first = await summarize({ messages: history(12), keep: { messages: 4 } });
+    t.equal(first.applied, true);
+    t.equal(first.artifacts.length, 1);
+    t.match(first.artifacts[0], { id: first.summary.id, kind: 'summary_range', message_index: 2 });
+    t.ok(first.artifacts[0].content, 'the range is in the response');
+    const grown = [...history(12), ...step(12), ...step(13)];
+    const second = await summarize({ messages: [...first.messages, ...step(12), ...step(13)], keep: { messages: 4 } });
+    t.equal(second.summary.parent_id, first.summary.id, 'the earlier summary was folded');
+    t.same((await expand(second.messages, [])).missing, [second.summary.id], 'nothing was stored');
+    const restored = await expand(second.messages, [...first.artifacts, ...second.artifacts]);
+    t.same(restored.missing, []);
+    t.same(restored.messages, grown, 'expand gives the whole history back, through the folded summary');
+
+    const input = [...history(6), { role: 'user', content: 'Now run the tests.' }, ...step(40)];
+    const sections = await summarize({ messages: input, mode: 'sections', qa: { enabled: false } });
+    t.equal(sections.applied, true);
+    t.ok(
+      sections.artifacts.length > 0 &&
+        sections.artifacts.every((a: { kind: string; content?: unknown }) => a.kind === 'section_range' && a.content),
+      'sections: every range named, with its content',
+    );
+    const back = await expand(sections.messages, sections.artifacts);
+    t.same(back.missing, []);
+    t.same(back.messages, input, 'sections: expand gives the history back');
+  },
+);
