@@ -11,6 +11,29 @@ to each message, and what it cost. Every output satisfies the structural rules o
 stay with their results, leading system messages and the newest group are kept byte-identical, and kept
 messages are returned as the same JSON values they came in as.`;
 
+type Document = ReturnType<typeof jsonSchemaTransformObject>;
+
+/**
+ * Error responses leave as `application/problem+json` (plugins/problem.ts); the schemas are
+ * declared per status, which the generator files under `application/json`: the document says what
+ * is sent.
+ */
+function problemJson(document: Document): Document {
+  const paths = (
+    document as { paths?: Record<string, Record<string, { responses?: Record<string, { content?: Record<string, unknown> }> }>> }
+  ).paths;
+  for (const methods of Object.values(paths ?? {})) {
+    for (const operation of Object.values(methods)) {
+      for (const [status, response] of Object.entries(operation.responses ?? {})) {
+        const json = response.content?.['application/json'];
+        if (Number(status) < 400 || !response.content || json === undefined) continue;
+        response.content = { 'application/problem+json': json };
+      }
+    }
+  }
+  return document;
+}
+
 /** The OpenAPI 3.1 document generated from the route schemas, Swagger UI at `/docs`. */
 export default fp(
   async (app: FastifyInstance, options: { version: string }) => {
@@ -25,7 +48,7 @@ export default fp(
         ],
       },
       transform: jsonSchemaTransform,
-      transformObject: jsonSchemaTransformObject,
+      transformObject: (input) => problemJson(jsonSchemaTransformObject(input)),
     });
     await app.register(swaggerUi, { routePrefix: '/docs' });
     app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { FitRequest, FitResponse } from '../schemas/fit.js';
 import { STRATEGIES } from '../strategies/registry.js';
-import { strategyRoute } from './strategy-route.js';
+import { SUMMARIZER_PROBLEMS, strategyRoute } from './strategy-route.js';
 
 export default async function fitRoutes(app: FastifyInstance): Promise<void> {
   strategyRoute(app, {
@@ -9,6 +9,7 @@ export default async function fitRoutes(app: FastifyInstance): Promise<void> {
     strategy: STRATEGIES.fit,
     body: FitRequest,
     response: FitResponse,
+    problems: SUMMARIZER_PROBLEMS,
     summary: 'Fit: compact, then summarize if still over target, window as the last resort',
     description:
       'Gets occupancy under `target_tokens` (or `target_fraction` of the context window; below it, nothing is done: the target is the trigger). Stages, each with its own options object: `compact` (aimed at the target), `summarize` only if still above (a failure leaves the history as it was; with `summarize.on_failure: error` it is answered as the error), `window` only if the summarizer failed (reported as `fallback`) or the history is still above (by default a token budget that meets the target; it never drops the summary just written, only what follows it). A stage that would free less than `min_saving_fraction` of occupancy is skipped and said so. `stages` reports each; billed `usage` is their sum; `call_again_at` suggests when another call pays. Always a valid history: when the target cannot be met, `warnings` says `target_not_met` with the irreducible size.',

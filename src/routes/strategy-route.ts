@@ -6,6 +6,8 @@ import { Problem } from '../schemas/common.js';
 import type { Strategy } from '../strategies/types.js';
 
 export const PROBLEMS = { 400: Problem, 401: Problem, 413: Problem, 415: Problem, 429: Problem, 500: Problem, 503: Problem };
+/** What a strategy that calls the summarizer may answer besides (its upstream's failures). */
+export const SUMMARIZER_PROBLEMS = { 502: Problem, 504: Problem };
 
 interface StrategyRoute<O extends z.ZodObject, E> {
   url: string;
@@ -14,6 +16,8 @@ interface StrategyRoute<O extends z.ZodObject, E> {
   response: z.ZodType;
   summary: string;
   description: string;
+  /** Error statuses beyond `PROBLEMS` that this endpoint may answer. */
+  problems?: Record<number, z.ZodType>;
 }
 
 /**
@@ -29,7 +33,7 @@ export function strategyRoute<O extends z.ZodObject, E extends object>(app: Fast
         summary: route.summary,
         description: route.description,
         body: route.body,
-        response: { 200: route.response, ...PROBLEMS },
+        response: { 200: route.response, ...PROBLEMS, ...route.problems },
       },
     },
     async (request) => {

@@ -16,4 +16,19 @@ t.test('the committed openapi/openapi.json is what the app serves (run `npm run 
   }
   const window = served.paths['/v1/window'].post;
   t.ok(window.responses['200'] && window.responses['400'], 'success and problem responses are described');
+  const errors: string[] = [];
+  for (const [path, methods] of Object.entries(served.paths as Record<string, Record<string, { responses: object }>>)) {
+    for (const [method, op] of Object.entries(methods)) {
+      for (const [status, response] of Object.entries(op.responses as Record<string, { content?: object }>)) {
+        const types = Object.keys(response.content ?? {});
+        if (Number(status) >= 400 && types.join() !== 'application/problem+json')
+          errors.push(`${method} ${path} ${status}: ${types}`);
+      }
+    }
+  }
+  t.same(errors, [], 'every error response is documented as application/problem+json, as it is sent');
+  for (const path of ['/v1/summarize', '/v1/fit']) {
+    const responses = served.paths[path].post.responses;
+    t.ok(responses['502'] && responses['503'] && responses['504'], `${path} documents the summarizer's 502, 503 and 504`);
+  }
 });
