@@ -1,10 +1,10 @@
 import { contentAddress } from '../history/markers.js';
 import type { Action, Group, Item, Warning } from '../history/types.js';
 import type { NewArtifact } from '../store/types.js';
-import type { SummaryPlan, SummaryUsage } from '../summarizers/types.js';
+import type { SettledSummary, SummaryPlan, SummaryRequest, SummaryUsage } from '../summarizers/types.js';
 import { addUsage, NO_SUMMARY_USAGE } from '../summarizers/types.js';
 import type { ArtifactRef } from './compact.js';
-import { flightKey, settleSummary, summaryRequest } from './summary-range.js';
+import { settleSummary, summaryKey, summaryRequest } from './summary-range.js';
 import type { PreparedHistory, StrategyContext, StrategyOutput } from './types.js';
 
 /** The first line of a section summary written as assistant text. */
@@ -115,6 +115,36 @@ export async function runSections(
     return { id: o.store === 'none' ? null : address.id, rangeJson };
   };
 
+  /** Summary-cache entries to write (best effort) for the summaries this run asked for. */
+  const bestEffort: NewArtifact[] = [];
+  /**
+   * One summary, from the summary cache (nothing billed), or asked (shared with an identical one in
+   * flight) and then cached: the same history summarized twice costs nothing the second time.
+   */
+  const settleCached = async (
+    purpose: string,
+    asked: SectionsOptions,
+    covered: string,
+    request: () => SummaryRequest,
+  ): Promise<SettledSummary> => {
+    if (!summarizer) throw new Error('unreachable: no summarizer');
+    const key = summaryKey(purpose, summarizer.kind, asked, covered);
+    const hit = (await ctx.recall?.([key.id]))?.get(key.id);
+    if (hit) return { ...(JSON.parse(hit) as Omit<SettledSummary, 'usage'>), usage: NO_SUMMARY_USAGE };
+    const settled = await settleSummary(ctx, summarizer, key.id, asked.timeout_ms, request);
+    if (!settled.shared) {
+      const { text, facts, model } = settled;
+      bestEffort.push({
+        id: key.id,
+        kind: 'summary_cache',
+        tool_name: null,
+        sha256: key.sha256,
+        content: JSON.stringify({ text, facts, model }),
+      });
+    }
+    return settled;
+  };
+
   /** Summarizes pairs into one summary pair, in the role their originals had. */
   const summarizePairs = async (pairs: readonly Pair[], current: boolean, around: Around): Promise<Pair | undefined> => {
     const covered = indexesOf(pairs);
@@ -146,9 +176,7 @@ export async function runSections(
     const { id, rangeJson } = offloadRange(covered);
     if (!summarizer || ctx.dryRun) throw new Error('unreachable: no summarizer');
     calls++;
-    const settled = await settleSummary(ctx, summarizer, flightKey('section', o, rangeJson), o.timeout_ms, () =>
-      summaryRequest(h, covered, null, o, ctx.signal),
-    );
+    const settled = await settleCached('section', o, rangeJson, () => summaryRequest(h, covered, null, o, ctx.signal));
     usage = addUsage(usage, settled.usage);
     model = settled.model;
     const text = `[compactor:section-summary ${id ?? 'none'}]\n${settled.text}`;
@@ -170,12 +198,8 @@ export async function runSections(
       .filter(Boolean)
       .join('\n');
     const asked = { ...o, summarizer: { ...o.summarizer, prompt } };
-    const settled = await settleSummary(
-      ctx,
-      summarizer,
-      flightKey('users', asked, JSON.stringify(indexes.map((i) => messages[i]))),
-      asked.timeout_ms,
-      () => summaryRequest(h, indexes, null, asked, ctx.signal),
+    const settled = await settleCached('users', asked, JSON.stringify(indexes.map((i) => messages[i])), () =>
+      summaryRequest(h, indexes, null, asked, ctx.signal),
     );
     usage = addUsage(usage, settled.usage);
     model = settled.model;
@@ -298,6 +322,7 @@ export async function runSections(
     warnings,
     addedTokens: added,
     offload,
+    bestEffort,
     usage: { ...usage, model },
     extra: { summary: null, artifacts: written },
   };

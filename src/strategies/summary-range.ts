@@ -92,9 +92,17 @@ export function summaryRequest(
   };
 }
 
-/** What makes two summaries the same: the prompt, the options that shape it, and what it covers. */
-export function flightKey(purpose: string, o: SummaryOptions, covered: string): string {
-  return contentAddress(`${purpose}\n${JSON.stringify([PROMPT_VERSION, o.summarizer, o.max_input_tokens])}\n${covered}`).id;
+/**
+ * What makes two summaries the same: the prompt, the summarizer and the options that shape it, and
+ * what it covers. Its address keys the calls in flight and the summary cache.
+ */
+export function summaryKey(
+  purpose: string,
+  kind: Summarizer['kind'],
+  o: SummaryOptions,
+  covered: string,
+): { id: string; sha256: string } {
+  return contentAddress(`${purpose}\n${JSON.stringify([PROMPT_VERSION, kind, o.summarizer, o.max_input_tokens])}\n${covered}`);
 }
 
 /**

@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import t from 'tap';
 import { parseSummary } from '../../src/history/markers.js';
 import { build } from '../support/app.js';
@@ -641,3 +644,36 @@ t.test(
     t.same(back.messages, input, 'sections: expand gives the history back');
   },
 );
+
+t.test('sections mode: the same history summarized again costs nothing, from the summary cache', async (t) => {
+  const server = await withLlm(t);
+  server.fallback = () => ({ content: '## Goal and constraints\nBuild the project.\n## Current state\nBuilt.' });
+  const dir = mkdtempSync(join(tmpdir(), 'compactor-sections-cache-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const store = { COMPACTOR_STORE_URL: `sqlite:${join(dir, 'store.db')}` };
+  // Two services on one store: the second has no summary in flight to share, only the cache.
+  const first = await appWith(t, server, store);
+  const second = await appWith(t, server, store);
+  const payload = {
+    messages: [
+      ...history(6),
+      { role: 'user', content: 'Now run the tests.' },
+      ...step(40),
+      { role: 'user', content: 'And lint.' },
+      ...step(41),
+    ],
+    mode: 'sections',
+    keep_sections: 1,
+    qa: { enabled: true, max_sections: 2 },
+    summarize_user_messages: true,
+  };
+  const a = (await first.inject({ method: 'POST', url: '/v1/summarize', payload })).json();
+  const calls = server.requests.length;
+  t.equal(a.applied, true);
+  t.ok(calls >= 2 && a.usage.calls === calls, `billed ${calls} calls`);
+  const b = (await second.inject({ method: 'POST', url: '/v1/summarize', payload })).json();
+  t.same(a.warnings, [], 'the cache was written');
+  t.equal(server.requests.length, calls, 'no call the second time');
+  t.equal(b.usage.total_tokens, 0, 'nothing billed');
+  t.same(b.messages, a.messages, 'the same history');
+});
