@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { STRATEGIES } from '../strategies/registry.js';
 import { BilledUsage, HistoryFields, StrategyResponseFields } from './common.js';
 import { ArtifactRefSchema } from './compact.js';
-import { SummaryReportSchema } from './summarize.js';
+import { SummaryPlanSchema, SummaryReportSchema } from './summarize.js';
 import { Dropped } from './window.js';
 
 export const FitRequest = z.strictObject({ ...HistoryFields, ...STRATEGIES.fit.options.shape }).meta({ id: 'FitRequest' });
@@ -29,5 +29,8 @@ export const FitResponse = z
     summary: SummaryReportSchema.nullable(),
     dropped: Dropped.nullable(),
     call_again_at: z.number().int().describe('the occupancy at which calling again is worth it (guards against thrashing)'),
+    plan: SummaryPlanSchema.optional().describe(
+      'dry run: the summarizer calls the summarize stage would make (the window stage, which depends on their outcome, is not predicted)',
+    ),
   })
   .meta({ id: 'FitResponse' });

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { fieldError } from '../errors.js';
 import type { Action, Warning } from '../history/types.js';
 import type { NewArtifact } from '../store/types.js';
+import type { SummaryPlan } from '../summarizers/types.js';
 import { addUsage } from '../summarizers/types.js';
 import type { ModelProfile } from '../tokens/models.js';
 import { type ArtifactRef, CompactOptions, compactStrategy } from './compact.js';
@@ -55,6 +56,8 @@ export interface FitExtra {
   dropped: Dropped | null;
   /** The occupancy at which calling again is worth it. */
   call_again_at: number;
+  /** Dry run: the calls the summarize stage would make. */
+  plan?: SummaryPlan;
 }
 
 /** Two stages' usage summed; the model is the last one billed. */
@@ -159,6 +162,7 @@ async function run(h: PreparedHistory, o: FitOptions, ctx: StrategyContext): Pro
     const options = SummarizeOptions.parse({ ...o.summarize, on_failure: onFailure });
     const summarized = await summarizeStrategy.run(current, options, ctx);
     failure = summarized.failure;
+    if (summarized.reason === 'dry_run' && summarized.extra.plan) extra.plan = summarized.extra.plan;
     if (take('summarize', summarized)) {
       extra.summary = summarized.extra.summary;
       // Compaction keeps every message in place, so the range's indexes are the input's too.
@@ -171,7 +175,9 @@ async function run(h: PreparedHistory, o: FitOptions, ctx: StrategyContext): Pro
   // 3. Window, the last resort: when the summarizer failed or the history is still above. It never
   // drops the summary (nor what precedes it): that is the history's oldest part, already compressed.
   let fallback: StrategyOutput<FitExtra>['fallback'];
-  if (occupancy > target || failure) {
+  // A dry run does not know what the summary would leave, so it does not guess at a window after it.
+  const summaryPlanned = extra.plan !== undefined;
+  if ((occupancy > target || failure) && !summaryPlanned) {
     const fixed = occupancy - current.counts.reduce((a, b) => a + b, 0);
     const keep = o.window?.keep ?? { tokens: Math.max(0, target - fixed) };
     const windowed = windowAbove(current, WindowOptions.parse({ ...o.window, keep }), summaryEnd);
@@ -182,7 +188,7 @@ async function run(h: PreparedHistory, o: FitOptions, ctx: StrategyContext): Pro
     }
   }
 
-  if (occupancy > target) {
+  if (occupancy > target && !summaryPlanned) {
     warnings.push({
       code: 'target_not_met',
       message: `occupancy is ${occupancy}, over the target ${target}: the rest is the head, the first user message, ${extra.summary ? 'the summary ' : ''}and the newest group, which no strategy may remove`,
@@ -190,7 +196,8 @@ async function run(h: PreparedHistory, o: FitOptions, ctx: StrategyContext): Pro
   }
   extra.call_again_at = Math.max(target, Math.ceil(occupancy * 1.1));
   if (stages.every((s) => !s.applied)) {
-    return { messages: [...h.messages], actions: [], warnings, reason: 'nothing_to_reduce', addedTokens: 0, usage, extra };
+    const reason = summaryPlanned ? 'dry_run' : 'nothing_to_reduce';
+    return { messages: [...h.messages], actions: [], warnings, reason, addedTokens: 0, usage, extra };
   }
 
   // The record, per input message: its strongest action, and what it freed.

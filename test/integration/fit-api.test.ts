@@ -166,3 +166,39 @@ t.test('fit: when the window must still cut after a summary, it keeps the summar
     'some messages summarized, the ones after the summary dropped',
   );
 });
+
+t.test('fit dry run: reports the stages it can predict and the summarizer calls it would make, calls nothing', async (t) => {
+  if (!django) throw new Error('corpus missing');
+  const server = await new FakeOpenAI().start();
+  t.teardown(() => server.stop());
+  const app = await build(t, {
+    COMPACTOR_STORE_URL: 'memory:',
+    OPENAI_BASE_URL: server.url,
+    COMPACTOR_SUMMARIZER_MODEL: 'small',
+  });
+  const payload = { messages: django.messages, model: django.model, target_tokens: 20_000 };
+  const dry = (await app.inject({ method: 'POST', url: '/v1/fit', payload: { ...payload, dry_run: true } })).json();
+  t.equal(server.requests.length, 0, 'no LLM call');
+  t.equal(dry.applied, false);
+  t.equal(dry.reason, 'dry_run');
+  t.same(dry.messages, django.messages, 'the history unchanged');
+  t.same(
+    dry.stages.map((s: { strategy: string; reason?: string }) => [s.strategy, s.reason ?? 'applied']),
+    [
+      ['compact', 'applied'],
+      ['summarize', 'dry_run'],
+    ],
+    'no window guessed after a summary that was not made',
+  );
+  t.ok(dry.plan.calls.length >= 1, 'the summarizer calls it would make');
+  t.notOk(
+    dry.warnings.some((w: { code: string }) => w.code === 'target_not_met'),
+    'no target_not_met before the summary',
+  );
+  const real = (await app.inject({ method: 'POST', url: '/v1/fit', payload })).json();
+  t.equal(server.requests.length, dry.plan.calls.length, 'the real run makes the calls planned');
+  t.same(
+    real.stages.map((s: { strategy: string }) => s.strategy),
+    ['compact', 'summarize'],
+  );
+});

@@ -567,7 +567,8 @@ t.test(
 t.test('only requests with the same timeout_ms share a summary in flight: each keeps its own deadline', async (t) => {
   const server = await withLlm(t);
   const app = await appWith(t, server, { COMPACTOR_SUMMARIZER_TIMEOUT_MS: '5000' });
-  server.fallback = () => ({ delayMs: 800, content: '## Goal and constraints\nBuild the project.\n## Current state\nBuilt.' });
+  // The summary takes 2.5 s: a short request would have to start that late to find it cached.
+  server.fallback = () => ({ delayMs: 2500, content: '## Goal and constraints\nBuild the project.\n## Current state\nBuilt.' });
   const ask = (n: number, timeout_ms: number) =>
     app
       .inject({
@@ -578,14 +579,14 @@ t.test('only requests with the same timeout_ms share a summary in flight: each k
       .then((r) => r.json());
 
   // The short one first: its timeout is not shared with the long one, which waits for its summary.
-  const [short, long] = await Promise.all([ask(12, 300), ask(12, 5000)]);
+  const [short, long] = await Promise.all([ask(12, 300), ask(12, 8000)]);
   t.equal(short.reason, 'summarizer_failed', 'the 300 ms request times out');
-  t.equal(long.applied, true, 'the 5000 ms request, arriving with it, still gets its summary');
+  t.equal(long.applied, true, 'the 8000 ms request, arriving with it, still gets its summary');
   t.equal(long.summary.cached, false, 'from a call of its own');
 
   // The long one first: the short one does not wait past its own deadline for the long one's call.
-  // (Sharing the long one's call, it would have been applied after 800 ms.)
-  const [long2, short2] = await Promise.all([ask(14, 5000), ask(14, 300)]);
+  // (Sharing the long one's call, it would have been applied after 2.5 s.)
+  const [long2, short2] = await Promise.all([ask(14, 8000), ask(14, 300)]);
   t.equal(long2.applied, true);
   t.equal(short2.reason, 'summarizer_failed', 'the 300 ms request times out on its own deadline');
 });
