@@ -65,12 +65,6 @@ function addBilled(a: BilledUsage, b: BilledUsage | undefined): BilledUsage {
   return b ? { ...addUsage(a, b), model: b.model ?? a.model } : a;
 }
 
-/**
- * Fit (Manning 6.2.6, the hierarchical optimizer): measure; above the target, compact; still above,
- * summarize; window only if the summarizer failed or the history is still above. A stage that
- * would free too little is skipped and said so. Always a valid history: when the target cannot be
- * met without breaking a structural rule, `target_not_met` names the irreducible size.
- */
 /** The target in tokens; throws when none is given or a fraction has no known window to apply to. */
 function targetOf(o: FitOptions, profile: ModelProfile): number {
   const window = profile.contextWindow;
@@ -87,6 +81,12 @@ function targetOf(o: FitOptions, profile: ModelProfile): number {
   return o.target_tokens ?? Math.floor((o.target_fraction ?? 1) * (window ?? 0));
 }
 
+/**
+ * Fit (Manning 6.2.6, the hierarchical optimizer): measure; above the target, compact; still above,
+ * summarize; window only if the summarizer failed or the history is still above. A stage that
+ * would free too little is skipped and said so. Always a valid history: when the target cannot be
+ * met without breaking a structural rule, `target_not_met` names the irreducible size.
+ */
 async function run(h: PreparedHistory, o: FitOptions, ctx: StrategyContext): Promise<StrategyOutput<FitExtra>> {
   const target = targetOf(o, ctx.profile);
   const warnings: Warning[] = [];
@@ -213,7 +213,8 @@ async function run(h: PreparedHistory, o: FitOptions, ctx: StrategyContext): Pro
     const now = present.get(index);
     if (now === original) return { index, action: 'keep', tokens_freed: 0 };
     if (now === undefined) return { index, action: fate.get(index) ?? 'drop', tokens_freed: h.counts[index] as number };
-    const art = extra.artifacts.find((r) => r.message_index === index);
+    // A message still present but changed was compacted (a summarized range is never present).
+    const art = extra.artifacts.find((r) => r.message_index === index && !r.kind.endsWith('_range'));
     return {
       index,
       action: art ? 'offload' : 'rewrite',
