@@ -77,10 +77,12 @@ export class ArtifactService {
   async expand(
     format: FormatAdapter,
     messages: readonly unknown[],
-    given: readonly { id: string; content: unknown }[] = [],
+    given: readonly { id: string; content?: unknown }[] = [],
   ): Promise<ExpandResult> {
     const inline = new Map<string, unknown>();
     given.forEach((a, i) => {
+      // A response's artifacts may mix inline originals with refs to stored ones (no content).
+      if (!('content' in a) || a.content === undefined) return;
       if (contentAddress(JSON.stringify(a.content)).id !== a.id) {
         throw fieldError('CMP_ERR_ARTIFACT_MISMATCH', `artifacts[${i}].content`, `does not hash to ${a.id}`);
       }

@@ -99,7 +99,7 @@ export class Compactor {
   async expand(req: {
     messages: unknown[];
     format?: string | undefined;
-    artifacts?: { id: string; content: unknown }[] | undefined;
+    artifacts?: { id: string; content?: unknown }[] | undefined;
   }): Promise<ExpandResult & { format: string }> {
     const { format } = this.parse(req);
     return { ...(await this.artifacts.expand(format, req.messages, req.artifacts)), format: format.name };

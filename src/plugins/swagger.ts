@@ -16,7 +16,7 @@ type Document = ReturnType<typeof jsonSchemaTransformObject>;
 /**
  * Error responses leave as `application/problem+json` (plugins/problem.ts); the schemas are
  * declared per status, which the generator files under `application/json`: the document says what
- * is sent.
+ * is sent. Only `Problem` bodies: a draining `/health/ready` answers 503 with its JSON status.
  */
 function problemJson(document: Document): Document {
   const paths = (
@@ -25,8 +25,8 @@ function problemJson(document: Document): Document {
   for (const methods of Object.values(paths ?? {})) {
     for (const operation of Object.values(methods)) {
       for (const [status, response] of Object.entries(operation.responses ?? {})) {
-        const json = response.content?.['application/json'];
-        if (Number(status) < 400 || !response.content || json === undefined) continue;
+        const json = response.content?.['application/json'] as { schema?: { $ref?: string } } | undefined;
+        if (Number(status) < 400 || !response.content || json?.schema?.$ref !== '#/components/schemas/Problem') continue;
         response.content = { 'application/problem+json': json };
       }
     }

@@ -11,7 +11,11 @@ export const ArtifactRefSchema = z
   .object({
     id: z.string().describe('art_… content address of the original'),
     message_index: z.number().int().describe('the input message the original came from'),
-    kind: z.string().describe('tool_result, tool_result_duplicate, tool_result_truncated, tool_input or thinking'),
+    kind: z
+      .string()
+      .describe(
+        'tool_result, tool_result_duplicate, tool_result_truncated, tool_input, thinking, summary_range or section_range',
+      ),
     tool_name: z.string().nullable(),
     tokens: z.number().int().describe('tokens of the original content'),
     sha256: z.string(),
@@ -31,7 +35,8 @@ export const ExpandRequest = z
       .array(
         z.strictObject({
           id: z.string().regex(/^art_[0-9a-f]{24}$/),
-          content: z.unknown(),
+          // Absent on an artifact the server stored (a response may list both kinds): skipped.
+          content: z.unknown().optional(),
           // The other fields of a response's artifacts, so that they can be passed back as they came.
           message_index: z.number().int().optional(),
           kind: z.string().max(64).optional(),
@@ -43,7 +48,7 @@ export const ExpandRequest = z
       .max(100_000)
       .optional()
       .describe(
-        'originals returned by a `store: "inline"` compaction or summary, as the response gave them (only id and content are read; content is checked against its id)',
+        'originals returned by a `store: "inline"` compaction or summary, as the response gave them (only id and content are read; content is checked against its id; an entry without content, stored on the server, is skipped)',
       ),
   })
   .meta({ id: 'ExpandRequest' });

@@ -155,20 +155,28 @@ async function run(h: PreparedHistory, o: FitOptions, ctx: StrategyContext): Pro
   // 2. Summarize only if still above. A failure leaves the history as it was and the window
   // stands in (`fallback`), unless the request asked for the error (`summarize.on_failure: error`).
   let failure: string | undefined;
-  /** Where the summary just written ends: the window keeps everything before it. */
+  /** Where what the summarize stage wrote ends: the window keeps everything before it. */
   let summaryEnd: number = current.head;
   if (occupancy > target) {
     const onFailure = o.summarize?.on_failure === 'error' ? 'error' : 'keep';
     const options = SummarizeOptions.parse({ ...o.summarize, on_failure: onFailure });
     const summarized = await summarizeStrategy.run(current, options, ctx);
     failure = summarized.failure;
-    if (summarized.reason === 'dry_run' && summarized.extra.plan) extra.plan = summarized.extra.plan;
+    if (summarized.reason === 'dry_run' && summarized.extra.plan?.calls.length) extra.plan = summarized.extra.plan;
+    const before = new Set(current.messages);
     if (take('summarize', summarized)) {
       extra.summary = summarized.extra.summary;
       // Compaction keeps every message in place, so the range's indexes are the input's too.
       extra.artifacts = [...extra.artifacts, ...(summarized.extra.artifacts ?? [])];
       current = next(summarized.messages);
-      if (extra.summary) summaryEnd = extra.summary.message_index + 1;
+      // Past the last message the stage wrote (a rolling summary, a joined host, section summary
+      // pairs, a QA header): the window may cut only after it.
+      for (let i = summarized.messages.length - 1; i >= 0; i--) {
+        if (!before.has(summarized.messages[i])) {
+          summaryEnd = i + 1;
+          break;
+        }
+      }
     }
   }
 

@@ -178,7 +178,7 @@ export async function runSections(
     calls++;
     const settled = await settleCached('section', o, rangeJson, () => summaryRequest(h, covered, null, o, ctx.signal));
     usage = addUsage(usage, settled.usage);
-    model = settled.model;
+    if (settled.usage.calls > 0) model = settled.model;
     const text = `[compactor:section-summary ${id ?? 'none'}]\n${settled.text}`;
     // Reasoning survives only in the current turn: a placeholder signature, the last reasoning text.
     const signed = current && items.some((it) => it.thinking || JSON.stringify(messages[it.index]).includes('houghtSignature'));
@@ -202,7 +202,7 @@ export async function runSections(
       summaryRequest(h, indexes, null, asked, ctx.signal),
     );
     usage = addUsage(usage, settled.usage);
-    model = settled.model;
+    if (settled.usage.calls > 0) model = settled.model;
     return settled.text;
   };
   const unchanged = (reason: string, plan?: SummaryPlan): StrategyOutput<{ summary: null; plan?: SummaryPlan }> => ({
@@ -323,7 +323,7 @@ export async function runSections(
     addedTokens: added,
     offload,
     bestEffort,
-    usage: { ...usage, model },
+    usage: { ...usage, model: usage.calls > 0 ? model : null },
     extra: { summary: null, artifacts: written },
   };
 }

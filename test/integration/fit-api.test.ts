@@ -159,7 +159,13 @@ t.test('fit: when the window must still cut after a summary, it keeps the summar
   t.match(body.messages[body.summary.message_index].content, /^\[compactor:summary /, 'the summary is where the report says');
   t.same(violationsOf('openai-chat', body.messages), []);
   const expanded = await app.inject({ method: 'POST', url: '/v1/expand', payload: { messages: body.messages } });
-  t.same(expanded.json().missing ?? [], [], 'the summarized range can be restored');
+  t.equal(expanded.statusCode, 200);
+  t.ok(expanded.json().restored >= 1 && expanded.json().missing.length === 0, 'the summarized range is restored');
+  t.same(
+    expanded.json().messages,
+    messages.filter((_, i) => body.actions[i].action !== 'drop'),
+    'expand gives back every input message but those the window dropped',
+  );
   t.ok(
     body.actions.filter((a: { action: string }) => a.action === 'summarize').length > 0 &&
       body.actions.some((a: { action: string }) => a.action === 'drop'),
