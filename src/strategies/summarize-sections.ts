@@ -125,7 +125,7 @@ export async function runSections(
     purpose: string,
     asked: SectionsOptions,
     covered: string,
-    request: () => SummaryRequest,
+    request: (signal: AbortSignal | undefined) => SummaryRequest,
   ): Promise<SettledSummary> => {
     if (!summarizer) throw new Error('unreachable: no summarizer');
     const key = summaryKey(purpose, summarizer.kind, asked, covered);
@@ -176,7 +176,7 @@ export async function runSections(
     const { id, rangeJson } = offloadRange(covered);
     if (!summarizer || ctx.dryRun) throw new Error('unreachable: no summarizer');
     calls++;
-    const settled = await settleCached('section', o, rangeJson, () => summaryRequest(h, covered, null, o, ctx.signal));
+    const settled = await settleCached('section', o, rangeJson, (signal) => summaryRequest(h, covered, null, o, signal));
     usage = addUsage(usage, settled.usage);
     if (settled.usage.calls > 0) model = settled.model;
     const text = `[compactor:section-summary ${id ?? 'none'}]\n${settled.text}`;
@@ -198,8 +198,8 @@ export async function runSections(
       .filter(Boolean)
       .join('\n');
     const asked = { ...o, summarizer: { ...o.summarizer, prompt } };
-    const settled = await settleCached('users', asked, JSON.stringify(indexes.map((i) => messages[i])), () =>
-      summaryRequest(h, indexes, null, asked, ctx.signal),
+    const settled = await settleCached('users', asked, JSON.stringify(indexes.map((i) => messages[i])), (signal) =>
+      summaryRequest(h, indexes, null, asked, signal),
     );
     usage = addUsage(usage, settled.usage);
     if (settled.usage.calls > 0) model = settled.model;

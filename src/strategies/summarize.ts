@@ -280,7 +280,7 @@ async function rolling(h: PreparedHistory, o: SummarizeOptions, ctx: StrategyCon
   ]);
   const cache = contentAddress(`summary-cache\n${cacheKey}`);
   // The transcript and its facts are built only when a summarizer will read them (not on a cache hit).
-  const request = () => summaryRequest(h, range, previous, o, ctx.signal);
+  const request = (signal?: AbortSignal) => summaryRequest(h, range, previous, o, signal);
   if (ctx.dryRun) return none('dry_run', { plan: summarizer.plan(request()) });
 
   // 4. The summary: from the cache, or from the summarizer (following on_failure when it fails).

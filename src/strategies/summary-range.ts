@@ -66,8 +66,7 @@ export interface SummaryOptions {
 
 /**
  * What a summarizer is asked for a range: its transcript entries, the earlier summary it extends,
- * the exact facts found in both, the options, and a signal that ends at the request's deadline or
- * its own `timeout_ms`, whichever comes first.
+ * the exact facts found in both, the options, and the signal that ends the call (`deadlineOf`).
  */
 export function summaryRequest(
   h: PreparedHistory,
@@ -78,7 +77,6 @@ export function summaryRequest(
 ): SummaryRequest {
   const entries = rangeEntries(h, indexes);
   const facts = extractFacts([previous ?? '', ...entries.flatMap((e) => [e.text, ...e.calls.map((c) => c.args)])]);
-  const signals = [...(o.timeout_ms ? [AbortSignal.timeout(o.timeout_ms)] : []), ...(signal ? [signal] : [])];
   return {
     entries,
     previous,
@@ -88,8 +86,30 @@ export function summaryRequest(
     instructions: o.summarizer.prompt,
     temperature: o.summarizer.temperature,
     maxInputTokens: o.max_input_tokens,
-    signal: signals.length > 1 ? AbortSignal.any(signals) : signals[0],
+    signal,
   };
+}
+
+/** A request's summarizing deadline: its own `timeout_ms` from now, or the service's, whichever comes first. */
+export function deadlineOf(timeoutMs: number | undefined, signal: AbortSignal | undefined): AbortSignal | undefined {
+  const signals = [...(timeoutMs ? [AbortSignal.timeout(timeoutMs)] : []), ...(signal ? [signal] : [])];
+  return signals.length > 1 ? AbortSignal.any(signals) : signals[0];
+}
+
+/** Rejects when `signal` aborts (a deadline reached); `cancel` removes the listener. */
+function whenAborted(signal: AbortSignal | undefined): { promise: Promise<never>; cancel: () => void } {
+  let cancel = () => {};
+  const promise = new Promise<never>((_, reject) => {
+    if (!signal) return;
+    const onAbort = () =>
+      reject(
+        new CompactorError('CMP_ERR_SUMMARIZER_TIMEOUT', 'the summary shared with an identical request was not ready in time'),
+      );
+    if (signal.aborted) return onAbort();
+    signal.addEventListener('abort', onAbort, { once: true });
+    cancel = () => signal.removeEventListener('abort', onAbort);
+  });
+  return { promise, cancel };
 }
 
 /**
@@ -110,19 +130,20 @@ export function summaryKey(
  * identical summary already in flight in this process (same `key`) is shared instead of asked
  * again, so a burst of identical requests (an agent's retries, a fleet starting at once) makes one
  * call. A request that shared one reports `shared` and was billed nothing, for a failure too.
- * Only requests with the same `timeout_ms` share a flight, because a flight runs until its first
- * request's deadline: a joiner with a longer timeout would share a timeout it did not have, and
- * one with a shorter timeout would wait past its own.
+ * Each request keeps its own deadline (`timeout_ms` from when it asks, and the service's): a
+ * request that shares a flight stops waiting at its own deadline, and when the flight runs out of
+ * its first request's time while the sharer still has some, the sharer asks on its own.
  */
 export async function settleSummary(
   ctx: StrategyContext,
   summarizer: Summarizer,
   key: string,
   timeoutMs: number | undefined,
-  request: () => SummaryRequest,
+  request: (signal: AbortSignal | undefined) => SummaryRequest,
+  deadline: AbortSignal | undefined = deadlineOf(timeoutMs, ctx.signal),
 ): Promise<SettledSummary & { shared: boolean }> {
   const start = async (): Promise<SettledSummary> => {
-    const asked = request();
+    const asked = request(deadline);
     const result = await summarizer.summarize(asked);
     const text = result.text.trim();
     if (text === '')
@@ -132,12 +153,18 @@ export async function settleSummary(
     const guarded = guardFacts(text, asked.facts);
     return { text: guarded.text, facts: guarded.facts, model: result.model, usage: result.usage };
   };
-  const flight = ctx.flights?.run(`${key} timeout=${timeoutMs ?? 'default'}`, start) ?? { result: start(), joined: false };
+  const flight = ctx.flights?.run(key, start) ?? { result: start(), joined: false };
   if (!flight.joined) return { ...(await flight.result), shared: false };
+  const own = whenAborted(deadline);
   try {
-    return { ...(await flight.result), usage: NO_SUMMARY_USAGE, shared: true };
+    return { ...(await Promise.race([flight.result, own.promise])), usage: NO_SUMMARY_USAGE, shared: true };
   } catch (error) {
     if (!(error instanceof CompactorError)) throw error;
+    // The flight ran out of its first request's time, not of this one's: ask on our own.
+    if (error.code === 'CMP_ERR_SUMMARIZER_TIMEOUT' && !deadline?.aborted)
+      return settleSummary(ctx, summarizer, key, timeoutMs, request, deadline);
     throw new CompactorError(error.code, error.message, error.errors);
+  } finally {
+    own.cancel();
   }
 }

@@ -564,7 +564,7 @@ t.test(
   },
 );
 
-t.test('only requests with the same timeout_ms share a summary in flight: each keeps its own deadline', async (t) => {
+t.test('requests with different timeout_ms asking for one summary at once: each keeps its own deadline', async (t) => {
   const server = await withLlm(t);
   const app = await appWith(t, server, { COMPACTOR_SUMMARIZER_TIMEOUT_MS: '5000' });
   // The summary takes 2.5 s: a short request would have to start that late to find it cached.
@@ -681,3 +681,31 @@ t.test('sections mode: the same history summarized again costs nothing, from the
   t.equal(b.usage.model, null, 'no model named for no call');
   t.same(b.messages, a.messages, 'the same history');
 });
+
+t.test(
+  'a request sharing a summary keeps its own deadline: when the first request runs out of time, it asks on its own',
+  async (t) => {
+    const server = await withLlm(t);
+    const app = await appWith(t, server, { COMPACTOR_SUMMARIZER_TIMEOUT_MS: '5000' });
+    // The first call is too slow for its request's 1 s; the second answers at once.
+    server.enqueue({ delayMs: 2500, content: '## Goal and constraints\nLate.\n## Current state\nLate.' });
+    server.enqueue({ delayMs: 50, content: '## Goal and constraints\nBuild the project.\n## Current state\nBuilt.' });
+    const ask = () =>
+      app
+        .inject({
+          method: 'POST',
+          url: '/v1/summarize',
+          payload: { messages: history(12), keep: { messages: 4 }, on_failure: 'keep', timeout_ms: 1000 },
+        })
+        .then((r) => r.json());
+    const first = ask();
+    // An identical request 600 ms later (an agent's retry) joins the first one's call...
+    await new Promise((r) => setTimeout(r, 600));
+    const second = await ask();
+    t.equal((await first).reason, 'summarizer_failed', 'the first runs out of its 1 s');
+    // ...and, with 600 ms of its own left when that call gives up, makes its own.
+    t.equal(second.applied, true, 'the second still gets its summary');
+    t.equal(second.usage.calls, 1, 'billed for its own call');
+    t.equal(server.requests.length, 2);
+  },
+);
