@@ -128,7 +128,7 @@ export async function runSections(
     request: (signal: AbortSignal | undefined) => SummaryRequest,
   ): Promise<SettledSummary> => {
     if (!summarizer) throw new Error('unreachable: no summarizer');
-    const key = summaryKey(purpose, summarizer.kind, asked, covered);
+    const key = summaryKey(purpose, summarizer, asked, covered);
     const hit = (await ctx.recall?.([key.id]))?.get(key.id);
     if (hit) return { ...(JSON.parse(hit) as Omit<SettledSummary, 'usage'>), usage: NO_SUMMARY_USAGE };
     const settled = await settleSummary(ctx, summarizer, key.id, asked.timeout_ms, request);
@@ -214,6 +214,8 @@ export async function runSections(
     extra: { summary: null, ...(plan ? { plan } : {}) },
   });
   if (!summarizer) return unchanged('nothing_to_reduce');
+  // A model not allowed is a 400 before anything is planned or asked (dry runs too).
+  summarizer.model?.(o.summarizer.model);
 
   const itemsOf = (p: Pair): Item[] =>
     p.kind === 'original' ? (h.items.slice(p.group.start, p.group.end) as Item[]) : format.parse(p.messages).items;
@@ -255,12 +257,15 @@ export async function runSections(
 
   try {
     // 1. Older sections: header plus one summary pair, concurrently.
-    await Promise.all(
+    // Every call is waited for, even after one fails: what the others bill is reported, and cached.
+    const settled = await Promise.allSettled(
       step1.map(async (s) => {
         const summary = await summarizePairs(s.pairs, false, around(sections.indexOf(s), 0, s.pairs.length - 1));
         if (summary) s.pairs = [summary];
       }),
     );
+    const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failed) throw failed.reason;
     // 2. Kept sections: oversized pairs alone, then the oldest pairs together until the section fits.
     for (const s of sections.slice(sections.length - kept)) {
       const si = sections.indexOf(s);
@@ -289,7 +294,8 @@ export async function runSections(
   } catch (error) {
     // Everything answered before the failure was billed: the caller reports it with on_failure.
     const before = (error as { billed?: SummaryUsage }).billed ?? NO_SUMMARY_USAGE;
-    throw Object.assign(error as object, { billed: addUsage(usage, before) });
+    // So are the summaries already paid for: they are cached even though this run fails.
+    throw Object.assign(error as object, { billed: addUsage(usage, before), bestEffort });
   }
   if (calls === 0) return unchanged('nothing_to_reduce');
 

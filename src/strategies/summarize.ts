@@ -179,6 +179,8 @@ async function onFailure(
     calls: 0,
   };
   const cost = billed(spent, model);
+  // Summaries paid for before the failure (sections mode), cached all the same.
+  const bestEffort = (error as CompactorError & { bestEffort?: NewArtifact[] }).bestEffort ?? [];
   // A request the summarizer refused as invalid (a model not allowed) is bad input, never a fallback.
   if (o.on_failure === 'error' || error.status < 500) throw error;
   warnings.push({ code: 'summarizer_failed', message: `${error.code}: ${error.message}` });
@@ -191,6 +193,7 @@ async function onFailure(
       failure: error.code,
       addedTokens: 0,
       usage: cost,
+      bestEffort,
       extra: { summary: null },
     };
   }
@@ -203,6 +206,7 @@ async function onFailure(
     ...fallback,
     warnings: [...warnings, ...fallback.warnings],
     usage: cost,
+    bestEffort,
     fallback: { from: 'summarize', to: 'window', reason: error.code },
     extra: { summary: null, dropped: (fallback.extra as unknown as { dropped: unknown }).dropped },
   };
@@ -270,10 +274,13 @@ async function rolling(h: PreparedHistory, o: SummarizeOptions, ctx: StrategyCon
   const rangeJson = JSON.stringify(rangeValue);
   // The range is hashed once: its address names the range artifact and keys the summary cache.
   const rangeArtifact = contentAddress(rangeJson);
+  // Keyed on the model the summary would come from (checked against the allowed list first, so a
+  // model no longer allowed is a 400 even when a summary of it is cached).
+  const resolvedModel = summarizer.model?.(o.summarizer.model) ?? null;
   const cacheKey = JSON.stringify([
     PROMPT_VERSION,
     summarizer.kind,
-    o.summarizer,
+    { ...o.summarizer, model: resolvedModel },
     o.max_input_tokens,
     previous,
     rangeArtifact.sha256,

@@ -118,11 +118,13 @@ function whenAborted(signal: AbortSignal | undefined): { promise: Promise<never>
  */
 export function summaryKey(
   purpose: string,
-  kind: Summarizer['kind'],
+  summarizer: Summarizer,
   o: SummaryOptions,
   covered: string,
 ): { id: string; sha256: string } {
-  return contentAddress(`${purpose}\n${JSON.stringify([PROMPT_VERSION, kind, o.summarizer, o.max_input_tokens])}\n${covered}`);
+  // The model the summary would come from, checked against the allowed list (a 400 when not).
+  const shape = [PROMPT_VERSION, summarizer.kind, { ...o.summarizer, model: summarizer.model?.(o.summarizer.model) ?? null }];
+  return contentAddress(`${purpose}\n${JSON.stringify([...shape, o.max_input_tokens])}\n${covered}`);
 }
 
 /**

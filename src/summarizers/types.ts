@@ -70,6 +70,8 @@ export interface Summarizer {
   readonly kind: 'llm' | 'extractive';
   summarize(request: SummaryRequest): Promise<SummaryResult>;
   plan(request: SummaryRequest): SummaryPlan;
+  /** The model a request gets (its own if allowed, else the default); a 400 when not allowed. */
+  model?(requested: string | undefined): string;
 }
 
 export const NO_SUMMARY_USAGE: SummaryUsage = { input_tokens: 0, output_tokens: 0, cached_input_tokens: 0, calls: 0 };

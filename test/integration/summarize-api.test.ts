@@ -594,16 +594,44 @@ t.test('requests with different timeout_ms asking for one summary at once: each 
 t.test('a summarizer model that is not allowed is a 400 whatever on_failure says', async (t) => {
   const server = await withLlm(t);
   const app = await appWith(t, server);
-  for (const on_failure of ['keep', 'window', 'error']) {
+  const variants: [string, object][] = [
+    ['on_failure keep', { on_failure: 'keep' }],
+    ['on_failure window', { on_failure: 'window' }],
+    ['on_failure error', { on_failure: 'error' }],
+    ['a dry run', { dry_run: true }],
+    ['sections mode', { mode: 'sections' }],
+    ['a sections dry run', { mode: 'sections', dry_run: true }],
+  ];
+  for (const [name, extra] of variants) {
     const res = await app.inject({
       method: 'POST',
       url: '/v1/summarize',
-      payload: { messages: history(12), keep: { messages: 4 }, on_failure, summarizer: { model: 'not-on-the-list' } },
+      payload: {
+        messages: [...history(12), { role: 'user', content: 'Now lint.' }, ...step(40)],
+        keep: { messages: 4 },
+        summarizer: { model: 'not-on-the-list' },
+        ...extra,
+      },
     });
-    t.equal(res.statusCode, 400, `on_failure ${on_failure}`);
+    t.equal(res.statusCode, 400, name);
     t.equal(res.json().code, 'CMP_ERR_SUMMARIZER_MODEL_NOT_ALLOWED');
   }
   t.equal(server.requests.length, 0, 'no call made');
+});
+
+t.test('a model taken off the allowed list is a 400 even when a summary of it is cached', async (t) => {
+  const server = await withLlm(t);
+  server.fallback = () => ({ content: '## Goal and constraints\nBuild the project.\n## Current state\nBuilt.' });
+  const dir = mkdtempSync(join(tmpdir(), 'compactor-allowed-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const store = `sqlite:${join(dir, 'store.db')}`;
+  const payload = { messages: history(12), keep: { messages: 4 }, summarizer: { model: 'big' } };
+  const before = await appWith(t, server, { COMPACTOR_STORE_URL: store, COMPACTOR_SUMMARIZER_MODELS: 'big' });
+  t.equal((await before.inject({ method: 'POST', url: '/v1/summarize', payload })).json().applied, true);
+  const after = await appWith(t, server, { COMPACTOR_STORE_URL: store });
+  const res = await after.inject({ method: 'POST', url: '/v1/summarize', payload });
+  t.equal(res.statusCode, 400, 'not served from the cache');
+  t.equal(res.json().code, 'CMP_ERR_SUMMARIZER_MODEL_NOT_ALLOWED');
 });
 
 t.test(
@@ -709,3 +737,37 @@ t.test(
     t.equal(server.requests.length, 2);
   },
 );
+
+t.test('sections mode: summaries paid for before a failure are cached, and not paid for again', async (t) => {
+  const server = await withLlm(t);
+  const dir = mkdtempSync(join(tmpdir(), 'compactor-partial-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const config = { COMPACTOR_SUMMARIZER_TIMEOUT_MS: '5000', COMPACTOR_STORE_URL: `sqlite:${join(dir, 'store.db')}` };
+  const app = await appWith(t, server, config);
+  // The retry goes to a second service on the same store: nothing in flight to share, only the cache.
+  const other = await appWith(t, server, config);
+  const payload = {
+    messages: [
+      ...history(4),
+      { role: 'user', content: 'Now run the tests.' },
+      ...step(40),
+      { role: 'user', content: 'And lint.' },
+      ...step(41),
+    ],
+    mode: 'sections',
+    qa: { enabled: false },
+    on_failure: 'keep',
+  };
+  // Two older sections are summarized at once: one call is refused at once, the other answers later.
+  server.enqueue({ fault: 'status', status: 400 });
+  server.enqueue({ delayMs: 300, content: '## Goal and constraints\nBuild.\n## Current state\nBuilt.' });
+  const failed = (await app.inject({ method: 'POST', url: '/v1/summarize', payload })).json();
+  t.equal(failed.reason, 'summarizer_failed');
+  t.equal(server.requests.length, 2);
+  t.ok(failed.usage.input_tokens > 0, 'the call that answered after the failure is billed in the report');
+  server.fallback = () => ({ content: '## Goal and constraints\nLint.\n## Current state\nLinted.' });
+  const again = (await other.inject({ method: 'POST', url: '/v1/summarize', payload })).json();
+  t.equal(again.applied, true);
+  t.equal(server.requests.length, 3, 'only the refused summary is asked again');
+  t.equal(again.usage.calls, 1);
+});
