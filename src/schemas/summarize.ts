@@ -31,7 +31,11 @@ export const SummaryPlanSchema = z
     calls: z.array(z.object({ purpose: z.enum(['chunk', 'merge', 'summary']), input_tokens: z.number().int() })),
     model: z.string().nullable(),
   })
-  .meta({ id: 'SummaryPlan', description: 'The summarizer calls a dry run would make.' });
+  .meta({
+    id: 'SummaryPlan',
+    description:
+      'The summarizer calls a dry run would make (sections mode: those known in advance; merges past max_section_tokens and qa depend on the summaries written).',
+  });
 
 export const SummarizeResponse = z
   .object({

@@ -248,11 +248,18 @@ export async function runSections(
     (s) => !(s.pairs.length === 1 && s.pairs[0]?.kind === 'original' && isSummaryPair(h, s.pairs[0].group)) && s.pairs.length > 0,
   );
   if (ctx.dryRun) {
-    const calls = step1.map((s) => ({
+    // The calls known before any summary is written: older sections, then oversized pairs of the
+    // kept ones. Merges past `max_section_tokens` and `qa` depend on the summaries' sizes.
+    const oversized = sections
+      .slice(sections.length - kept)
+      .flatMap((s) =>
+        s.pairs.slice(0, -1).filter((p) => p.kind === 'original' && !isSummaryPair(h, p.group) && sizeOf(p) > o.max_pair_tokens),
+      );
+    const calls = [...step1.map((s) => s.pairs), ...oversized.map((p) => [p])].map((pairs) => ({
       purpose: 'summary' as const,
-      input_tokens: indexesOf(s.pairs).reduce((n, i) => n + (counts[i] as number), 0),
+      input_tokens: indexesOf(pairs).reduce((n, i) => n + (counts[i] as number), 0),
     }));
-    return unchanged('dry_run', { calls, model: null });
+    return unchanged('dry_run', { calls, model: summarizer.model?.(o.summarizer.model) ?? null });
   }
 
   try {

@@ -771,3 +771,24 @@ t.test('sections mode: summaries paid for before a failure are cached, and not p
   t.equal(server.requests.length, 3, 'only the refused summary is asked again');
   t.equal(again.usage.calls, 1);
 });
+
+t.test('sections dry run: plans the older sections and the kept section’s oversized pairs, as the run makes them', async (t) => {
+  const server = await withLlm(t);
+  server.fallback = () => ({ content: '## Goal and constraints\nBuild.\n## Current state\nBuilt.' });
+  const app = await appWith(t, server);
+  const payload = {
+    messages: [...history(4), { role: 'user', content: 'Now run the tests.' }, ...step(40), ...step(41), ...step(42)],
+    mode: 'sections',
+    qa: { enabled: false },
+    max_pair_tokens: 64,
+    max_section_tokens: 100_000,
+  };
+  const dry = (await app.inject({ method: 'POST', url: '/v1/summarize', payload: { ...payload, dry_run: true } })).json();
+  t.equal(dry.reason, 'dry_run');
+  t.equal(dry.plan.model, 'summarizer-small');
+  t.equal(dry.plan.calls.length, 3, 'the older section, and two oversized pairs (not the last one)');
+  t.equal(server.requests.length, 0);
+  const real = (await app.inject({ method: 'POST', url: '/v1/summarize', payload })).json();
+  t.equal(real.applied, true);
+  t.equal(real.usage.calls, dry.plan.calls.length, 'the run makes the calls planned');
+});
