@@ -4,7 +4,7 @@ import type { NewArtifact } from '../store/types.js';
 import type { SettledSummary, SummaryPlan, SummaryRequest, SummaryUsage } from '../summarizers/types.js';
 import { addUsage, NO_SUMMARY_USAGE } from '../summarizers/types.js';
 import type { ArtifactRef } from './compact.js';
-import { settleSummary, summaryKey, summaryRequest } from './summary-range.js';
+import { rangeArtifact, settleSummary, summaryKey, summaryRequest } from './summary-range.js';
 import type { PreparedHistory, StrategyContext, StrategyOutput } from './types.js';
 
 /** The first line of a section summary written as assistant text. */
@@ -97,22 +97,10 @@ export async function runSections(
 
   /** The originals of these messages as one range artifact (offloaded with `store: server`); its id. */
   const offloadRange = (indexes: readonly number[]): { id: string | null; rangeJson: string } => {
-    const rangeValue = { messages: indexes.map((i) => messages[i]), previous_id: null };
-    const rangeJson = JSON.stringify(rangeValue);
-    const address = contentAddress(rangeJson);
-    if (o.store === 'server')
-      offload.push({ id: address.id, kind: 'section_range', tool_name: null, content: rangeJson, sha256: address.sha256 });
-    if (o.store !== 'none')
-      artifacts.push({
-        id: address.id,
-        message_index: indexes[0] as number,
-        kind: 'section_range',
-        tool_name: null,
-        tokens: indexes.reduce((n, i) => n + (counts[i] as number), 0),
-        sha256: address.sha256,
-        ...(o.store === 'inline' ? { content: rangeValue } : {}),
-      });
-    return { id: o.store === 'none' ? null : address.id, rangeJson };
+    const ranged = rangeArtifact('section_range', h, indexes, null, o.store);
+    offload.push(...ranged.offload);
+    artifacts.push(...ranged.refs);
+    return { id: ranged.id, rangeJson: ranged.json };
   };
 
   /** Summary-cache entries to write (best effort) for the summaries this run asked for. */

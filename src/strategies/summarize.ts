@@ -9,7 +9,7 @@ import type { SummaryPlan, SummaryUsage } from '../summarizers/types.js';
 import type { ArtifactRef } from './compact.js';
 import { KeepSchema, requestedCut, safeCut, windowStrategy } from './sliding-window.js';
 import { runSections } from './summarize-sections.js';
-import { settleSummary, summaryRequest } from './summary-range.js';
+import { rangeArtifact, settleSummary, summaryRequest } from './summary-range.js';
 import type { BilledUsage, PreparedHistory, Strategy, StrategyContext, StrategyOutput } from './types.js';
 
 export const SummarizeOptions = z.object({
@@ -270,10 +270,8 @@ async function rolling(h: PreparedHistory, o: SummarizeOptions, ctx: StrategyCon
 
   // 3. What to summarize: the range as transcript entries, the earlier summary, the exact facts.
   const previous = earlier?.marker.text ?? null;
-  const rangeValue = { messages: range.map((i) => messages[i]), previous_id: earlier?.marker.id ?? null };
-  const rangeJson = JSON.stringify(rangeValue);
+  const ranged = rangeArtifact('summary_range', h, range, earlier?.marker.id ?? null, o.store);
   // The range is hashed once: its address names the range artifact and keys the summary cache.
-  const rangeArtifact = contentAddress(rangeJson);
   // Keyed on the model the summary would come from (checked against the allowed list first, so a
   // model no longer allowed is a 400 even when a summary of it is cached).
   const resolvedModel = summarizer.model?.(o.summarizer.model) ?? null;
@@ -283,7 +281,7 @@ async function rolling(h: PreparedHistory, o: SummarizeOptions, ctx: StrategyCon
     { ...o.summarizer, model: resolvedModel },
     o.max_input_tokens,
     previous,
-    rangeArtifact.sha256,
+    ranged.sha256,
   ]);
   const cache = contentAddress(`summary-cache\n${cacheKey}`);
   // The transcript and its facts are built only when a summarizer will read them (not on a cache hit).
@@ -323,26 +321,7 @@ async function rolling(h: PreparedHistory, o: SummarizeOptions, ctx: StrategyCon
           content: JSON.stringify({ text, facts: factReport, model }),
         },
       ];
-  const id = o.store === 'none' ? null : rangeArtifact.id;
-  const offload: NewArtifact[] =
-    o.store === 'server'
-      ? [{ id: rangeArtifact.id, kind: 'summary_range', tool_name: null, content: rangeJson, sha256: rangeArtifact.sha256 }]
-      : [];
-  // What `expand` needs: the range artifact named (server), or handed back whole (inline).
-  const artifacts: ArtifactRef[] =
-    o.store === 'none'
-      ? []
-      : [
-          {
-            id: rangeArtifact.id,
-            message_index: range[0] as number,
-            kind: 'summary_range',
-            tool_name: null,
-            tokens: range.reduce((n, i) => n + (counts[i] as number), 0),
-            sha256: rangeArtifact.sha256,
-            ...(o.store === 'inline' ? { content: rangeValue } : {}),
-          },
-        ];
+  const { id, offload, refs: artifacts } = ranged;
   const covers = range.length + (earlier?.marker.covers ?? 0);
   const body = `${summaryMarker(id, placement, covers)}${text}`;
 

@@ -1,6 +1,7 @@
 import { CompactorError } from '../errors.js';
 import { contentAddress } from '../history/markers.js';
 import type { Item } from '../history/types.js';
+import type { NewArtifact } from '../store/types.js';
 import { extractFacts, guardFacts } from '../summarizers/facts.js';
 import { PROMPT_VERSION } from '../summarizers/prompts.js';
 import {
@@ -10,6 +11,7 @@ import {
   type SummaryRequest,
   type TranscriptEntry,
 } from '../summarizers/types.js';
+import type { ArtifactRef } from './compact.js';
 import type { PreparedHistory, StrategyContext } from './types.js';
 
 /**
@@ -62,6 +64,48 @@ export interface SummaryOptions {
   summarizer: { model?: string | undefined; prompt?: string | undefined; max_tokens: number; temperature?: number | undefined };
   max_input_tokens: number;
   timeout_ms?: number | undefined;
+}
+
+/** A summarized range as an artifact: what `expand` needs to put it back. */
+export interface RangeArtifact {
+  /** The range's JSON (`{messages, previous_id}`): what is stored, hashed and shared in flight. */
+  json: string;
+  sha256: string;
+  /** The id the summary names (null with `store: none`). */
+  id: string | null;
+  /** To persist (`store: server`). */
+  offload: NewArtifact[];
+  /** How the response lists it (with its content when `store: inline`). */
+  refs: ArtifactRef[];
+}
+
+/** The originals of `indexes` (after an earlier summary `previousId`) as one artifact, following `store`. */
+export function rangeArtifact(
+  kind: 'summary_range' | 'section_range',
+  h: PreparedHistory,
+  indexes: readonly number[],
+  previousId: string | null,
+  store: 'server' | 'inline' | 'none',
+): RangeArtifact {
+  const value = { messages: indexes.map((i) => h.messages[i]), previous_id: previousId };
+  const json = JSON.stringify(value);
+  const { id, sha256 } = contentAddress(json);
+  const ref: ArtifactRef = {
+    id,
+    message_index: indexes[0] as number,
+    kind,
+    tool_name: null,
+    tokens: indexes.reduce((n, i) => n + (h.counts[i] as number), 0),
+    sha256,
+    ...(store === 'inline' ? { content: value } : {}),
+  };
+  return {
+    json,
+    sha256,
+    id: store === 'none' ? null : id,
+    offload: store === 'server' ? [{ id, kind, tool_name: null, content: json, sha256 }] : [],
+    refs: store === 'none' ? [] : [ref],
+  };
 }
 
 /**
