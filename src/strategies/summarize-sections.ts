@@ -4,7 +4,7 @@ import type { NewArtifact } from '../store/types.js';
 import type { SettledSummary, SummaryPlan, SummaryRequest, SummaryUsage } from '../summarizers/types.js';
 import { addUsage, NO_SUMMARY_USAGE } from '../summarizers/types.js';
 import type { ArtifactRef } from './compact.js';
-import { rangeArtifact, settleSummary, summaryKey, summaryRequest } from './summary-range.js';
+import { billed, cachedSummary, rangeArtifact, summaryKey, summaryRequest } from './summary-range.js';
 import type { PreparedHistory, StrategyContext, StrategyOutput } from './types.js';
 
 /** The first line of a section summary written as assistant text. */
@@ -116,21 +116,9 @@ export async function runSections(
     request: (signal: AbortSignal | undefined) => SummaryRequest,
   ): Promise<SettledSummary> => {
     if (!summarizer) throw new Error('unreachable: no summarizer');
-    const key = summaryKey(purpose, summarizer, asked, covered);
-    const hit = (await ctx.recall?.([key.id]))?.get(key.id);
-    if (hit) return { ...(JSON.parse(hit) as Omit<SettledSummary, 'usage'>), usage: NO_SUMMARY_USAGE };
-    const settled = await settleSummary(ctx, summarizer, key.id, asked.timeout_ms, request);
-    if (!settled.shared) {
-      const { text, facts, model } = settled;
-      bestEffort.push({
-        id: key.id,
-        kind: 'summary_cache',
-        tool_name: null,
-        sha256: key.sha256,
-        content: JSON.stringify({ text, facts, model }),
-      });
-    }
-    return settled;
+    const got = await cachedSummary(ctx, summarizer, summaryKey(purpose, summarizer, asked, covered), asked.timeout_ms, request);
+    if (got.entry) bestEffort.push(got.entry);
+    return got;
   };
 
   /** Summarizes pairs into one summary pair, in the role their originals had. */
@@ -298,9 +286,11 @@ export async function runSections(
   const actions: Action[] = messages.map((_, index) => ({ index, action: 'keep', tokens_freed: 0 }));
   const out: unknown[] = messages.slice(0, h.head);
   let added = 0;
+  const inserted: unknown[] = [];
   for (const s of sections) {
     if (s.qaHeader !== undefined) {
       out.push(s.qaHeader);
+      inserted.push(s.qaHeader);
       added += ctx.counter.countMessage(format, ctx.profile, s.qaHeader);
       for (const i of s.header) Object.assign(actions[i] as Action, { action: 'summarize', tokens_freed: counts[i] });
     } else for (const i of s.header) out.push(messages[i]);
@@ -310,12 +300,14 @@ export async function runSections(
         continue;
       }
       out.push(...p.messages);
+      inserted.push(...p.messages);
       for (const m of p.messages) added += ctx.counter.countMessage(format, ctx.profile, m);
       for (const i of p.covers) Object.assign(actions[i] as Action, { action: 'summarize', tokens_freed: counts[i] });
     }
   }
-  // Only the ranges a summary or QA header in the output names (a merge that was not written names none).
-  const named = artifacts.length > 0 ? JSON.stringify(out) : '';
+  // Only the ranges a summary or QA header in the output names (a merge that was not written names
+  // none): the messages this run inserted are the only ones that can name them.
+  const named = artifacts.length > 0 ? JSON.stringify(inserted) : '';
   const written = artifacts.filter((a) => named.includes(a.id));
   return {
     messages: out,
@@ -324,7 +316,7 @@ export async function runSections(
     addedTokens: added,
     offload,
     bestEffort,
-    usage: { ...usage, model: usage.calls > 0 ? model : null },
+    usage: billed(usage, model),
     extra: { summary: null, artifacts: written },
   };
 }

@@ -1,15 +1,14 @@
 import { z } from 'zod';
 import { CompactorError, fieldError } from '../errors.js';
-import { contentAddress, parseSummary, SUMMARY_REQUEST, type SummaryPlacement, summaryMarker } from '../history/markers.js';
+import { parseSummary, SUMMARY_REQUEST, type SummaryPlacement, summaryMarker } from '../history/markers.js';
 import type { Action, Item, Warning } from '../history/types.js';
 import type { NewArtifact } from '../store/types.js';
 import type { FactReport } from '../summarizers/facts.js';
-import { PROMPT_VERSION } from '../summarizers/prompts.js';
 import type { SummaryPlan, SummaryUsage } from '../summarizers/types.js';
 import type { ArtifactRef } from './compact.js';
 import { KeepSchema, requestedCut, safeCut, windowStrategy } from './sliding-window.js';
 import { runSections } from './summarize-sections.js';
-import { rangeArtifact, settleSummary, summaryRequest } from './summary-range.js';
+import { billed, cachedSummary, rangeArtifact, summaryKey, summaryRequest } from './summary-range.js';
 import type { BilledUsage, PreparedHistory, Strategy, StrategyContext, StrategyOutput } from './types.js';
 
 export const SummarizeOptions = z.object({
@@ -141,10 +140,6 @@ const roleItem = (role: Item['role']): Item => ({
   original: null,
 });
 
-function billed(usage: SummaryUsage, model: string | null): BilledUsage {
-  return { ...usage, model: usage.calls > 0 ? model : null };
-}
-
 /**
  * Rolling summary (Manning 6.2.5; hastekit's LLM summarizer; sagents): keeps the head, the first
  * user message and the tail (`keep`, moved back to a safe boundary, never forward), and replaces
@@ -271,56 +266,25 @@ async function rolling(h: PreparedHistory, o: SummarizeOptions, ctx: StrategyCon
   // 3. What to summarize: the range as transcript entries, the earlier summary, the exact facts.
   const previous = earlier?.marker.text ?? null;
   const ranged = rangeArtifact('summary_range', h, range, earlier?.marker.id ?? null, o.store);
-  // The range is hashed once: its address names the range artifact and keys the summary cache.
-  // Keyed on the model the summary would come from (checked against the allowed list first, so a
-  // model no longer allowed is a 400 even when a summary of it is cached).
-  const resolvedModel = summarizer.model?.(o.summarizer.model) ?? null;
-  const cacheKey = JSON.stringify([
-    PROMPT_VERSION,
-    summarizer.kind,
-    { ...o.summarizer, model: resolvedModel },
-    o.max_input_tokens,
-    previous,
-    ranged.sha256,
-  ]);
-  const cache = contentAddress(`summary-cache\n${cacheKey}`);
+  // The range is hashed once: its address names the range artifact and, with the earlier summary,
+  // keys the summary cache (with the model checked against the allowed list: a 400 even when cached).
+  const cache = summaryKey('rolling', summarizer, o, JSON.stringify([previous, ranged.sha256]));
   // The transcript and its facts are built only when a summarizer will read them (not on a cache hit).
   const request = (signal?: AbortSignal) => summaryRequest(h, range, previous, o, signal);
   if (ctx.dryRun) return none('dry_run', { plan: summarizer.plan(request()) });
 
   // 4. The summary: from the cache, or from the summarizer (following on_failure when it fails).
-  let text: string;
-  let factReport: FactReport;
-  let usage: SummaryUsage = { input_tokens: 0, output_tokens: 0, cached_input_tokens: 0, calls: 0 };
-  let model: string | null = null;
-  let cached = false;
-  const hit = (await ctx.recall?.([cache.id]))?.get(cache.id);
-  if (hit) {
-    ({ text, facts: factReport, model } = JSON.parse(hit) as { text: string; facts: FactReport; model: string | null });
-    cached = true;
-  } else {
-    try {
-      const settled = await settleSummary(ctx, summarizer, cache.id, o.timeout_ms, request);
-      ({ text, facts: factReport, model, usage } = settled);
-      cached = settled.shared;
-    } catch (error) {
-      if (!(error instanceof CompactorError)) throw error;
-      return onFailure(h, o, ctx, error, warnings, o.summarizer.model ?? null);
-    }
+  let got: Awaited<ReturnType<typeof cachedSummary>>;
+  try {
+    got = await cachedSummary(ctx, summarizer, cache, o.timeout_ms, request);
+  } catch (error) {
+    if (!(error instanceof CompactorError)) throw error;
+    return onFailure(h, o, ctx, error, warnings, o.summarizer.model ?? null);
   }
+  const { text, facts: factReport, model, usage, cached } = got;
+  const bestEffort: NewArtifact[] = got.entry ? [got.entry] : [];
 
   // 5. The summarized range is offloaded; the summary names it.
-  const bestEffort: NewArtifact[] = cached
-    ? []
-    : [
-        {
-          id: cache.id,
-          kind: 'summary_cache',
-          tool_name: null,
-          sha256: cache.sha256,
-          content: JSON.stringify({ text, facts: factReport, model }),
-        },
-      ];
   const { id, offload, refs: artifacts } = ranged;
   const covers = range.length + (earlier?.marker.covers ?? 0);
   const body = `${summaryMarker(id, placement, covers)}${text}`;

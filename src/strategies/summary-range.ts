@@ -9,10 +9,11 @@ import {
   type SettledSummary,
   type Summarizer,
   type SummaryRequest,
+  type SummaryUsage,
   type TranscriptEntry,
 } from '../summarizers/types.js';
 import type { ArtifactRef } from './compact.js';
-import type { PreparedHistory, StrategyContext } from './types.js';
+import type { BilledUsage, PreparedHistory, StrategyContext } from './types.js';
 
 /**
  * The messages of a range as transcript entries for the summarizers: each message's prose, its
@@ -213,4 +214,44 @@ export async function settleSummary(
   } finally {
     own.cancel();
   }
+}
+
+/** What a request is billed: its usage, naming a model only when a call was made. */
+export function billed(usage: SummaryUsage, model: string | null): BilledUsage {
+  return { ...usage, model: usage.calls > 0 ? model : null };
+}
+
+/** A summary and how it came: `cached` (from the store, or shared in flight: nothing billed). */
+export interface CachedSummary extends SettledSummary {
+  cached: boolean;
+  /** The summary-cache entry to write (best effort) when this request asked for the summary. */
+  entry?: NewArtifact;
+}
+
+/**
+ * One summary from the summary cache (the store) when it holds `key`, else settled
+ * (`settleSummary`), with the cache entry to write for it: the same summary asked again costs
+ * nothing. Rolling and sections mode both go through here.
+ */
+export async function cachedSummary(
+  ctx: StrategyContext,
+  summarizer: Summarizer,
+  key: { id: string; sha256: string },
+  timeoutMs: number | undefined,
+  request: (signal: AbortSignal | undefined) => SummaryRequest,
+): Promise<CachedSummary> {
+  const hit = (await ctx.recall?.([key.id]))?.get(key.id);
+  if (hit) return { ...(JSON.parse(hit) as Omit<SettledSummary, 'usage'>), usage: NO_SUMMARY_USAGE, cached: true };
+  const settled = await settleSummary(ctx, summarizer, key.id, timeoutMs, request);
+  const { text, facts, model, usage, shared } = settled;
+  if (shared) return { text, facts, model, usage, cached: true };
+  const content = JSON.stringify({ text, facts, model });
+  return {
+    text,
+    facts,
+    model,
+    usage,
+    cached: false,
+    entry: { id: key.id, kind: 'summary_cache', tool_name: null, sha256: key.sha256, content },
+  };
 }
