@@ -5,6 +5,21 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { CompactorError } from '../errors.js';
 
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** Set by the guard when the route is registered: a `/v1` route (keys, rate limit, queue). */
+    api?: boolean;
+  }
+  interface FastifyRequest {
+    /** SHA-256 digest of the API key that was validated for this request; null when none was. */
+    apiKeyDigest: Buffer | null;
+  }
+  interface FastifyInstance {
+    /** Every route the app serves, as registered, with whether it needs a key. */
+    routeTable: { method: string; url: string; protected: boolean }[];
+  }
+}
+
 export interface GuardOptions {
   /** Keys that may call; empty or undefined: open (bind to localhost). */
   apiKeys: readonly string[] | undefined;
@@ -19,20 +34,39 @@ export interface GuardOptions {
 const digest = (text: string) => createHash('sha256').update(text).digest();
 
 /**
- * Bearer API keys compared in constant time (over SHA-256 digests, so lengths leak nothing),
- * rate limiting per client, and load shedding: past the event-loop delay limit the service answers
- * 503 with `retry-after` rather than queueing until everything times out.
+ * Whether a request is for a `/v1` route, decided on the route the router matched, never on the
+ * raw request target: `/%76%31/compact`, `/v%31/compact` and `GET http://host/v1/…` all match
+ * `/v1/compact` and are guarded like it. An unmatched request (a 404) is no API request.
+ */
+export function isApiRequest(request: FastifyRequest): boolean {
+  return request.routeOptions.config?.api === true;
+}
+
+/**
+ * Bearer API keys compared in constant time (over SHA-256 digests, so lengths leak nothing), on
+ * the route the router matched; rate limiting per validated key (per client address when no keys
+ * are configured); and load shedding: past the event-loop delay limit the service answers 503
+ * with `retry-after` rather than queueing until everything times out.
  */
 export default fp<GuardOptions>(
   async (app: FastifyInstance, options) => {
     const keys = (options.apiKeys ?? []).map(digest);
-    const guarded = (request: FastifyRequest) => options.scope === 'all' || request.url.startsWith('/v1/');
+    const table: FastifyInstance['routeTable'] = [];
+    app.decorate('routeTable', table);
+    app.decorateRequest('apiKeyDigest', null);
+    app.addHook('onRoute', (route) => {
+      const api = route.url.startsWith('/v1/');
+      route.config = { ...route.config, api };
+      for (const method of [route.method].flat())
+        table.push({ method, url: route.url, protected: api || options.scope === 'all' });
+    });
+    const guarded = (request: FastifyRequest) => options.scope === 'all' || isApiRequest(request);
 
     if (keys.length > 0) {
       app.addHook('onRequest', async (request, reply) => {
         if (!guarded(request)) return;
         const header = request.headers.authorization;
-        const match = typeof header === 'string' ? /^Bearer\s+(.+)$/i.exec(header) : null;
+        const match = typeof header === 'string' ? /^Bearer[ \t]+([^ \t].*)$/i.exec(header) : null;
         reply.header('www-authenticate', 'Bearer realm="compactor"');
         if (!match?.[1]) throw new CompactorError('CMP_ERR_AUTH_REQUIRED', 'send Authorization: Bearer <key>');
         const given = digest(match[1].trim());
@@ -41,6 +75,7 @@ export default fp<GuardOptions>(
         for (const key of keys) ok = timingSafeEqual(given, key) || ok;
         if (!ok) throw new CompactorError('CMP_ERR_AUTH_INVALID', 'the API key is not valid');
         reply.removeHeader('www-authenticate');
+        request.apiKeyDigest = given;
       });
     }
 
@@ -48,11 +83,10 @@ export default fp<GuardOptions>(
       await app.register(rateLimit, {
         max: options.rateLimit,
         timeWindow: 60_000,
-        allowList: (request) => !request.url.startsWith('/v1/'),
-        keyGenerator: (request) => {
-          const auth = request.headers.authorization;
-          return typeof auth === 'string' ? `key:${createHash('sha256').update(auth).digest('base64')}` : `ip:${request.ip}`;
-        },
+        allowList: (request) => !isApiRequest(request),
+        // The validated key (however its header was spelled), else the client's address: a made-up
+        // header buys no fresh budget.
+        keyGenerator: (request) => (request.apiKeyDigest ? `key:${request.apiKeyDigest.toString('base64')}` : `ip:${request.ip}`),
         errorResponseBuilder: (_request, context) =>
           new CompactorError(
             'CMP_ERR_RATE_LIMITED',
@@ -66,8 +100,8 @@ export default fp<GuardOptions>(
         maxEventLoopDelay: options.maxEventLoopDelay,
         retryAfter: 5,
         pressureHandler: (request, reply) => {
-          // Liveness, readiness and metrics keep answering: a saturated sidecar is not a dead one.
-          if (request.url.startsWith('/health') || request.url.startsWith('/metrics')) return;
+          // Liveness, readiness, metrics and docs keep answering: a saturated sidecar is not a dead one.
+          if (!isApiRequest(request)) return;
           reply.header('retry-after', '5');
           throw new CompactorError('CMP_ERR_OVERLOADED', 'the service is saturated; retry in 5 s');
         },

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { Counter, Gauge, Histogram } from 'prom-client';
 import { CompactorError } from '../errors.js';
+import { isApiRequest } from './guard.js';
 
 interface Waiter {
   resolve: (waitedMs: number) => void;
@@ -118,7 +119,7 @@ export default fp<QueueOptions>(
     });
     // Shed before the body is read: a request turned away costs no parsing.
     app.addHook('onRequest', async (request, reply) => {
-      if (!request.url.startsWith('/v1/')) return;
+      if (!isApiRequest(request)) return;
       const expected = turns.expectedWaitMs();
       if (options.maxWaitMs > 0 && expected > options.maxWaitMs) {
         const seconds = Math.min(60, Math.max(1, Math.ceil(expected / 1000)));
@@ -131,7 +132,7 @@ export default fp<QueueOptions>(
     });
     // Wait for the turn once the body is parsed and valid (a bad request is answered at once).
     app.addHook('preHandler', async (request, reply) => {
-      if (!request.url.startsWith('/v1/')) return;
+      if (!isApiRequest(request)) return;
       wait.observe((await turns.turn()) / 1000);
       if (request.raw.socket?.destroyed) {
         // The client gave up while it waited: nobody would read the answer, so no work is done.
@@ -141,5 +142,5 @@ export default fp<QueueOptions>(
       }
     });
   },
-  { name: 'queue', dependencies: ['problem', 'metrics'] },
+  { name: 'queue', dependencies: ['problem', 'metrics', 'guard'] },
 );

@@ -98,3 +98,80 @@ t.test('requests take turns in arrival order; past the queue wait limit new ones
   t.match(metrics, /compactor_queue_depth 0/);
   t.equal((await app.inject({ method: 'POST', url: '/v1/tokens', payload: history })).statusCode, 200, 'serves again');
 });
+
+/** A concrete request target for a route pattern (`:id` and `*` filled in). */
+const concrete = (url: string) => url.replace(/:[^/]+/g, 'art_000000000000000000000000').replace(/\*/g, 'index.html');
+
+t.test('every route the app serves, with and without a key, decided on the route matched', async (t) => {
+  for (const scope of ['api', 'all'] as const) {
+    const app = await build(t, { COMPACTOR_API_KEYS: 'key-one', COMPACTOR_AUTH_SCOPE: scope });
+    t.ok(app.routeTable.length >= 12, `${app.routeTable.length} routes registered`);
+    for (const route of app.routeTable) {
+      const url = concrete(route.url);
+      const method = route.method as 'GET' | 'POST' | 'HEAD';
+      const payload = method === 'POST' ? history : undefined;
+      const bare = await app.inject({ method, url, ...(payload ? { payload } : {}) });
+      const keyed = await app.inject({
+        method,
+        url,
+        headers: { authorization: 'Bearer key-one' },
+        ...(payload ? { payload } : {}),
+      });
+      t.equal(
+        route.protected,
+        scope === 'all' || route.url.startsWith('/v1/'),
+        `${method} ${route.url} protected as its scope says`,
+      );
+      if (route.protected) t.equal(bare.statusCode, 401, `${scope}: ${method} ${route.url} without a key`);
+      else t.not(bare.statusCode, 401, `${scope}: ${method} ${route.url} is open`);
+      t.not(keyed.statusCode, 401, `${scope}: ${method} ${route.url} with the key`);
+    }
+  }
+});
+
+t.test('percent-encoded and odd spellings of /v1 paths reach no handler without a key', async (t) => {
+  const app = await build(t, { COMPACTOR_API_KEYS: 'key-one', COMPACTOR_RATE_LIMIT: '1000' });
+  const api = app.routeTable.filter((r) => r.url.startsWith('/v1/'));
+  for (const route of api) {
+    const rest = concrete(route.url).slice('/v1'.length);
+    for (const prefix of ['/%76%31', '/v%31', '/%56%31', '/v1/.', '/v1%2F']) {
+      const url = `${prefix}${rest}`;
+      const method = route.method as 'GET' | 'POST' | 'HEAD';
+      const res = await app.inject({ method, url, ...(method === 'POST' ? { payload: history } : {}) });
+      t.ok([401, 404].includes(res.statusCode), `${method} ${url}: ${res.statusCode}`);
+    }
+  }
+});
+
+t.test('over a real socket: absolute-form and encoded request targets need the key too', async (t) => {
+  const { connect } = await import('node:net');
+  const { listen } = await import('../support/net.js');
+  const app = await build(t, { COMPACTOR_API_KEYS: 'key-one' });
+  const { port } = await listen(app);
+  const raw = (target: string, auth?: string) =>
+    new Promise<string>((resolve, reject) => {
+      const body = JSON.stringify(history);
+      const socket = connect(port, '127.0.0.1', () => {
+        socket.write(
+          `POST ${target} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n${auth ? `authorization: ${auth}\r\n` : ''}connection: close\r\n\r\n${body}`,
+        );
+      });
+      let data = '';
+      socket.on('data', (chunk) => {
+        data += chunk.toString();
+      });
+      socket.on('end', () => resolve(data.split('\r\n')[0] ?? ''));
+      socket.on('error', reject);
+    });
+  for (const target of [
+    `http://127.0.0.1:${port}/v1/tokens`,
+    '/%76%31/tokens',
+    '/v%31/tokens',
+    `http://evil.example/v1/tokens`,
+  ]) {
+    const status = await raw(target);
+    t.match(status, /^HTTP\/1\.1 (401|404|400)/, `${target} without a key: ${status}`);
+    t.notMatch(status, /^HTTP\/1\.1 200/, `${target} never answers 200 without a key`);
+  }
+  t.match(await raw(`http://127.0.0.1:${port}/v1/tokens`, 'Bearer key-one'), /^HTTP\/1\.1 200/, 'with the key it is served');
+});
