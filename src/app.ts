@@ -62,11 +62,24 @@ export function createLogger(config: Pick<Config, 'LOG_LEVEL'>): Logger {
 }
 
 /**
+ * How a request appears in the log lines Fastify writes: method, path and client, never the
+ * query string (a client may put a key or a token there) and never headers.
+ */
+function requestLine(req: { method?: string; url?: string; ip?: string; socket?: { remotePort?: number } }) {
+  return {
+    method: req.method,
+    url: (req.url ?? '').split('?')[0],
+    remoteAddress: req.ip,
+    remotePort: req.socket?.remotePort,
+  };
+}
+
+/**
  * Builds the Fastify app: plugins first (errors, metrics, health, docs, the service core), then
  * routes. It never listens; `server.ts` does, and the tests use `inject()` or their own port.
  */
 export async function buildApp(config: Config, deps: AppDeps = {}): Promise<FastifyInstance> {
-  const logger: FastifyBaseLogger = deps.logger ?? createLogger(config);
+  const logger: FastifyBaseLogger = (deps.logger ?? createLogger(config)).child({}, { serializers: { req: requestLine } });
   const app = Fastify({
     loggerInstance: logger,
     bodyLimit: config.COMPACTOR_BODY_LIMIT,
@@ -111,6 +124,7 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
     artifactTtlSeconds: config.COMPACTOR_ARTIFACT_TTL_SECONDS,
     summarizer: await createSummarizer(config),
     deadlineMs: config.COMPACTOR_DEADLINE_MS,
+    secret: config.COMPACTOR_ARTIFACT_SECRET,
     ...(deps.store ? { store: deps.store } : {}),
   });
 

@@ -1,7 +1,8 @@
 import { CompactorError, fieldError } from './errors.js';
 import type { FormatAdapter } from './formats/types.js';
+import type { Addresser } from './history/address.js';
 import { type ExpandResult, expandHistory } from './history/expand.js';
-import { ARTIFACT_ID, contentAddress } from './history/markers.js';
+import { ARTIFACT_ID } from './history/markers.js';
 import { type ArtifactStore, type NewArtifact, StoreUnavailableError } from './store/types.js';
 
 /** An offloaded original as `GET /v1/artifacts/{id}` returns it. */
@@ -15,6 +16,12 @@ export interface ArtifactView {
   expires_at: string;
 }
 
+/** Who is asking: the scope their artifacts live in, and how their artifact ids are made. */
+export interface Caller {
+  readonly scope: string;
+  readonly address: Addresser;
+}
+
 export interface ArtifactServiceOptions {
   store?: ArtifactStore | undefined;
   ttlSeconds: number;
@@ -24,7 +31,8 @@ export interface ArtifactServiceOptions {
 
 /**
  * Offloaded originals: persisting what a strategy offloaded, restoring placeholders (`expand`) and
- * reading one original. Store failures become 503 `CMP_ERR_STORE_UNAVAILABLE` here, in one place.
+ * reading one original, always within the caller's scope (another caller's ids are unknown here).
+ * Store failures become 503 `CMP_ERR_STORE_UNAVAILABLE` here, in one place.
  */
 export class ArtifactService {
   constructor(private readonly options: ArtifactServiceOptions) {}
@@ -42,16 +50,16 @@ export class ArtifactService {
   }
 
   /** Stores originals for the configured TTL (the same original twice is one artifact). */
-  async persist(artifacts: readonly NewArtifact[]): Promise<void> {
+  async persist(caller: Caller, artifacts: readonly NewArtifact[]): Promise<void> {
     if (artifacts.length === 0) return;
-    await this.call((store) => store.put(artifacts, this.options.ttlSeconds, this.options.now()));
+    await this.call((store) => store.put(caller.scope, artifacts, this.options.ttlSeconds, this.options.now()));
   }
 
   /** Stores entries if the store answers; returns whether it failed (the failure is logged, not thrown). */
-  async persistQuietly(artifacts: readonly NewArtifact[]): Promise<boolean> {
+  async persistQuietly(caller: Caller, artifacts: readonly NewArtifact[]): Promise<boolean> {
     if (artifacts.length === 0 || !this.options.store) return false;
     try {
-      await this.persist(artifacts);
+      await this.persist(caller, artifacts);
       return false;
     } catch {
       return true;
@@ -59,11 +67,11 @@ export class ArtifactService {
   }
 
   /** Stored contents by id; empty when the store cannot answer (callers treat it as a miss). */
-  async recall(ids: readonly string[]): Promise<Map<string, string>> {
+  async recall(caller: Caller, ids: readonly string[]): Promise<Map<string, string>> {
     const out = new Map<string, string>();
     if (!this.options.store || ids.length === 0) return out;
     try {
-      for (const [id, a] of await this.options.store.get(ids, this.options.now())) out.set(id, a.content);
+      for (const [id, a] of await this.options.store.get(caller.scope, ids, this.options.now())) out.set(id, a.content);
     } catch {
       // A cache miss: the caller recomputes.
     }
@@ -72,9 +80,11 @@ export class ArtifactService {
 
   /**
    * Restores every placeholder whose artifact is known, from the request's own `artifacts` (what
-   * `store: "inline"` returned; each checked against its content address) or from the store.
+   * `store: "inline"` returned; each checked against the id the caller's addresser gives its
+   * content) or from the caller's part of the store.
    */
   async expand(
+    caller: Caller,
     format: FormatAdapter,
     messages: readonly unknown[],
     given: readonly { id: string; content?: unknown }[] = [],
@@ -83,8 +93,12 @@ export class ArtifactService {
     given.forEach((a, i) => {
       // A response's artifacts may mix inline originals with refs to stored ones (no content).
       if (!('content' in a) || a.content === undefined) return;
-      if (contentAddress(JSON.stringify(a.content)).id !== a.id) {
-        throw fieldError('CMP_ERR_ARTIFACT_MISMATCH', `artifacts[${i}].content`, `does not hash to ${a.id}`);
+      if (caller.address(JSON.stringify(a.content)).id !== a.id) {
+        throw fieldError(
+          'CMP_ERR_ARTIFACT_MISMATCH',
+          `artifacts[${i}].content`,
+          `is not what ${a.id} names for this caller: it was changed, or another key or a service with another COMPACTOR_ARTIFACT_SECRET made it`,
+        );
       }
       inline.set(a.id, a.content);
     });
@@ -94,7 +108,7 @@ export class ArtifactService {
       for (const id of ids) if (inline.has(id)) out.set(id, inline.get(id));
       // Inline-only requests work without a store; anything else asks the store.
       if (wanted.length > 0 && (this.options.store || inline.size === 0)) {
-        const found = await this.call((store) => store.get(wanted, this.options.now()));
+        const found = await this.call((store) => store.get(caller.scope, wanted, this.options.now()));
         for (const [id, a] of found) out.set(id, JSON.parse(a.content));
       }
       return out;
@@ -102,8 +116,10 @@ export class ArtifactService {
   }
 
   /** One original; 404 `CMP_ERR_ARTIFACT_NOT_FOUND` when unknown or expired. */
-  async get(id: string): Promise<ArtifactView> {
-    const found = ARTIFACT_ID.test(id) ? (await this.call((store) => store.get([id], this.options.now()))).get(id) : undefined;
+  async get(caller: Caller, id: string): Promise<ArtifactView> {
+    const found = ARTIFACT_ID.test(id)
+      ? (await this.call((store) => store.get(caller.scope, [id], this.options.now()))).get(id)
+      : undefined;
     if (!found) throw fieldError('CMP_ERR_ARTIFACT_NOT_FOUND', 'id', `artifact ${JSON.stringify(id)} is unknown or has expired`);
     return {
       id: found.id,

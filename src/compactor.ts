@@ -1,9 +1,11 @@
+import { randomBytes } from 'node:crypto';
 import type { z } from 'zod';
-import { ArtifactService } from './artifacts.js';
+import { ArtifactService, type ArtifactView, type Caller } from './artifacts.js';
 import { CompactorError, fieldError } from './errors.js';
 import { detectFormat } from './formats/detect.js';
 import { formatByName } from './formats/registry.js';
 import type { FormatAdapter } from './formats/types.js';
+import { addresser, scopeOf } from './history/address.js';
 import type { ExpandResult } from './history/expand.js';
 import { buildGroups, firstUserTurn, groupIndexOf, headLength, runStarts } from './history/groups.js';
 import type { Action, Item, Violation, Warning } from './history/types.js';
@@ -66,6 +68,17 @@ export interface CompactorOptions {
   logger?: CompactorLogger;
   /** The clock, in milliseconds since the epoch. */
   now?: () => number;
+  /**
+   * The installation secret that keys artifact ids and scopes (`store.secret()` gives the one the
+   * store keeps). Default: random, so ids and cached summaries last as long as this instance.
+   */
+  secret?: string;
+}
+
+/** Per call: its deadline and who is asking (default: the shared scope of a service without keys). */
+export interface RunOptions {
+  signal?: AbortSignal | undefined;
+  caller?: Caller | undefined;
 }
 
 /**
@@ -78,12 +91,16 @@ export class Compactor {
   private readonly summarizer: Summarizer;
   /** Identical summaries in flight at once share one summarizer call. */
   private readonly flights = new SingleFlight<SettledSummary>();
+  private readonly secret: string;
+  private readonly shared: Caller;
 
   constructor(
     private readonly counter: TokenCounter,
     private readonly options: CompactorOptions = {},
   ) {
     this.summarizer = options.summarizer ?? new ExtractiveSummarizer();
+    this.secret = options.secret ?? randomBytes(32).toString('hex');
+    this.shared = this.caller(null);
     this.artifacts = new ArtifactService({
       store: options.store,
       ttlSeconds: options.artifactTtlSeconds ?? 7 * 24 * 3600,
@@ -93,16 +110,33 @@ export class Compactor {
   }
 
   /**
-   * `/v1/expand`: restores every placeholder whose artifact is known, from the store or from the
-   * request's own `artifacts` (what `store: "inline"` returned), and names the ones that are not.
+   * The caller a request speaks for: its scope, from the SHA-256 digest of its validated API key
+   * (null when no keys are configured: the one shared scope), and the addresser of its ids.
    */
-  async expand(req: {
-    messages: unknown[];
-    format?: string | undefined;
-    artifacts?: { id: string; content?: unknown }[] | undefined;
-  }): Promise<ExpandResult & { format: string }> {
+  caller(keyDigest: Uint8Array | null | undefined): Caller {
+    const scope = scopeOf(this.secret, keyDigest);
+    return { scope, address: addresser(this.secret, scope) };
+  }
+
+  /**
+   * `/v1/expand`: restores every placeholder whose artifact is known, from the caller's store or
+   * from the request's own `artifacts` (what `store: "inline"` returned), and names the ones that are not.
+   */
+  async expand(
+    req: {
+      messages: unknown[];
+      format?: string | undefined;
+      artifacts?: { id: string; content?: unknown }[] | undefined;
+    },
+    caller: Caller = this.shared,
+  ): Promise<ExpandResult & { format: string }> {
     const { format } = this.parse(req);
-    return { ...(await this.artifacts.expand(format, req.messages, req.artifacts)), format: format.name };
+    return { ...(await this.artifacts.expand(caller, format, req.messages, req.artifacts)), format: format.name };
+  }
+
+  /** `GET /v1/artifacts/{id}`: one of the caller's originals; 404 when unknown, expired or another's. */
+  artifact(id: string, caller: Caller = this.shared): Promise<ArtifactView> {
+    return this.artifacts.get(caller, id);
   }
 
   /** Detects (or takes) the format and parses every message; a malformed one is a 400. */
@@ -219,8 +253,10 @@ export class Compactor {
     strategy: Strategy<O, E>,
     req: Request,
     options: z.output<O>,
-    signal?: AbortSignal,
+    call: RunOptions = {},
   ): Promise<StrategyResponse<E>> {
+    const { signal } = call;
+    const caller = call.caller ?? this.shared;
     const h = this.prepare(req);
     const tokens = (saved: number) => ({
       before: h.occupancy,
@@ -247,9 +283,10 @@ export class Compactor {
     const out = await strategy.run(h, options, {
       counter: this.counter,
       profile: h.profile,
+      address: caller.address,
       summarizer: this.summarizer,
       flights: this.flights,
-      recall: (ids) => this.artifacts.recall(ids),
+      recall: (ids) => this.artifacts.recall(caller, ids),
       prepare: (messages, occupancy) => ({
         ...this.prepare({
           messages,
@@ -266,13 +303,13 @@ export class Compactor {
     });
     const warnings = [...h.warnings, ...out.warnings];
     if (out.bestEffort && !dryRun) {
-      const failed = await this.artifacts.persistQuietly(out.bestEffort);
+      const failed = await this.artifacts.persistQuietly(caller, out.bestEffort);
       if (failed)
         warnings.push({ code: 'cache_not_written', message: 'the summary cache could not be written: the store did not answer' });
     }
     if (out.reason) return unchanged(out.reason, warnings, out.extra, out.usage);
     this.checkOutput(strategy.kind, h.format, out.messages);
-    if (!dryRun && out.offload) await this.artifacts.persist(out.offload);
+    if (!dryRun && out.offload) await this.artifacts.persist(caller, out.offload);
     let freed = 0;
     for (const a of out.actions) freed += a.tokens_freed;
     const saved = Math.max(0, freed - out.addedTokens);

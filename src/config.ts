@@ -26,6 +26,7 @@ export const ConfigSchema = z.object({
     .regex(/^(memory:?|sqlite:.*|rediss?:\/\/.+)$/, 'expected sqlite:<path>, redis://host:port or memory:')
     .default('sqlite:./data/compactor.db'),
   COMPACTOR_ARTIFACT_TTL_SECONDS: intFromEnv(1, 10 * 365 * 24 * 3600).default(7 * 24 * 3600),
+  COMPACTOR_ARTIFACT_SECRET: z.string().min(32, 'must be at least 32 characters').max(1024).optional(),
   OPENAI_BASE_URL: z.url().optional(),
   OPENAI_API_KEY: z.string().min(1).optional(),
   COMPACTOR_SUMMARIZER_MODEL: z.string().min(1).max(256).optional(),
@@ -72,6 +73,8 @@ export const CONFIG_DOCS: Record<keyof Config, string> = {
   COMPACTOR_TOKEN_CACHE_ENTRIES: 'Per-message token counts kept in the count cache (0 = no cache)',
   COMPACTOR_STORE_URL: 'Artifact store: sqlite:<path> (file created on first use), redis://host:port, or memory:',
   COMPACTOR_ARTIFACT_TTL_SECONDS: 'How long offloaded originals live, in seconds (7 days)',
+  COMPACTOR_ARTIFACT_SECRET:
+    "Secret that keys artifact ids and caller scopes (never logged); unset: a random one kept in the store. Set the same one where services expand each other's inline artifacts",
   OPENAI_BASE_URL: 'OpenAI-compatible server the LLM summarizer calls (unset with no key: the extractive summarizer serves)',
   OPENAI_API_KEY: 'Key for that server (never logged)',
   COMPACTOR_SUMMARIZER_MODEL: 'Default summarizer model; required when an LLM is configured',

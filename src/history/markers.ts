@@ -1,5 +1,3 @@
-import { createHash } from 'node:crypto';
-
 /**
  * Markers that Compactor writes into the content it rewrites, and reads back on later calls:
  * `[compactor:art_<24 hex>]` names the artifact holding the original (expand restores it), and
@@ -23,12 +21,6 @@ export function markedIds(text: string): string[] {
   const ids = new Set<string>();
   for (const m of text.matchAll(new RegExp(MARKER_SOURCE, 'g'))) if (m[1] && m[1] !== 'cleared') ids.add(m[1]);
   return [...ids];
-}
-
-/** The content address of an original: `art_` + 24 hex digits of its SHA-256, and the full hash. */
-export function contentAddress(json: string): { id: string; sha256: string } {
-  const sha256 = createHash('sha256').update(json).digest('hex');
-  return { id: `art_${sha256.slice(0, 24)}`, sha256 };
 }
 
 /** Where a summary of ours sits: its own message, a request/answer pair, or joined to a neighbour. */

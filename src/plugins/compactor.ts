@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { Gauge } from 'prom-client';
@@ -24,6 +25,8 @@ export interface CompactorPluginOptions {
   deadlineMs: number;
   /** A store built by the caller (tests); otherwise one is opened from `storeUrl`. */
   store?: ArtifactStore;
+  /** `COMPACTOR_ARTIFACT_SECRET`; unset: the one the store keeps (created on first use). */
+  secret?: string | undefined;
 }
 
 /**
@@ -38,6 +41,8 @@ export default fp<CompactorPluginOptions>(
       if (!options.store) await store.close();
     });
     app.decorate('store', store);
+    // Ids and scopes are keyed by one secret that every replica sharing the store agrees on.
+    const secret = options.secret ?? (await store.secret(randomBytes(32).toString('hex')));
     app.decorate('deadlineMs', options.deadlineMs);
     app.decorate(
       'compactor',
@@ -46,6 +51,7 @@ export default fp<CompactorPluginOptions>(
         artifactTtlSeconds: options.artifactTtlSeconds,
         logger: app.log,
         summarizer: options.summarizer,
+        secret,
       }),
     );
     const stat = (name: string, help: string, read: () => number) =>

@@ -36,7 +36,7 @@ export default async function compactRoutes(app: FastifyInstance): Promise<void>
         response: { 200: ExpandResponse, ...PROBLEMS },
       },
     },
-    async (request) => app.compactor.expand(request.body),
+    async (request) => app.compactor.expand(request.body, app.compactor.caller(request.apiKeyDigest)),
   );
   zapp.get(
     '/v1/artifacts/:id',
@@ -50,6 +50,6 @@ export default async function compactRoutes(app: FastifyInstance): Promise<void>
         response: { 200: ArtifactResponse, 404: PROBLEMS[400], ...PROBLEMS },
       },
     },
-    async (request) => app.compactor.artifacts.get(request.params.id),
+    async (request) => app.compactor.artifact(request.params.id, app.compactor.caller(request.apiKeyDigest)),
   );
 }

@@ -42,7 +42,10 @@ export function strategyRoute<O extends z.ZodObject, E extends object>(app: Fast
       const { metrics } = app;
       let answer: Awaited<ReturnType<FastifyInstance['compactor']['run']>>;
       try {
-        answer = await app.compactor.run(route.strategy, body, body, AbortSignal.timeout(app.deadlineMs));
+        answer = await app.compactor.run(route.strategy, body, body, {
+          signal: AbortSignal.timeout(app.deadlineMs),
+          caller: app.compactor.caller(request.apiKeyDigest),
+        });
       } catch (error) {
         if (error instanceof CompactorError && error.code.startsWith('CMP_ERR_SUMMARIZER_'))
           metrics.summarizerErrors.inc({ code: error.code });

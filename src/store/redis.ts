@@ -2,7 +2,9 @@ import { Redis } from 'ioredis';
 import type { Artifact, ArtifactStore, NewArtifact } from './types.js';
 import { StoreUnavailableError } from './types.js';
 
+/** Keys: `compactor:art:<scope>:<id>` (a scope is hex or `shared`), and the installation secret. */
 const PREFIX = 'compactor:art:';
+const SECRET = 'compactor:secret';
 
 /**
  * Redis, for replicas that share artifacts: an artifact offloaded by one replica is expanded by
@@ -35,15 +37,16 @@ export class RedisStore implements ArtifactStore {
     }
   }
 
-  async put(artifacts: readonly NewArtifact[], ttlSeconds: number, now: number): Promise<void> {
+  async put(scope: string, artifacts: readonly NewArtifact[], ttlSeconds: number, now: number): Promise<void> {
     if (artifacts.length === 0) return;
     const ttl = ttlSeconds * 1000;
     await this.run('write', async () => {
       const pipeline = this.client.multi();
       for (const a of artifacts) {
         const value = JSON.stringify({ ...a, created_at: now, expires_at: now + ttl });
-        pipeline.set(PREFIX + a.id, value, 'PX', ttl, 'NX');
-        pipeline.pexpire(PREFIX + a.id, ttl, 'GT');
+        const key = `${PREFIX}${scope}:${a.id}`;
+        pipeline.set(key, value, 'PX', ttl, 'NX');
+        pipeline.pexpire(key, ttl, 'GT');
       }
       const results = await pipeline.exec();
       const failed = results?.find(([error]) => error);
@@ -51,13 +54,13 @@ export class RedisStore implements ArtifactStore {
     });
   }
 
-  async get(ids: readonly string[], now: number): Promise<Map<string, Artifact>> {
+  async get(scope: string, ids: readonly string[], now: number): Promise<Map<string, Artifact>> {
     const out = new Map<string, Artifact>();
     if (ids.length === 0) return out;
     const values = await this.run('read', async () => {
       const [values, ttls] = await Promise.all([
-        this.client.mget(ids.map((id) => PREFIX + id)),
-        Promise.all(ids.map((id) => this.client.pttl(PREFIX + id))),
+        this.client.mget(ids.map((id) => `${PREFIX}${scope}:${id}`)),
+        Promise.all(ids.map((id) => this.client.pttl(`${PREFIX}${scope}:${id}`))),
       ]);
       return values.map((v, i) => [v, ttls[i]] as const);
     });
@@ -69,6 +72,15 @@ export class RedisStore implements ArtifactStore {
       out.set(ids[i] as string, { ...stored, expires_at: expires });
     });
     return out;
+  }
+
+  async secret(candidate: string): Promise<string> {
+    return this.run('secret', async () => {
+      await this.client.set(SECRET, candidate, 'NX');
+      const value = await this.client.get(SECRET);
+      if (value === null) throw new Error('the secret was not kept');
+      return value;
+    });
   }
 
   async ping(): Promise<boolean> {

@@ -6,8 +6,10 @@ import { StoreUnavailableError } from './types.js';
 
 /**
  * The embedded default: one SQLite file (created with its folder on first use) in WAL mode, so a
- * sidecar keeps its artifacts across restarts with nothing to set up. Expired rows are deleted
- * at most once a minute, on write.
+ * sidecar keeps its artifacts across restarts with nothing to set up. Rows are keyed by scope and
+ * id. Expired rows are deleted at most once a minute, on write. The table of versions before
+ * 0.2 (`artifacts`, ids derived from content alone, no scope) is dropped on open: its ids could be
+ * guessed, and any caller could read any row.
  */
 export class SqliteStore implements ArtifactStore {
   readonly kind = 'sqlite' as const;
@@ -23,26 +25,31 @@ export class SqliteStore implements ArtifactStore {
     this.db.pragma('journal_mode = WAL');
     this.db.pragma('synchronous = NORMAL');
     this.db.pragma('busy_timeout = 5000');
-    this.db.exec(`CREATE TABLE IF NOT EXISTS artifacts (
-      id TEXT PRIMARY KEY,
+    this.db.exec(`DROP TABLE IF EXISTS artifacts;
+    CREATE TABLE IF NOT EXISTS scoped_artifacts (
+      scope TEXT NOT NULL,
+      id TEXT NOT NULL,
       kind TEXT NOT NULL,
       tool_name TEXT,
       content TEXT NOT NULL,
       sha256 TEXT NOT NULL,
       created_at INTEGER NOT NULL,
-      expires_at INTEGER NOT NULL
-    ) WITHOUT ROWID`);
-    this.insert = this.db.prepare(`INSERT INTO artifacts (id, kind, tool_name, content, sha256, created_at, expires_at)
-      VALUES (@id, @kind, @tool_name, @content, @sha256, @created_at, @expires_at)
-      ON CONFLICT(id) DO UPDATE SET
-        kind = CASE WHEN artifacts.expires_at <= @created_at THEN excluded.kind ELSE artifacts.kind END,
-        tool_name = CASE WHEN artifacts.expires_at <= @created_at THEN excluded.tool_name ELSE artifacts.tool_name END,
-        created_at = CASE WHEN artifacts.expires_at <= @created_at THEN excluded.created_at ELSE artifacts.created_at END,
-        expires_at = max(artifacts.expires_at, excluded.expires_at)`);
-    this.purge = this.db.prepare('DELETE FROM artifacts WHERE expires_at <= ?');
+      expires_at INTEGER NOT NULL,
+      PRIMARY KEY (scope, id)
+    ) WITHOUT ROWID;
+    CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID`);
+    this.insert =
+      this.db.prepare(`INSERT INTO scoped_artifacts (scope, id, kind, tool_name, content, sha256, created_at, expires_at)
+      VALUES (@scope, @id, @kind, @tool_name, @content, @sha256, @created_at, @expires_at)
+      ON CONFLICT(scope, id) DO UPDATE SET
+        kind = CASE WHEN scoped_artifacts.expires_at <= @created_at THEN excluded.kind ELSE scoped_artifacts.kind END,
+        tool_name = CASE WHEN scoped_artifacts.expires_at <= @created_at THEN excluded.tool_name ELSE scoped_artifacts.tool_name END,
+        created_at = CASE WHEN scoped_artifacts.expires_at <= @created_at THEN excluded.created_at ELSE scoped_artifacts.created_at END,
+        expires_at = max(scoped_artifacts.expires_at, excluded.expires_at)`);
+    this.purge = this.db.prepare('DELETE FROM scoped_artifacts WHERE expires_at <= ?');
   }
 
-  async put(artifacts: readonly NewArtifact[], ttlSeconds: number, now: number): Promise<void> {
+  async put(scope: string, artifacts: readonly NewArtifact[], ttlSeconds: number, now: number): Promise<void> {
     const expires = now + ttlSeconds * 1000;
     try {
       // An artifact with more than half its TTL left is not rewritten: the same history compacted
@@ -51,14 +58,16 @@ export class SqliteStore implements ArtifactStore {
       for (let i = 0; i < artifacts.length; i += 500) {
         const chunk = artifacts.slice(i, i + 500).map((a) => a.id);
         const rows = this.db
-          .prepare(`SELECT id FROM artifacts WHERE expires_at > ? AND id IN (${chunk.map(() => '?').join(',')})`)
-          .all(now + (ttlSeconds * 1000) / 2, ...chunk) as { id: string }[];
+          .prepare(
+            `SELECT id FROM scoped_artifacts WHERE scope = ? AND expires_at > ? AND id IN (${chunk.map(() => '?').join(',')})`,
+          )
+          .all(scope, now + (ttlSeconds * 1000) / 2, ...chunk) as { id: string }[];
         for (const row of rows) fresh.add(row.id);
       }
       const writes = artifacts.filter((a) => !fresh.has(a.id));
       if (writes.length === 0 && now < this.nextPurge) return;
       this.db.transaction(() => {
-        for (const a of writes) this.insert.run({ ...a, created_at: now, expires_at: expires });
+        for (const a of writes) this.insert.run({ ...a, scope, created_at: now, expires_at: expires });
         if (now >= this.nextPurge) {
           this.purge.run(now);
           this.nextPurge = now + 60_000;
@@ -69,7 +78,7 @@ export class SqliteStore implements ArtifactStore {
     }
   }
 
-  async get(ids: readonly string[], now: number): Promise<Map<string, Artifact>> {
+  async get(scope: string, ids: readonly string[], now: number): Promise<Map<string, Artifact>> {
     const out = new Map<string, Artifact>();
     if (ids.length === 0) return out;
     try {
@@ -77,14 +86,26 @@ export class SqliteStore implements ArtifactStore {
       for (let i = 0; i < ids.length; i += 500) {
         const chunk = ids.slice(i, i + 500);
         const rows = this.db
-          .prepare(`SELECT * FROM artifacts WHERE expires_at > ? AND id IN (${chunk.map(() => '?').join(',')})`)
-          .all(now, ...chunk) as Artifact[];
+          .prepare(
+            `SELECT id, kind, tool_name, content, sha256, created_at, expires_at FROM scoped_artifacts
+             WHERE scope = ? AND expires_at > ? AND id IN (${chunk.map(() => '?').join(',')})`,
+          )
+          .all(scope, now, ...chunk) as Artifact[];
         for (const row of rows) out.set(row.id, row);
       }
     } catch (error) {
       throw new StoreUnavailableError(`sqlite read failed: ${(error as Error).message}`);
     }
     return out;
+  }
+
+  async secret(candidate: string): Promise<string> {
+    try {
+      this.db.prepare("INSERT OR IGNORE INTO meta (key, value) VALUES ('secret', ?)").run(candidate);
+      return (this.db.prepare("SELECT value FROM meta WHERE key = 'secret'").get() as { value: string }).value;
+    } catch (error) {
+      throw new StoreUnavailableError(`sqlite secret failed: ${(error as Error).message}`);
+    }
   }
 
   async ping(): Promise<boolean> {

@@ -1,6 +1,10 @@
-/** What compaction offloaded: the original JSON value of one replaced unit, content-addressed. */
+/** What a strategy offloaded: the original JSON value of one replaced unit, or a summary-cache entry. */
 export interface Artifact {
-  /** `art_` + the first 24 hex digits of `sha256`: the same original is always the same artifact. */
+  /**
+   * `art_` + 24 hex digits of a keyed hash of the content (`history/address.ts`): the same
+   * original from the same caller is always the same artifact, and nobody can derive an id from
+   * content alone.
+   */
   readonly id: string;
   /** What the unit was: `tool_result`, `tool_input`, … */
   readonly kind: string;
@@ -18,18 +22,25 @@ export type NewArtifact = Omit<Artifact, 'created_at' | 'expires_at'>;
 
 /**
  * Where offloaded originals live. Implementations: SQLite (the embedded default), Redis (shared
- * by replicas), memory (tests, ephemeral sidecars). Every method may reject with a
+ * by replicas), memory (tests, ephemeral sidecars). Every artifact belongs to one caller's
+ * `scope` (derived from its API key; one shared scope when no keys are configured): an id read
+ * under another scope is absent, as if it had never been stored. Every method may reject with a
  * `StoreUnavailableError` when the backing service cannot be reached.
  */
 export interface ArtifactStore {
   readonly kind: 'sqlite' | 'redis' | 'memory';
   /**
-   * Stores artifacts for `ttlSeconds`. Storing an id that exists keeps its content and creation
-   * time and extends its expiry: the same original stored twice is one artifact.
+   * Stores artifacts under `scope` for `ttlSeconds`. Storing an id that exists keeps its content
+   * and creation time and extends its expiry: the same original stored twice is one artifact.
    */
-  put(artifacts: readonly NewArtifact[], ttlSeconds: number, now: number): Promise<void>;
-  /** The live (unexpired) artifacts among `ids`; unknown and expired ids are absent. */
-  get(ids: readonly string[], now: number): Promise<Map<string, Artifact>>;
+  put(scope: string, artifacts: readonly NewArtifact[], ttlSeconds: number, now: number): Promise<void>;
+  /** The live (unexpired) artifacts of `scope` among `ids`; unknown, expired and foreign ids are absent. */
+  get(scope: string, ids: readonly string[], now: number): Promise<Map<string, Artifact>>;
+  /**
+   * The installation's secret, which keys artifact ids and scopes: the one stored already, else
+   * `candidate`, stored now. Replicas sharing a store agree on it; it survives restarts.
+   */
+  secret(candidate: string): Promise<string>;
   /** Whether the store answers right now (for readiness and diagnostics). */
   ping(): Promise<boolean>;
   close(): Promise<void>;

@@ -1,5 +1,4 @@
 import type { FormatAdapter, UnitKind } from '../formats/types.js';
-import { contentAddress } from '../history/markers.js';
 import type { Action, ActionKind } from '../history/types.js';
 import type { NewArtifact } from '../store/types.js';
 import type { ArtifactRef, CompactOptions } from './compact.js';
@@ -53,7 +52,7 @@ export class Rewrite {
   /** The content address of an original unit (no id with `store: none`: nothing is kept). */
   pending(unit: unknown, kind: string, tool: string | null, tokens: number): Pending {
     const json = JSON.stringify(unit);
-    const { id, sha256 } = contentAddress(json);
+    const { id, sha256 } = this.ctx.address(json);
     return { id: this.store === 'none' ? null : id, sha256, json, unit, kind, tool, tokens };
   }
 

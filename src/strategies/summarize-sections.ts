@@ -1,4 +1,4 @@
-import { contentAddress } from '../history/markers.js';
+import { sha256Hex } from '../history/address.js';
 import type { Action, Group, Item, Warning } from '../history/types.js';
 import type { NewArtifact } from '../store/types.js';
 import type { SettledSummary, SummaryPlan, SummaryRequest, SummaryUsage } from '../summarizers/types.js';
@@ -97,7 +97,7 @@ export async function runSections(
 
   /** The originals of these messages as one range artifact (offloaded with `store: server`); its id. */
   const offloadRange = (indexes: readonly number[]): { id: string | null; rangeJson: string } => {
-    const ranged = rangeArtifact('section_range', h, indexes, null, o.store);
+    const ranged = rangeArtifact('section_range', h, indexes, null, o.store, ctx.address);
     offload.push(...ranged.offload);
     artifacts.push(...ranged.refs);
     return { id: ranged.id, rangeJson: ranged.json };
@@ -116,7 +116,13 @@ export async function runSections(
     request: (signal: AbortSignal | undefined) => SummaryRequest,
   ): Promise<SettledSummary> => {
     if (!summarizer) throw new Error('unreachable: no summarizer');
-    const got = await cachedSummary(ctx, summarizer, summaryKey(purpose, summarizer, asked, covered), asked.timeout_ms, request);
+    const got = await cachedSummary(
+      ctx,
+      summarizer,
+      summaryKey(purpose, summarizer, asked, covered, ctx.address),
+      asked.timeout_ms,
+      request,
+    );
     if (got.entry) bestEffort.push(got.entry);
     return got;
   };
@@ -128,7 +134,7 @@ export async function runSections(
     const usedTools = items.some((it) => it.calls.length > 0);
     // The form a summary pair takes: a synthetic tool exchange where the summarized pairs used
     // tools and the format takes one, else marked assistant text; either must fit its neighbours.
-    const id0 = `call_summary_${contentAddress(JSON.stringify(covered)).sha256.slice(0, 16)}`;
+    const id0 = `call_summary_${sha256Hex(JSON.stringify(covered)).slice(0, 16)}`;
     const probe = (text: string) =>
       (usedTools ? format.summaryExchange(id0, text, { signed: false, reasoning: undefined }) : undefined) ?? [
         format.textMessage('assistant', text),

@@ -265,10 +265,10 @@ async function rolling(h: PreparedHistory, o: SummarizeOptions, ctx: StrategyCon
 
   // 3. What to summarize: the range as transcript entries, the earlier summary, the exact facts.
   const previous = earlier?.marker.text ?? null;
-  const ranged = rangeArtifact('summary_range', h, range, earlier?.marker.id ?? null, o.store);
+  const ranged = rangeArtifact('summary_range', h, range, earlier?.marker.id ?? null, o.store, ctx.address);
   // The range is hashed once: its address names the range artifact and, with the earlier summary,
   // keys the summary cache (with the model checked against the allowed list: a 400 even when cached).
-  const cache = summaryKey('rolling', summarizer, o, JSON.stringify([previous, ranged.sha256]));
+  const cache = summaryKey('rolling', summarizer, o, JSON.stringify([previous, ranged.sha256]), ctx.address);
   // The transcript and its facts are built only when a summarizer will read them (not on a cache hit).
   const request = (signal?: AbortSignal) => summaryRequest(h, range, previous, o, signal);
   if (ctx.dryRun) return none('dry_run', { plan: summarizer.plan(request()) });

@@ -1,5 +1,5 @@
 import { CompactorError } from '../errors.js';
-import { contentAddress } from '../history/markers.js';
+import type { Address, Addresser } from '../history/address.js';
 import type { Item } from '../history/types.js';
 import type { NewArtifact } from '../store/types.js';
 import { extractFacts, guardFacts } from '../summarizers/facts.js';
@@ -87,10 +87,11 @@ export function rangeArtifact(
   indexes: readonly number[],
   previousId: string | null,
   store: 'server' | 'inline' | 'none',
+  address: Addresser,
 ): RangeArtifact {
   const value = { messages: indexes.map((i) => h.messages[i]), previous_id: previousId };
   const json = JSON.stringify(value);
-  const { id, sha256 } = contentAddress(json);
+  const { id, sha256 } = address(json);
   const ref: ArtifactRef = {
     id,
     message_index: indexes[0] as number,
@@ -166,10 +167,11 @@ export function summaryKey(
   summarizer: Summarizer,
   o: SummaryOptions,
   covered: string,
-): { id: string; sha256: string } {
+  address: Addresser,
+): Address {
   // The model the summary would come from, checked against the allowed list (a 400 when not).
   const shape = [PROMPT_VERSION, summarizer.kind, { ...o.summarizer, model: summarizer.model?.(o.summarizer.model) ?? null }];
-  return contentAddress(`${purpose}\n${JSON.stringify([...shape, o.max_input_tokens])}\n${covered}`);
+  return address(`${purpose}\n${JSON.stringify([...shape, o.max_input_tokens])}\n${covered}`);
 }
 
 /**
@@ -236,7 +238,7 @@ export interface CachedSummary extends SettledSummary {
 export async function cachedSummary(
   ctx: StrategyContext,
   summarizer: Summarizer,
-  key: { id: string; sha256: string },
+  key: Address,
   timeoutMs: number | undefined,
   request: (signal: AbortSignal | undefined) => SummaryRequest,
 ): Promise<CachedSummary> {

@@ -1,5 +1,6 @@
 import type { z } from 'zod';
 import type { FormatAdapter } from '../formats/types.js';
+import type { Addresser } from '../history/address.js';
 import type { Action, Group, Item, Warning } from '../history/types.js';
 import type { NewArtifact } from '../store/types.js';
 import type { SingleFlight } from '../summarizers/single-flight.js';
@@ -33,6 +34,11 @@ export interface PreparedHistory {
 /** What a strategy may use besides the history: injected, never imported. */
 export interface StrategyContext {
   readonly counter: TokenCounter;
+  /**
+   * Names offloaded originals and summary-cache entries for the caller (keyed by the installation
+   * secret and the caller's scope): ids are never derivable from content alone.
+   */
+  readonly address: Addresser;
   readonly profile: ModelProfile;
   readonly signal?: AbortSignal;
   /** The configured summarizer (the extractive one when no LLM is configured). */

@@ -89,7 +89,8 @@ t.test('compact, recall an artifact, expand byte-exact', async (t) => {
 });
 
 t.test('options: inputs, truncation, rules, exclusion, target, clear_at_least, dry run, none', async (t) => {
-  const app = await build(t, { COMPACTOR_STORE_URL: 'memory:' });
+  const secret = 'a-secret-shared-by-two-services-0123456789';
+  const app = await build(t, { COMPACTOR_STORE_URL: 'memory:', COMPACTOR_ARTIFACT_SECRET: secret });
   const post = async (payload: Record<string, unknown>) =>
     (
       await app.inject({ method: 'POST', url: '/v1/compact', payload: { messages: history, model: 'gpt-4o', ...payload } })
@@ -145,7 +146,8 @@ t.test('options: inputs, truncation, rules, exclusion, target, clear_at_least, d
 
   const inline = await post({ keep_tool_uses: 1, store: 'inline' });
   t.same(inline.artifacts[0].content, history[3], 'inline artifacts carry the original');
-  const fresh = await build(t, { COMPACTOR_STORE_URL: 'memory:' });
+  // Inline artifacts need no store, only the same secret: ids are keyed by it.
+  const fresh = await build(t, { COMPACTOR_STORE_URL: 'memory:', COMPACTOR_ARTIFACT_SECRET: secret });
   const ex = await fresh.inject({
     method: 'POST',
     url: '/v1/expand',
@@ -154,7 +156,15 @@ t.test('options: inputs, truncation, rules, exclusion, target, clear_at_least, d
       artifacts: inline.artifacts.map((a: { id: string; content: unknown }) => ({ id: a.id, content: a.content })),
     },
   });
-  t.same(ex.json().messages, history, 'inline artifacts expand on any replica');
+  t.same(ex.json().messages, history, 'inline artifacts expand on any replica with the same secret');
+  const stranger = await build(t, { COMPACTOR_STORE_URL: 'memory:' });
+  const foreign = await stranger.inject({
+    method: 'POST',
+    url: '/v1/expand',
+    payload: { messages: inline.messages, artifacts: [{ id: inline.artifacts[0].id, content: inline.artifacts[0].content }] },
+  });
+  t.equal(foreign.statusCode, 400, 'a service with another secret cannot check them: a clear 400, not a wrong restore');
+  t.equal(foreign.json().code, 'CMP_ERR_ARTIFACT_MISMATCH');
   const tampered = await fresh.inject({
     method: 'POST',
     url: '/v1/expand',
@@ -246,8 +256,10 @@ t.test('unknown or expired artifacts', async (t) => {
 });
 
 t.test('a store that cannot be reached is a 503, and window still works', async (t) => {
+  // A store that answered at boot (the installation secret) and went down afterwards.
   const broken: ArtifactStore = {
     kind: 'memory',
+    secret: async (candidate) => candidate,
     put: async () => {
       throw new StoreUnavailableError('down');
     },

@@ -3,14 +3,16 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t, { type Test as TapTest } from 'tap';
-import { contentAddress } from '../../src/history/markers.js';
+import { addresser } from '../../src/history/address.js';
 import { openStore } from '../../src/store/index.js';
 import type { ArtifactStore, NewArtifact } from '../../src/store/types.js';
 import { REDIS_URL, redisAvailable } from '../support/redis.js';
 
+const address = addresser('store-test-secret', 'shared');
+
 function artifact(content: unknown, kind = 'tool_result'): NewArtifact {
   const json = JSON.stringify(content);
-  const { id, sha256 } = contentAddress(json);
+  const { id, sha256 } = address(json);
   return { id, kind, tool_name: 'bash', content: json, sha256 };
 }
 
@@ -19,9 +21,10 @@ async function contract(t: Test, store: ArtifactStore): Promise<void> {
   const now = 1_800_000_000_000;
   const a = artifact({ role: 'tool', tool_call_id: `c-${Math.random()}`, content: 'x'.repeat(1000) });
   const b = artifact({ type: 'tool_result', tool_use_id: `t-${Math.random()}`, content: [{ type: 'text', text: 'é日本' }] });
-  t.same([...(await store.get([a.id, b.id], now)).keys()], [], 'unknown ids are absent');
-  await store.put([a, b], 60, now);
-  const got = await store.get([a.id, b.id, 'art_000000000000000000000000'], now + 1000);
+  const scope = `scope-${Math.random().toString(16).slice(2)}`;
+  t.same([...(await store.get(scope, [a.id, b.id], now)).keys()], [], 'unknown ids are absent');
+  await store.put(scope, [a, b], 60, now);
+  const got = await store.get(scope, [a.id, b.id, 'art_000000000000000000000000'], now + 1000);
   t.equal(got.size, 2, 'both stored, the unknown one absent');
   t.equal(got.get(a.id)?.content, a.content, 'content byte-exact');
   t.same(JSON.parse(got.get(b.id)?.content ?? 'null'), JSON.parse(b.content), 'unicode survives');
@@ -30,16 +33,21 @@ async function contract(t: Test, store: ArtifactStore): Promise<void> {
   // Redis keeps time by its own clock (the key's TTL), so allow the second that passed.
   t.ok(Math.abs((got.get(a.id)?.expires_at ?? 0) - (now + 60_000)) <= 2000, 'expires after the TTL');
 
-  await store.put([a], 120, now + 10_000);
-  const again = (await store.get([a.id], now + 10_000)).get(a.id);
+  t.equal((await store.get(`${scope}-other`, [a.id, b.id], now + 1000)).size, 0, 'another scope does not see them');
+  t.equal((await store.get('shared', [a.id, b.id], now + 1000)).size, 0, 'nor does the shared scope');
+
+  await store.put(scope, [a], 120, now + 10_000);
+  const again = (await store.get(scope, [a.id], now + 10_000)).get(a.id);
   t.equal(again?.created_at, now, 'the same original stored twice is one artifact: creation time kept');
   t.ok((again?.expires_at ?? 0) >= now + 130_000 - 5, 'and its expiry extended');
 
   if (store.kind !== 'redis') {
     // Redis expires keys on its own clock; the others are checked against the given time.
-    t.equal((await store.get([b.id], now + 61_000)).size, 0, 'expired artifacts are gone');
+    t.equal((await store.get(scope, [b.id], now + 61_000)).size, 0, 'expired artifacts are gone');
   }
   t.equal(await store.ping(), true);
+  const kept = await store.secret(`candidate-${Math.random()}`);
+  t.equal(await store.secret('another candidate'), kept, 'the installation secret, once stored, stays');
 }
 
 type Test = TapTest;
@@ -66,16 +74,17 @@ t.test('redis store', { skip: noRedis }, async (t) => {
   t.teardown(() => store.close());
   await contract(t, store);
   const real = artifact({ role: 'tool', tool_call_id: `ttl-${Math.random()}`, content: 'short-lived' });
-  await store.put([real], 1, Date.now());
+  await store.put('shared', [real], 1, Date.now());
   await new Promise((r) => setTimeout(r, 1300));
-  t.equal((await store.get([real.id], Date.now())).size, 0, 'Redis expires artifacts by their TTL');
+  t.equal((await store.get('shared', [real.id], Date.now())).size, 0, 'Redis expires artifacts by their TTL');
 });
 
 t.test('an unreachable Redis is a StoreUnavailableError, not a hang or a crash', async (t) => {
   const store = await openStore('redis://127.0.0.1:1/0');
   t.teardown(() => store.close());
-  await t.rejects(store.get(['art_000000000000000000000000'], Date.now()), { name: 'StoreUnavailableError' });
-  await t.rejects(store.put([artifact({ x: 1 })], 60, Date.now()), { name: 'StoreUnavailableError' });
+  await t.rejects(store.get('shared', ['art_000000000000000000000000'], Date.now()), { name: 'StoreUnavailableError' });
+  await t.rejects(store.put('shared', [artifact({ x: 1 })], 60, Date.now()), { name: 'StoreUnavailableError' });
+  await t.rejects(store.secret('x'), { name: 'StoreUnavailableError' });
   t.equal(await store.ping(), false);
 });
 
@@ -85,8 +94,8 @@ function durability(t: Test, url: string): void {
     import { openStore } from './dist/store/index.js';
     const store = await openStore(${JSON.stringify(url)});
     const a = { id: 'art_0123456789abcdef01234567', kind: 'tool_result', tool_name: 'bash', content: '{"role":"tool","content":"persisted"}', sha256: 'x' };
-    if (${JSON.stringify(mode)} === 'write') await store.put([a], 3600, Date.now());
-    else { const got = await store.get([a.id], Date.now()); process.stdout.write(got.get(a.id)?.content ?? 'missing'); }
+    if (${JSON.stringify(mode)} === 'write') await store.put('shared', [a], 3600, Date.now());
+    else { const got = await store.get('shared', [a.id], Date.now()); process.stdout.write(got.get(a.id)?.content ?? 'missing'); }
     await store.close();
   `;
   const root = new URL('../../', import.meta.url).pathname;

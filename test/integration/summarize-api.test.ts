@@ -639,9 +639,11 @@ t.test(
   async (t) => {
     const server = await withLlm(t);
     server.fallback = () => ({ content: '## Goal and constraints\nBuild the project.\n## Current state\nBuilt.' });
-    const app = await appWith(t, server);
-    // A second service with a store of its own: what it restores can only come from the request.
-    const elsewhere = await appWith(t, server);
+    // A second service with a store of its own (and the same secret, which keys artifact ids):
+    // what it restores can only come from the request.
+    const secret = { COMPACTOR_ARTIFACT_SECRET: 'a-secret-shared-by-two-services-0123456789' };
+    const app = await appWith(t, server, secret);
+    const elsewhere = await appWith(t, server, secret);
     const summarize = async (payload: object) =>
       (await app.inject({ method: 'POST', url: '/v1/summarize', payload: { ...payload, store: 'inline' } })).json();
     const expand = async (messages: unknown[], artifacts: unknown[]) =>

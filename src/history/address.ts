@@ -1,0 +1,43 @@
+import { createHash, createHmac } from 'node:crypto';
+
+/** Where an original is stored and how it is checked: its artifact id and the SHA-256 of its JSON. */
+export interface Address {
+  /** `art_` + 24 hex digits, keyed by the installation secret and the caller's scope. */
+  readonly id: string;
+  /** SHA-256 (hex) of the content, reported to the caller. */
+  readonly sha256: string;
+}
+
+/** Names content for one caller; the same content from the same caller always gets the same id. */
+export type Addresser = (json: string) => Address;
+
+/** The scope of every caller when no API keys are configured: one tenant. */
+export const SHARED_SCOPE = 'shared';
+
+export function sha256Hex(text: string): string {
+  return createHash('sha256').update(text).digest('hex');
+}
+
+/**
+ * The scope a caller's artifacts and cached summaries live in: derived from its API key (given as
+ * the key's SHA-256 digest, never the key itself) and the installation secret, so the stored scope
+ * says nothing about the key; `shared` without a key.
+ */
+export function scopeOf(secret: string, keyDigest: Uint8Array | null | undefined): string {
+  if (!keyDigest) return SHARED_SCOPE;
+  return createHmac('sha256', secret).update('compactor-scope\0').update(keyDigest).digest('hex').slice(0, 32);
+}
+
+/**
+ * Artifact ids for one scope: an HMAC of the content's SHA-256 under a key derived from the
+ * installation secret and the scope. Nobody can derive an id from content alone (so a 200 against
+ * a 404 confirms no guess about anyone's content), two callers never share an id, and the content
+ * is hashed once whatever its size.
+ */
+export function addresser(secret: string, scope: string): Addresser {
+  const key = createHmac('sha256', secret).update(`compactor-artifact-id\0${scope}`).digest();
+  return (json) => {
+    const sha256 = sha256Hex(json);
+    return { id: `art_${createHmac('sha256', key).update(sha256).digest('hex').slice(0, 24)}`, sha256 };
+  };
+}
