@@ -34,6 +34,19 @@ function problemJson(document: Document): Document {
   return document;
 }
 
+/**
+ * `/v1` operations name the bearer scheme, with an empty alternative: keys are needed only when
+ * the service has `COMPACTOR_API_KEYS` set (and, with `COMPACTOR_AUTH_SCOPE=all`, everywhere).
+ */
+function security(document: Document): Document {
+  const paths = (document as { paths?: Record<string, Record<string, { security?: unknown }>> }).paths;
+  for (const [path, methods] of Object.entries(paths ?? {})) {
+    if (!path.startsWith('/v1/')) continue;
+    for (const operation of Object.values(methods)) operation.security = [{ bearerAuth: [] }, {}];
+  }
+  return document;
+}
+
 /** The OpenAPI 3.1 document generated from the route schemas, Swagger UI at `/docs`. */
 export default fp(
   async (app: FastifyInstance, options: { version: string }) => {
@@ -41,6 +54,16 @@ export default fp(
       openapi: {
         openapi: '3.1.0',
         info: { title: 'Compactor', version: options.version, description: API_DESCRIPTION },
+        components: {
+          securitySchemes: {
+            bearerAuth: {
+              type: 'http',
+              scheme: 'bearer',
+              description:
+                'An API key from `COMPACTOR_API_KEYS`, sent as `Authorization: Bearer <key>`. Needed on `/v1/*` when keys are configured (on every path with `COMPACTOR_AUTH_SCOPE=all`); a service without keys is open and should listen on localhost only. Each key sees only the artifacts and cached summaries it made.',
+            },
+          },
+        },
         tags: [
           { name: 'strategies', description: 'Reduce a history' },
           { name: 'inspect', description: 'Count and check a history' },
@@ -48,7 +71,7 @@ export default fp(
         ],
       },
       transform: jsonSchemaTransform,
-      transformObject: (input) => problemJson(jsonSchemaTransformObject(input)),
+      transformObject: (input) => security(problemJson(jsonSchemaTransformObject(input))),
     });
     await app.register(swaggerUi, { routePrefix: '/docs' });
     app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());

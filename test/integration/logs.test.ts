@@ -51,6 +51,8 @@ t.test('message content, prompts and keys never reach a log line', async (t) => 
     { url: '/v1/summarize', payload: { messages: history, keep: { messages: 1 }, summarizer: { prompt: CANARY } } },
     { url: '/v1/fit', payload: { messages: history, target_tokens: 10 } },
     { url: '/v1/expand', payload: { messages: history } },
+    { url: `/v1/tokens?key=${CANARY}`, payload: { messages: history } },
+    { url: `/v1/nowhere?token=${CANARY}`, payload: { messages: history } },
   ];
   for (const { url, payload } of requests) {
     const res = await app.inject({
@@ -59,7 +61,7 @@ t.test('message content, prompts and keys never reach a log line', async (t) => 
       payload,
       headers: { 'content-type': 'application/json', authorization: `Bearer ${CANARY}` },
     });
-    t.ok(res.statusCode < 500, `${url} answered ${res.statusCode}`);
+    t.ok(res.statusCode < 500, `${url.split('?')[0]} answered ${res.statusCode}`);
   }
   t.ok(lines.length >= requests.length, `${lines.length} log lines captured`);
   const leaked = lines.filter((line) => JSON.stringify(line).includes(CANARY));
