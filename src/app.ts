@@ -3,16 +3,17 @@ import { createRequire } from 'node:module';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import { type Logger, pino } from 'pino';
-import sjson from 'secure-json-parse';
 import type { Config } from './config.js';
-import { CompactorError } from './errors.js';
+import admissionPlugin from './plugins/admission.js';
 import compactorPlugin from './plugins/compactor.js';
 import guardPlugin from './plugins/guard.js';
 import healthPlugin from './plugins/health.js';
 import metricsPlugin from './plugins/metrics.js';
+import offloadPlugin, { RawBody } from './plugins/offload.js';
 import problemPlugin from './plugins/problem.js';
 import queuePlugin from './plugins/queue.js';
 import swaggerPlugin from './plugins/swagger.js';
+import { parseJsonBody } from './request-body.js';
 import compactRoutes from './routes/compact.js';
 import fitRoutes from './routes/fit.js';
 import inspectRoutes from './routes/inspect.js';
@@ -31,30 +32,6 @@ export interface AppDeps {
 }
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
-
-/**
- * JSON bodies are parsed with `__proto__` and `constructor.prototype` keys refused (prototype
- * pollution), each failure with its own code.
- */
-function parseJsonBody(body: string): unknown {
-  if (body.length === 0 || body.trim().length === 0) {
-    throw new CompactorError('CMP_ERR_REQUEST_EMPTY_BODY', 'the body is empty; send a JSON object');
-  }
-  try {
-    return sjson.parse(body, null, { protoAction: 'error', constructorAction: 'error' });
-  } catch (error) {
-    const message = error instanceof Error ? error.message : String(error);
-    if (/prototype/i.test(message)) {
-      throw new CompactorError(
-        'CMP_ERR_REQUEST_FORBIDDEN_KEY',
-        'the body contains __proto__ or constructor.prototype keys, which are refused',
-      );
-    }
-    if (error instanceof RangeError)
-      throw new CompactorError('CMP_ERR_REQUEST_TOO_DEEP', 'the body is nested too deeply to parse');
-    throw new CompactorError('CMP_ERR_REQUEST_INVALID_JSON', `the body is not valid JSON (${message.slice(0, 120)})`);
-  }
-}
 
 /** Creates the pino logger the service uses: no request bodies, no headers. */
 export function createLogger(config: Pick<Config, 'LOG_LEVEL'>): Logger {
@@ -94,17 +71,36 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
     },
   });
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
+  // A large body is left unparsed here: a worker thread parses, validates and runs it (offload.ts).
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_request, body, done) => {
+    const bytes = body as Buffer;
+    if (app.offload.accepts(bytes.length)) {
+      done(null, new RawBody(bytes));
+      return;
+    }
     try {
-      done(null, parseJsonBody(body as string));
+      done(null, parseJsonBody(bytes.toString('utf8')));
     } catch (error) {
       done(error as Error, undefined);
     }
   });
-  app.setValidatorCompiler(validatorCompiler);
+  app.setValidatorCompiler((route) => {
+    const validate = validatorCompiler(route as Parameters<typeof validatorCompiler>[0]);
+    return (data: unknown) => (data instanceof RawBody ? { value: data } : validate(data));
+  });
   app.setSerializerCompiler(serializerCompiler);
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
+  });
+  // While draining, an answer still in the works closes its connection: Node reaps only the
+  // connections that are idle when the server closes, and a keep-alive client would otherwise
+  // hold the drain open until its keep-alive timeout.
+  let draining = false;
+  app.addHook('preClose', async () => {
+    draining = true;
+  });
+  app.addHook('onSend', async (_request, reply) => {
+    if (draining) reply.header('connection', 'close');
   });
 
   await app.register(problemPlugin);
@@ -118,6 +114,7 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   await app.register(metricsPlugin);
   await app.register(healthPlugin);
   await app.register(queuePlugin, { maxWaitMs: config.COMPACTOR_MAX_QUEUE_WAIT_MS });
+  await app.register(admissionPlugin, { maxInflightBytes: config.COMPACTOR_MAX_INFLIGHT_BYTES });
   await app.register(compactorPlugin, {
     tokenCacheEntries: config.COMPACTOR_TOKEN_CACHE_ENTRIES,
     storeUrl: config.COMPACTOR_STORE_URL,
@@ -126,6 +123,11 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
     deadlineMs: config.COMPACTOR_DEADLINE_MS,
     secret: config.COMPACTOR_ARTIFACT_SECRET,
     ...(deps.store ? { store: deps.store } : {}),
+  });
+  await app.register(offloadPlugin, {
+    workers: config.COMPACTOR_WORKERS,
+    minBytes: config.COMPACTOR_WORKER_MIN_BYTES,
+    config,
   });
 
   await app.register(windowRoutes);

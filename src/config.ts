@@ -55,6 +55,12 @@ export const ConfigSchema = z.object({
   COMPACTOR_RATE_LIMIT: intFromEnv(0, 1_000_000).default(0),
   COMPACTOR_MAX_EVENT_LOOP_DELAY_MS: intFromEnv(0, 60_000).default(1000),
   COMPACTOR_MAX_QUEUE_WAIT_MS: intFromEnv(0, 600_000).default(5000),
+  /** Worker threads for large requests (0: everything runs on the main thread). */
+  COMPACTOR_WORKERS: intFromEnv(0, 64).default(1),
+  /** Bodies of at least this many bytes run on a worker thread. */
+  COMPACTOR_WORKER_MIN_BYTES: intFromEnv(0, 1024 * 1024 * 1024).default(256 * 1024),
+  /** Request body bytes worked on at once; past it, 503 with retry-after (0: no limit). */
+  COMPACTOR_MAX_INFLIGHT_BYTES: intFromEnv(0, 64 * 1024 * 1024 * 1024).default(64 * 1024 * 1024),
   /** Deadline of one strategy request once received (summarizer calls included). */
   COMPACTOR_DEADLINE_MS: intFromEnv(1000, 3_600_000).default(120_000),
 });
@@ -88,6 +94,11 @@ export const CONFIG_DOCS: Record<keyof Config, string> = {
   COMPACTOR_MAX_EVENT_LOOP_DELAY_MS: 'Above this event-loop delay, answer 503 with retry-after instead of queueing (0 = off)',
   COMPACTOR_MAX_QUEUE_WAIT_MS:
     '/v1 requests take turns, one per event-loop iteration; one that would wait longer than this many ms gets 503 with retry-after (0 = off)',
+  COMPACTOR_WORKERS:
+    'Worker threads that run large requests off the main thread, so health probes answer during them (0 = all on the main thread; each thread adds about 150 MiB)',
+  COMPACTOR_WORKER_MIN_BYTES: 'Request bodies of at least this many bytes run on a worker thread',
+  COMPACTOR_MAX_INFLIGHT_BYTES:
+    'Request body bytes worked on at once; a request past it gets 503 with retry-after (0 = no limit; at least COMPACTOR_BODY_LIMIT). Size memory as about 6 times this plus 150 MiB',
   COMPACTOR_DEADLINE_MS: 'Deadline of one strategy request once received, summarizer calls and retries included',
 };
 
@@ -122,6 +133,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     if (worst >= c.COMPACTOR_DEADLINE_MS) {
       throw new ConfigError(
         `invalid configuration: COMPACTOR_DEADLINE_MS=${c.COMPACTOR_DEADLINE_MS} must exceed the summarizer's worst case, COMPACTOR_SUMMARIZER_TIMEOUT_MS × (COMPACTOR_SUMMARIZER_MAX_RETRIES + 1) + 10 s per retry = ${worst}`,
+      );
+    }
+  }
+  if (parsed.success) {
+    const c = parsed.data;
+    if (c.COMPACTOR_MAX_INFLIGHT_BYTES > 0 && c.COMPACTOR_MAX_INFLIGHT_BYTES < c.COMPACTOR_BODY_LIMIT) {
+      throw new ConfigError(
+        `invalid configuration: COMPACTOR_MAX_INFLIGHT_BYTES=${c.COMPACTOR_MAX_INFLIGHT_BYTES} must be at least COMPACTOR_BODY_LIMIT=${c.COMPACTOR_BODY_LIMIT}, or the largest request could never run`,
       );
     }
   }

@@ -81,3 +81,39 @@ export class CompactorError extends Error {
 export function fieldError(code: ErrorCode, path: string, message: string): CompactorError {
   return new CompactorError(code, `${path}: ${message}`, [{ path, message }]);
 }
+
+/** One schema validation failure as the zod validator reports it (`instancePath` like `/messages/3/role`). */
+export interface ValidationIssue {
+  readonly instancePath: string;
+  readonly keyword: string;
+  readonly message?: string | undefined;
+  readonly params?: Record<string, unknown> | undefined;
+}
+
+/** Zod paths such as `/messages/3/role` or `["keep"]` become `messages[3].role`. */
+function formatPath(parts: readonly (string | number)[]): string {
+  return parts.reduce<string>((out, part) => {
+    if (typeof part === 'number' || /^\d+$/.test(part)) return `${out}[${part}]`;
+    return out ? `${out}.${part}` : part;
+  }, '');
+}
+
+/**
+ * The 400 for a request that does not match its schema, naming each field: one function for the
+ * requests validated in line and those validated on a worker, so both answer alike.
+ */
+export function validationError(validation: readonly ValidationIssue[]): CompactorError {
+  const errors = validation.map((v) => {
+    const parts: (string | number)[] = v.instancePath.split('/').filter(Boolean);
+    // An unknown key is reported on its parent object; name the key itself.
+    const keys = v.keyword === 'unrecognized_keys' ? (v.params?.keys as string[] | undefined) : undefined;
+    if (keys?.[0] !== undefined) parts.push(keys[0]);
+    return { path: formatPath(parts) || '(body)', message: v.message ?? 'invalid' };
+  });
+  const first = errors[0];
+  return new CompactorError(
+    'CMP_ERR_REQUEST_VALIDATION',
+    first ? `${first.path}: ${first.message}` : 'the request does not match its schema',
+    errors,
+  );
+}

@@ -46,6 +46,8 @@ async function main(): Promise<void> {
   process.on('SIGINT', shutdown);
 
   await app.listen({ host: config.HOST, port: config.PORT });
+  // The worker pool starts now rather than on the first large request.
+  app.offload.warm().catch((error: unknown) => logger.error({ err: error }, 'the worker pool did not start'));
 }
 
 main().catch((error: unknown) => {

@@ -14,6 +14,10 @@ declare module 'fastify' {
     store: ArtifactStore;
     /** Deadline of one strategy request, in ms. */
     deadlineMs: number;
+    /** The installation secret (keys artifact ids and scopes); handed to worker threads, never logged. */
+    artifactSecret: string;
+    /** Whether the store lives in this process's memory (worker threads then reach it through the main thread). */
+    storeIsLocal: boolean;
   }
 }
 
@@ -43,6 +47,12 @@ export default fp<CompactorPluginOptions>(
     app.decorate('store', store);
     // Ids and scopes are keyed by one secret that every replica sharing the store agrees on.
     const secret = options.secret ?? (await store.secret(randomBytes(32).toString('hex')));
+    app.decorate('artifactSecret', secret);
+    const url = options.storeUrl;
+    app.decorate(
+      'storeIsLocal',
+      options.store !== undefined || url.startsWith('memory') || url === 'sqlite:' || url === 'sqlite::memory:',
+    );
     app.decorate('deadlineMs', options.deadlineMs);
     app.decorate(
       'compactor',

@@ -1,8 +1,15 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { Counter, collectDefaultMetrics, Histogram, Registry } from 'prom-client';
+import type { Report } from '../operations.js';
 
 declare module 'fastify' {
+  interface FastifyRequest {
+    /** What a strategy request did (counts and codes), for the metrics and the log line. */
+    report: Report | undefined;
+    /** The code of the problem the request was answered with, if any. */
+    problemCode: string | undefined;
+  }
   interface FastifyInstance {
     metrics: {
       registry: Registry;
@@ -71,11 +78,43 @@ export default fp(
     });
     app.decorate('metrics', { registry, tokensSaved, billedTokens, summarizerErrors, summaryCache, artifactsStored });
 
+    app.decorateRequest('report', undefined);
+    app.decorateRequest('problemCode', undefined);
     app.addHook('onResponse', async (request, reply) => {
       const route = request.routeOptions.url ?? 'unmatched';
       const labels = { method: request.method, route, status: String(reply.statusCode) };
       requests.inc(labels);
       duration.observe(labels, reply.elapsedTime / 1000);
+      if (request.problemCode?.startsWith('CMP_ERR_SUMMARIZER_')) summarizerErrors.inc({ code: request.problemCode });
+      const report = request.report;
+      if (!report) return;
+      if (report.applied) tokensSaved.inc({ strategy: report.strategy }, report.tokensSaved);
+      const { usage } = report;
+      if (usage.calls > 0) {
+        const model = usage.model ?? 'none';
+        billedTokens.inc({ model, kind: 'input' }, usage.input_tokens);
+        billedTokens.inc({ model, kind: 'output' }, usage.output_tokens);
+        billedTokens.inc({ model, kind: 'cached_input' }, usage.cached_input_tokens);
+      }
+      for (const code of report.summarizerFailures) summarizerErrors.inc({ code });
+      if (report.summaryCached !== null) summaryCache.inc({ result: report.summaryCached ? 'hit' : 'miss' });
+      for (const kind of report.storedKinds) artifactsStored.inc({ kind });
+      // Counts and codes only: never message content, prompts or keys.
+      request.log.info(
+        {
+          strategy: report.strategy,
+          format: report.format,
+          messages: report.messages,
+          applied: report.applied,
+          reason: report.reason,
+          tokens_before: report.tokensBefore,
+          tokens_after: report.tokensAfter,
+          billed_tokens: usage.total_tokens,
+          billed_model: usage.model,
+          duration_ms: Math.round(reply.elapsedTime),
+        },
+        'strategy done',
+      );
     });
 
     app.get('/metrics', { schema: { hide: true } }, async (_request, reply) => {

@@ -1,7 +1,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
-import { CompactorError, ERRORS, type ErrorCode, type FieldError } from '../errors.js';
+import { CompactorError, ERRORS, type ErrorCode, type FieldError, validationError } from '../errors.js';
 
 const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
 
@@ -46,33 +46,11 @@ export function sendProblem(
   return reply.code(status).type('application/problem+json').send(body);
 }
 
-/** Zod paths such as `/messages/3/role` or `["keep"]` become `messages[3].role`. */
-function formatPath(parts: readonly (string | number)[]): string {
-  return parts.reduce<string>((out, part) => {
-    if (typeof part === 'number' || /^\d+$/.test(part)) return `${out}[${part}]`;
-    return out ? `${out}.${part}` : part;
-  }, '');
-}
-
 function classify(error: FastifyError & { validation?: unknown }): { code: ErrorCode; detail: string; errors?: FieldError[] } {
   if (error instanceof CompactorError) {
     return { code: error.code, detail: error.message, ...(error.errors ? { errors: error.errors } : {}) };
   }
-  if (hasZodFastifySchemaValidationErrors(error)) {
-    const errors = error.validation.map((v) => {
-      const parts: (string | number)[] = v.instancePath.split('/').filter(Boolean);
-      // An unknown key is reported on its parent object; name the key itself.
-      const keys = v.keyword === 'unrecognized_keys' ? (v.params?.keys as string[] | undefined) : undefined;
-      if (keys?.[0] !== undefined) parts.push(keys[0]);
-      return { path: formatPath(parts) || '(body)', message: v.message ?? 'invalid' };
-    });
-    const first = errors[0];
-    return {
-      code: 'CMP_ERR_REQUEST_VALIDATION',
-      detail: first ? `${first.path}: ${first.message}` : 'the request does not match its schema',
-      errors,
-    };
-  }
+  if (hasZodFastifySchemaValidationErrors(error)) return classify(validationError(error.validation) as FastifyError);
   if (error instanceof SyntaxError && /prototype/i.test(error.message)) {
     return {
       code: 'CMP_ERR_REQUEST_FORBIDDEN_KEY',
@@ -98,6 +76,7 @@ export default fp(
   async (app: FastifyInstance) => {
     app.setErrorHandler((error: FastifyError, request, reply) => {
       const problem = classify(error);
+      request.problemCode = problem.code;
       const status = ERRORS[problem.code].status;
       // Shedding load is the service working as designed: a short warning, no stack (under
       // overload, thousands of stack traces a second would add to the load they report).

@@ -1,43 +1,27 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
-import {
-  ArtifactParams,
-  ArtifactResponse,
-  CompactRequest,
-  CompactResponse,
-  ExpandRequest,
-  ExpandResponse,
-} from '../schemas/compact.js';
-import { STRATEGIES } from '../strategies/registry.js';
-import { PROBLEMS, strategyRoute } from './strategy-route.js';
+import { ArtifactParams, ArtifactResponse } from '../schemas/compact.js';
+import { operationRoute, PROBLEMS } from './operation-route.js';
 
 /** `/v1/compact`, `/v1/expand` and `/v1/artifacts/{id}`. */
 export default async function compactRoutes(app: FastifyInstance): Promise<void> {
-  strategyRoute(app, {
+  operationRoute(app, {
     url: '/v1/compact',
-    strategy: STRATEGIES.compact,
-    body: CompactRequest,
-    response: CompactResponse,
+    tags: ['strategies'],
     summary: 'Compaction: deterministic, reversible reduction of old tool traffic',
     description:
       'Replaces old tool results (all but the newest `keep_tool_uses`, excluded tools and results under `min_tokens` left alone) with placeholders that say what was there and name the artifact holding the original; identical older results become pointers to the newest copy (`dedupe`); with `clear_tool_inputs`, large arguments of old write/edit calls are cleared; with `truncate_tokens`, old results that stay keep only their head and tail; with `clear_thinking`, old thinking is removed whole. Stops once under `target_tokens`; does nothing when the saving is under `clear_at_least`. Never calls an LLM. Deterministic and idempotent: compacting the output again changes nothing. `POST /v1/expand` restores the original history byte-exact (thinking removal excepted).',
   });
 
+  operationRoute(app, {
+    url: '/v1/expand',
+    tags: ['strategies'],
+    summary: 'Restore every offloaded original in a compacted history, byte-exact',
+    description:
+      'Finds the placeholders Compactor wrote (`[compactor:art_…]`) and puts each original back, from the store or from the `artifacts` a `store: "inline"` compaction returned. Unknown or expired ids are listed in `missing` and their placeholders stay; the rest of the history is still restored.',
+  });
+
   const zapp = app.withTypeProvider<ZodTypeProvider>();
-  zapp.post(
-    '/v1/expand',
-    {
-      schema: {
-        tags: ['strategies'],
-        summary: 'Restore every offloaded original in a compacted history, byte-exact',
-        description:
-          'Finds the placeholders Compactor wrote (`[compactor:art_…]`) and puts each original back, from the store or from the `artifacts` a `store: "inline"` compaction returned. Unknown or expired ids are listed in `missing` and their placeholders stay; the rest of the history is still restored.',
-        body: ExpandRequest,
-        response: { 200: ExpandResponse, ...PROBLEMS },
-      },
-    },
-    async (request) => app.compactor.expand(request.body, app.compactor.caller(request.apiKeyDigest)),
-  );
   zapp.get(
     '/v1/artifacts/:id',
     {

@@ -1,14 +1,10 @@
 import type { FastifyInstance } from 'fastify';
-import { FitRequest, FitResponse } from '../schemas/fit.js';
-import { STRATEGIES } from '../strategies/registry.js';
-import { SUMMARIZER_PROBLEMS, strategyRoute } from './strategy-route.js';
+import { operationRoute, SUMMARIZER_PROBLEMS } from './operation-route.js';
 
 export default async function fitRoutes(app: FastifyInstance): Promise<void> {
-  strategyRoute(app, {
+  operationRoute(app, {
     url: '/v1/fit',
-    strategy: STRATEGIES.fit,
-    body: FitRequest,
-    response: FitResponse,
+    tags: ['strategies'],
     problems: SUMMARIZER_PROBLEMS,
     summary: 'Fit: compact, then summarize if still over target, window as the last resort',
     description:

@@ -1,14 +1,10 @@
 import type { FastifyInstance } from 'fastify';
-import { SummarizeRequest, SummarizeResponse } from '../schemas/summarize.js';
-import { STRATEGIES } from '../strategies/registry.js';
-import { SUMMARIZER_PROBLEMS, strategyRoute } from './strategy-route.js';
+import { operationRoute, SUMMARIZER_PROBLEMS } from './operation-route.js';
 
 export default async function summarizeRoutes(app: FastifyInstance): Promise<void> {
-  strategyRoute(app, {
+  operationRoute(app, {
     url: '/v1/summarize',
-    strategy: STRATEGIES.summarize,
-    body: SummarizeRequest,
-    response: SummarizeResponse,
+    tags: ['strategies'],
     problems: SUMMARIZER_PROBLEMS,
     summary: 'Summaries: rolling (one summary of older history) or sections (per-section summaries)',
     description:

@@ -1,14 +1,10 @@
 import type { FastifyInstance } from 'fastify';
-import { WindowRequest, WindowResponse } from '../schemas/window.js';
-import { STRATEGIES } from '../strategies/registry.js';
-import { strategyRoute } from './strategy-route.js';
+import { operationRoute } from './operation-route.js';
 
 export default async function windowRoutes(app: FastifyInstance): Promise<void> {
-  strategyRoute(app, {
+  operationRoute(app, {
     url: '/v1/window',
-    strategy: STRATEGIES.window,
-    body: WindowRequest,
-    response: WindowResponse,
+    tags: ['strategies'],
     summary: 'Sliding window: keep the newest runs, messages or tokens',
     description:
       'Keeps the head (leading system messages), the first user message (unless `keep_first_user` is false) and the newest `keep` runs, messages or tokens; drops the rest. The cut moves back to the nearest safe boundary (never inside a tool exchange, never below the newest group, never where the format would reject the seam). `{runs: 0}` still keeps the run in flight. Never calls an LLM.',

@@ -1,0 +1,133 @@
+import type { z } from 'zod';
+import type { Caller } from './artifacts.js';
+import type { Compactor, StrategyResponse } from './compactor.js';
+import { type ArtifactRefSchema, CompactRequest, CompactResponse, ExpandRequest, ExpandResponse } from './schemas/compact.js';
+import { FitRequest, FitResponse } from './schemas/fit.js';
+import { SummarizeRequest, SummarizeResponse } from './schemas/summarize.js';
+import { TokensRequest, TokensResponse, ValidateRequest, ValidateResponse } from './schemas/tokens.js';
+import { WindowRequest, WindowResponse } from './schemas/window.js';
+import { STRATEGIES, type StrategyKind } from './strategies/registry.js';
+
+/** What one call runs with: its deadline and who is asking. */
+export interface Call {
+  readonly signal: AbortSignal;
+  readonly caller: Caller;
+}
+
+/**
+ * What a strategy request did, in counts and codes only (never content): the metrics and the
+ * "strategy done" log line are made from it, wherever the request ran (in line or on a worker).
+ */
+export interface Report {
+  strategy: StrategyKind;
+  format: string;
+  messages: number;
+  applied: boolean;
+  reason: string | undefined;
+  dryRun: boolean;
+  tokensBefore: number;
+  tokensAfter: number;
+  tokensSaved: number;
+  usage: StrategyResponse<unknown>['usage'];
+  /** Codes of the summarizer failures the strategy recovered from. */
+  summarizerFailures: string[];
+  /** Whether a summary was served from the cache; null when no summary was made. */
+  summaryCached: boolean | null;
+  /** Kinds of the artifacts stored on the server (inline ones excluded). */
+  storedKinds: string[];
+}
+
+export interface Outcome {
+  /** The response body, as its schema describes it. */
+  value: unknown;
+  report?: Report;
+}
+
+/** One POST endpoint's work, free of HTTP: its schemas and what it runs. */
+export interface Operation {
+  readonly url: string;
+  readonly body: z.ZodType;
+  readonly response: z.ZodType;
+  run(compactor: Compactor, body: never, call: Call): Promise<Outcome>;
+}
+
+type ArtifactRef = z.output<typeof ArtifactRefSchema>;
+
+async function runStrategy(compactor: Compactor, kind: StrategyKind, body: never, call: Call): Promise<Outcome> {
+  const strategy = STRATEGIES[kind] as (typeof STRATEGIES)['window'];
+  const request = body as Parameters<Compactor['run']>[1] & { messages: unknown[] };
+  const answer = await compactor.run(strategy, request, body, call);
+  const { extra, ...result } = answer;
+  const x = extra as { summary?: { cached?: boolean } | null; artifacts?: ArtifactRef[] };
+  const dryRun = request.dry_run === true;
+  const report: Report = {
+    strategy: kind,
+    format: result.format,
+    messages: request.messages.length,
+    applied: result.applied,
+    reason: result.reason,
+    dryRun,
+    tokensBefore: result.tokens.before,
+    tokensAfter: result.tokens.after,
+    tokensSaved: result.tokens.saved,
+    usage: result.usage,
+    summarizerFailures: result.warnings
+      .filter((w) => w.code === 'summarizer_failed')
+      .map((w) => w.message.split(':')[0] ?? 'unknown'),
+    summaryCached: x.summary ? x.summary.cached === true : null,
+    // An artifact returned inline (with its content) was not stored.
+    storedKinds: result.applied && !dryRun ? (x.artifacts ?? []).filter((a) => !('content' in a)).map((a) => a.kind) : [],
+  };
+  return { value: { ...result, ...extra }, report };
+}
+
+const strategy = (kind: StrategyKind, url: string, body: z.ZodType, response: z.ZodType): Operation => ({
+  url,
+  body,
+  response,
+  run: (compactor, request, call) => runStrategy(compactor, kind, request, call),
+});
+
+/**
+ * Every POST endpoint, by URL: the routes are registered from this table, and a worker thread
+ * runs the same entries for large bodies, so both paths validate, run and answer alike.
+ */
+export type OperationUrl =
+  | '/v1/window'
+  | '/v1/compact'
+  | '/v1/summarize'
+  | '/v1/fit'
+  | '/v1/tokens'
+  | '/v1/validate'
+  | '/v1/expand';
+
+export const OPERATIONS: Readonly<Record<OperationUrl, Operation>> = {
+  '/v1/window': strategy('window', '/v1/window', WindowRequest, WindowResponse),
+  '/v1/compact': strategy('compact', '/v1/compact', CompactRequest, CompactResponse),
+  '/v1/summarize': strategy('summarize', '/v1/summarize', SummarizeRequest, SummarizeResponse),
+  '/v1/fit': strategy('fit', '/v1/fit', FitRequest, FitResponse),
+  '/v1/tokens': {
+    url: '/v1/tokens',
+    body: TokensRequest,
+    response: TokensResponse,
+    run: async (compactor, body) => ({ value: compactor.tokens(body as Parameters<Compactor['tokens']>[0]) }),
+  },
+  '/v1/validate': {
+    url: '/v1/validate',
+    body: ValidateRequest,
+    response: ValidateResponse,
+    run: async (compactor, body) => ({ value: compactor.validate(body as Parameters<Compactor['validate']>[0]) }),
+  },
+  '/v1/expand': {
+    url: '/v1/expand',
+    body: ExpandRequest,
+    response: ExpandResponse,
+    run: async (compactor, body, call) => ({
+      value: await compactor.expand(body as Parameters<Compactor['expand']>[0], call.caller),
+    }),
+  },
+};
+
+export function isOperationUrl(url: string): url is OperationUrl {
+  return Object.hasOwn(OPERATIONS, url);
+}

@@ -1,0 +1,145 @@
+import { fileURLToPath } from 'node:url';
+import { MessageChannel } from 'node:worker_threads';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+import { Piscina } from 'piscina';
+import type { Config } from '../config.js';
+import { CompactorError } from '../errors.js';
+import type { OperationUrl } from '../operations.js';
+import { serveStore } from '../store/remote.js';
+import type { Task, TaskResult, WorkerInit } from '../worker.js';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    offload: Offload;
+  }
+}
+
+/** A request body left unparsed on the main thread: a worker parses, validates and runs it. */
+export class RawBody {
+  constructor(readonly bytes: Buffer) {}
+}
+
+/**
+ * The worker entry: the compiled `worker.js` beside the compiled plugins. Under the test runner,
+ * which loads the TypeScript sources, it is the built one in `dist/` (`npm test` builds first).
+ */
+function workerFile(): string {
+  const here = fileURLToPath(import.meta.url);
+  const compiled = here.endsWith('.ts')
+    ? here.replace(/([\\/])src([\\/])(?!.*[\\/]src[\\/])/, '$1dist$2').replace(/\.ts$/, '.js')
+    : here;
+  return fileURLToPath(new URL('../worker.js', `file://${compiled}`));
+}
+
+export interface OffloadOptions {
+  /** Worker threads; 0: every request runs on the main thread. */
+  workers: number;
+  /** Bodies of at least this many bytes run on a worker. */
+  minBytes: number;
+  config: Config;
+}
+
+/**
+ * Large requests run on a pool of worker threads (piscina), started on first use: the main thread
+ * only receives the bytes and sends the answer back, so liveness probes, metrics and new
+ * connections are served within milliseconds while a 30 MB history is worked on.
+ */
+export class Offload {
+  private pool: Piscina | undefined;
+
+  constructor(
+    private readonly options: OffloadOptions,
+    private readonly app: FastifyInstance,
+  ) {}
+
+  /** Whether a body of `bytes` runs on a worker. */
+  accepts(bytes: number): boolean {
+    return this.options.workers > 0 && bytes >= this.options.minBytes;
+  }
+
+  private start(): Piscina {
+    const init: WorkerInit = {
+      config: this.options.config,
+      secret: this.app.artifactSecret,
+      remoteStore: this.app.storeIsLocal,
+    };
+    this.pool = new Piscina({
+      filename: workerFile(),
+      minThreads: this.options.workers,
+      maxThreads: this.options.workers,
+      idleTimeout: Number.POSITIVE_INFINITY,
+      // Summaries wait on the LLM: a worker takes more tasks while one waits.
+      concurrentTasksPerWorker: 4,
+      workerData: init,
+    });
+    return this.pool;
+  }
+
+  /** Runs one request on the pool; the body is moved to the worker, not copied. */
+  async run(url: OperationUrl, body: Buffer, request: FastifyRequest): Promise<TaskResult> {
+    const pool = this.pool ?? this.start();
+    const bytes = new Uint8Array(body.buffer, body.byteOffset, body.byteLength);
+    const movable = body.byteOffset === 0 && body.byteLength === body.buffer.byteLength ? bytes : new Uint8Array(bytes);
+    const task: Task = {
+      url,
+      body: movable,
+      keyDigest: request.apiKeyDigest ? new Uint8Array(request.apiKeyDigest) : null,
+      deadlineMs: this.app.deadlineMs,
+      requestId: String(request.id),
+    };
+    const transferList: (ArrayBuffer | import('node:worker_threads').MessagePort)[] = [movable.buffer as ArrayBuffer];
+    if (this.app.storeIsLocal) {
+      const channel = new MessageChannel();
+      serveStore(channel.port1, this.app.store);
+      task.port = channel.port2;
+      transferList.push(channel.port2);
+      try {
+        return (await pool.run(task, { transferList })) as TaskResult;
+      } finally {
+        channel.port1.close();
+      }
+    }
+    return (await pool.run(task, { transferList })) as TaskResult;
+  }
+
+  /**
+   * Starts the pool and runs one small request on it, so the first large request does not pay for
+   * starting a thread and loading the tokenizer (seconds). The server calls it once it listens.
+   */
+  async warm(): Promise<void> {
+    if (this.options.workers === 0) return;
+    const body = Buffer.from(JSON.stringify({ messages: [{ role: 'user', content: 'warm up' }] }));
+    const result = await (this.pool ?? this.start()).run({
+      url: '/v1/tokens',
+      body: new Uint8Array(body),
+      keyDigest: null,
+      deadlineMs: 60_000,
+      requestId: 'warm-up',
+    } satisfies Task);
+    if (!(result as TaskResult).ok) throw failureError(result as Extract<TaskResult, { ok: false }>);
+  }
+
+  async close(): Promise<void> {
+    await this.pool?.destroy();
+  }
+}
+
+/** Turns a worker's failure back into the error the in-line path would have thrown. */
+export function failureError(result: Extract<TaskResult, { ok: false }>): Error {
+  const f = result.failure;
+  if (f.kind === 'problem') return new CompactorError(f.code, f.detail, f.errors);
+  const error = new Error(`worker: ${f.message}`);
+  if (f.stack) error.stack = f.stack;
+  return error;
+}
+
+/** Decorates the app with the worker pool (closed with the app). */
+export default fp<OffloadOptions>(
+  async (app: FastifyInstance, options) => {
+    const offload = new Offload(options, app);
+    app.decorate('offload', offload);
+    app.addHook('onClose', async () => offload.close());
+  },
+  { name: 'offload', dependencies: ['compactor'] },
+);

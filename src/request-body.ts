@@ -1,0 +1,26 @@
+import sjson from 'secure-json-parse';
+import { CompactorError } from './errors.js';
+
+/**
+ * JSON bodies are parsed with `__proto__` and `constructor.prototype` keys refused (prototype
+ * pollution), each failure with its own code.
+ */
+export function parseJsonBody(body: string): unknown {
+  if (body.length === 0 || body.trim().length === 0) {
+    throw new CompactorError('CMP_ERR_REQUEST_EMPTY_BODY', 'the body is empty; send a JSON object');
+  }
+  try {
+    return sjson.parse(body, null, { protoAction: 'error', constructorAction: 'error' });
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    if (/prototype/i.test(message)) {
+      throw new CompactorError(
+        'CMP_ERR_REQUEST_FORBIDDEN_KEY',
+        'the body contains __proto__ or constructor.prototype keys, which are refused',
+      );
+    }
+    if (error instanceof RangeError)
+      throw new CompactorError('CMP_ERR_REQUEST_TOO_DEEP', 'the body is nested too deeply to parse');
+    throw new CompactorError('CMP_ERR_REQUEST_INVALID_JSON', `the body is not valid JSON (${message.slice(0, 120)})`);
+  }
+}

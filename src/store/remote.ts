@@ -1,0 +1,100 @@
+import type { MessagePort } from 'node:worker_threads';
+import type { Artifact, ArtifactStore, NewArtifact } from './types.js';
+import { StoreUnavailableError } from './types.js';
+
+type Method = 'put' | 'get' | 'secret' | 'ping';
+
+interface StoreRequest {
+  id: number;
+  method: Method;
+  args: unknown[];
+}
+
+type StoreReply = { id: number; value: unknown } | { id: number; error: { name: string; message: string } };
+
+/**
+ * Serves a store to a worker thread over `port`: the main thread's store (an in-process memory
+ * store, or one a test built) answers the worker's calls. Replies carry plain values; a failure
+ * goes back by name and message, so the worker can raise the same error class.
+ */
+export function serveStore(port: MessagePort, store: ArtifactStore): void {
+  port.on('message', (request: StoreRequest) => {
+    const call = (): Promise<unknown> => {
+      const [a, b, c, d] = request.args;
+      switch (request.method) {
+        case 'put':
+          return store.put(a as string, b as NewArtifact[], c as number, d as number);
+        case 'get':
+          return store.get(a as string, b as string[], c as number);
+        case 'secret':
+          return store.secret(a as string);
+        default:
+          return store.ping();
+      }
+    };
+    call().then(
+      (value) => port.postMessage({ id: request.id, value } satisfies StoreReply),
+      (error: unknown) => {
+        const e = error instanceof Error ? error : new Error(String(error));
+        port.postMessage({ id: request.id, error: { name: e.name, message: e.message } } satisfies StoreReply);
+      },
+    );
+  });
+}
+
+/**
+ * A worker thread's view of a store served by the main thread (`serveStore`): each call goes
+ * through the port of the task that makes it (`portOf`), so a store that lives in the main
+ * thread's memory is shared by every thread. A call made outside a task fails as unavailable.
+ */
+export class RemoteStore implements ArtifactStore {
+  readonly kind = 'memory' as const;
+  private next = 0;
+  private readonly pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
+  private readonly listening = new WeakSet<MessagePort>();
+
+  constructor(private readonly portOf: () => MessagePort | undefined) {}
+
+  private call<T>(method: Method, args: unknown[]): Promise<T> {
+    const port = this.portOf();
+    if (!port) return Promise.reject(new StoreUnavailableError('no store channel outside a task'));
+    if (!this.listening.has(port)) {
+      this.listening.add(port);
+      port.on('message', (reply: StoreReply) => {
+        const waiter = this.pending.get(reply.id);
+        if (!waiter) return;
+        this.pending.delete(reply.id);
+        if ('error' in reply) {
+          const error =
+            reply.error.name === 'StoreUnavailableError'
+              ? new StoreUnavailableError(reply.error.message)
+              : new Error(reply.error.message);
+          waiter.reject(error);
+        } else waiter.resolve(reply.value);
+      });
+    }
+    const id = this.next++;
+    return new Promise<T>((resolve, reject) => {
+      this.pending.set(id, { resolve: resolve as (v: unknown) => void, reject });
+      port.postMessage({ id, method, args } satisfies StoreRequest);
+    });
+  }
+
+  put(scope: string, artifacts: readonly NewArtifact[], ttlSeconds: number, now: number): Promise<void> {
+    return this.call('put', [scope, artifacts, ttlSeconds, now]);
+  }
+
+  get(scope: string, ids: readonly string[], now: number): Promise<Map<string, Artifact>> {
+    return this.call('get', [scope, ids, now]);
+  }
+
+  secret(candidate: string): Promise<string> {
+    return this.call('secret', [candidate]);
+  }
+
+  ping(): Promise<boolean> {
+    return this.call('ping', []);
+  }
+
+  async close(): Promise<void> {}
+}

@@ -1,0 +1,136 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import { type MessagePort, threadId, workerData } from 'node:worker_threads';
+import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
+import { pino } from 'pino';
+import { Piscina } from 'piscina';
+import { Compactor } from './compactor.js';
+import type { Config } from './config.js';
+import { CompactorError, type ErrorCode, type FieldError, type ValidationIssue, validationError } from './errors.js';
+import { OPERATIONS, type OperationUrl, type Report } from './operations.js';
+import { parseJsonBody } from './request-body.js';
+import { openStore } from './store/index.js';
+import { RemoteStore } from './store/remote.js';
+import type { ArtifactStore } from './store/types.js';
+import { createSummarizer } from './summarizers/index.js';
+import { TokenCounter } from './tokens/counter.js';
+
+/** What the main thread gives every worker when the pool starts. */
+export interface WorkerInit {
+  config: Config;
+  /** The installation secret the main thread resolved (ids and scopes must agree across threads). */
+  secret: string;
+  /** Whether the store lives in the main thread (memory, or one a test built): calls go through each task's port. */
+  remoteStore: boolean;
+}
+
+/** One request's work: the raw body, moved (not copied) to the worker. */
+export interface Task {
+  url: OperationUrl;
+  body: Uint8Array;
+  /** SHA-256 digest of the validated API key, or null. */
+  keyDigest: Uint8Array | null;
+  deadlineMs: number;
+  requestId: string;
+  /** With a remote store: this task's channel to it. */
+  port?: MessagePort;
+}
+
+/** How a task failed, as plain data: a problem for the client, or an internal error for the log. */
+export type Failure =
+  | { kind: 'problem'; code: ErrorCode; detail: string; errors?: FieldError[] }
+  | { kind: 'internal'; message: string; stack?: string | undefined };
+
+export type TaskResult =
+  | { ok: true; payload: Uint8Array; report?: Report | undefined }
+  | { ok: false; failure: Failure; report?: undefined };
+
+const init = workerData as WorkerInit;
+/** Bodies of at least this many bytes are followed by a full collection. */
+const LARGE = 4 * 1024 * 1024;
+// V8's collector, reached without starting the whole process with --expose-gc (a worker may not).
+setFlagsFromString('--expose-gc');
+const gc = runInNewContext('gc') as (options?: { type: string; execution: string }) => void;
+const collect = (): void => {
+  // After the answer is posted: the collection delays no response.
+  setImmediate(() => gc({ type: 'major', execution: 'sync' }));
+};
+const taskPort = new AsyncLocalStorage<MessagePort | undefined>();
+let compactor: Promise<Compactor> | undefined;
+
+async function build(): Promise<Compactor> {
+  const { config } = init;
+  const store: ArtifactStore = init.remoteStore
+    ? new RemoteStore(() => taskPort.getStore())
+    : await openStore(config.COMPACTOR_STORE_URL);
+  const logger = pino({ level: config.LOG_LEVEL, base: { service: 'compactor', worker: threadId } });
+  return new Compactor(new TokenCounter(config.COMPACTOR_TOKEN_CACHE_ENTRIES), {
+    store,
+    artifactTtlSeconds: config.COMPACTOR_ARTIFACT_TTL_SECONDS,
+    summarizer: await createSummarizer(config),
+    secret: init.secret,
+    logger,
+  });
+}
+
+/** Parses, validates (the route's own schema, the same validator as in line), runs and serializes one request. */
+async function perform(task: Task): Promise<TaskResult> {
+  const op = OPERATIONS[task.url];
+  const text = Buffer.from(task.body.buffer, task.body.byteOffset, task.body.byteLength).toString('utf8');
+  // The bytes are not needed once decoded: let them go before the work that needs the memory.
+  task.body = new Uint8Array(0);
+  const body = parseJsonBody(text);
+  const checked = validatorCompiler({ schema: op.body, method: 'POST', url: op.url, httpPart: 'body' })(body) as
+    | { value: unknown }
+    | { error: ValidationIssue[] };
+  if ('error' in checked) throw validationError(checked.error);
+  compactor ??= build();
+  const core = await compactor;
+  const outcome = await op.run(core, checked.value as never, {
+    signal: AbortSignal.timeout(task.deadlineMs),
+    caller: core.caller(task.keyDigest),
+  });
+  const json = serializerCompiler({ schema: op.response, method: 'POST', url: op.url })(outcome.value) as string;
+  // Large strings get a buffer of their own (not Node's shared pool): it can be moved as it is.
+  const encoded = Buffer.from(json, 'utf8');
+  const payload =
+    encoded.byteOffset === 0 && encoded.byteLength === encoded.buffer.byteLength ? encoded : new Uint8Array(encoded);
+  return { ok: true, payload, report: outcome.report };
+}
+
+/** A result whose payload is moved to the main thread, not copied (piscina's transferable protocol). */
+function moved(result: TaskResult): TaskResult {
+  if (!result.ok) return result;
+  const transferable = {
+    [Piscina.transferableSymbol]: [result.payload.buffer],
+    [Piscina.valueSymbol]: result,
+  } as unknown as Parameters<typeof Piscina.move>[0];
+  return Piscina.move(transferable) as unknown as TaskResult;
+}
+
+/**
+ * The worker thread's entry (piscina): runs one request off the main thread, so that the main
+ * thread keeps answering health probes and accepting connections while a large history is read,
+ * counted, rewritten and written back.
+ */
+export default async function run(task: Task): Promise<TaskResult> {
+  const large = task.body.byteLength >= LARGE;
+  try {
+    return moved(await taskPort.run(task.port, () => perform(task)));
+  } catch (error) {
+    if (error instanceof CompactorError) {
+      return {
+        ok: false,
+        failure: { kind: 'problem', code: error.code, detail: error.message, ...(error.errors ? { errors: error.errors } : {}) },
+      };
+    }
+    const e = error instanceof Error ? error : new Error(String(error));
+    return { ok: false, failure: { kind: 'internal', message: e.message, stack: e.stack } };
+  } finally {
+    task.port?.close();
+    // A large request leaves a large heap of garbage: collect it now, off the main thread, so the
+    // worker's memory goes back down instead of waiting for V8's next major collection.
+    if (large) collect();
+  }
+}

@@ -1,0 +1,129 @@
+import { request as httpRequest } from 'node:http';
+import t from 'tap';
+import { build } from '../support/app.js';
+import { FakeOpenAI } from '../support/fake-openai.js';
+import { listen } from '../support/net.js';
+
+/** A history of about `bytes` bytes that summarization acts on. */
+function history(bytes: number): unknown[] {
+  const messages: unknown[] = [{ role: 'user', content: 'Fix the build.' }];
+  for (let i = 0; JSON.stringify(messages).length < bytes; i++) {
+    messages.push({ role: 'assistant', content: `step ${i}: ${'checked the build output and the failing target. '.repeat(20)}` });
+    messages.push({ role: 'user', content: `go on with step ${i + 1}` });
+  }
+  return messages;
+}
+
+const gauge = async (app: { inject: (o: object) => Promise<{ body: string }> }, name: string) =>
+  Number(new RegExp(`^${name} (\\S+)$`, 'm').exec((await app.inject({ method: 'GET', url: '/metrics' })).body)?.[1]);
+
+t.test(
+  'bytes in flight: past the limit a request is refused with 503 and retry-after, then served once bytes are released',
+  async (t) => {
+    const llm = await new FakeOpenAI().start();
+    t.teardown(() => llm.stop());
+    llm.fallback = () => ({ content: '## Goal and constraints\nFix the build.\n## Current state\nWorking.', delayMs: 600 });
+    const app = await build(t, {
+      COMPACTOR_STORE_URL: 'memory:',
+      COMPACTOR_WORKERS: '0',
+      COMPACTOR_BODY_LIMIT: '200000',
+      COMPACTOR_MAX_INFLIGHT_BYTES: '250000',
+      OPENAI_BASE_URL: llm.url,
+      OPENAI_API_KEY: 'sk-test',
+      COMPACTOR_SUMMARIZER_MODEL: 'small',
+    });
+    const big = { messages: history(150_000), keep: { messages: 4 } };
+    const slow = app.inject({ method: 'POST', url: '/v1/summarize', payload: big });
+    // The first request holds its bytes while the LLM takes its time.
+    for (let i = 0; i < 100 && (await gauge(app, 'compactor_inflight_bytes')) === 0; i++)
+      await new Promise((r) => setTimeout(r, 10));
+    t.ok((await gauge(app, 'compactor_inflight_bytes')) > 140_000, 'its bytes are in flight');
+    const refused = await app.inject({ method: 'POST', url: '/v1/tokens', payload: { messages: history(150_000) } });
+    t.equal(refused.statusCode, 503, 'a second large request would pass the limit');
+    t.equal(refused.json().code, 'CMP_ERR_OVERLOADED');
+    t.ok(Number(refused.headers['retry-after']) >= 1, `retry-after ${refused.headers['retry-after']}`);
+    const small = await app.inject({ method: 'POST', url: '/v1/tokens', payload: { messages: history(2000) } });
+    t.equal(small.statusCode, 200, 'a small one still fits');
+    t.equal((await app.inject({ method: 'GET', url: '/health/live' })).statusCode, 200, 'health is never refused');
+    t.equal((await slow).statusCode, 200, 'the first is served');
+    t.equal(await gauge(app, 'compactor_inflight_bytes'), 0, 'every byte is released');
+    t.equal(await gauge(app, 'compactor_admission_refused_total'), 1);
+    const again = await app.inject({ method: 'POST', url: '/v1/tokens', payload: { messages: history(150_000) } });
+    t.equal(again.statusCode, 200, 'the refused request is served when retried');
+  },
+);
+
+t.test('one request as large as the body limit always runs, even with a limit that fits only it', async (t) => {
+  const app = await build(t, {
+    COMPACTOR_STORE_URL: 'memory:',
+    COMPACTOR_BODY_LIMIT: '200000',
+    COMPACTOR_MAX_INFLIGHT_BYTES: '200000',
+  });
+  const res = await app.inject({ method: 'POST', url: '/v1/tokens', payload: { messages: history(190_000) } });
+  t.equal(res.statusCode, 200);
+});
+
+t.test('the limit may not be under the body limit: a configuration error', async (t) => {
+  const { loadConfig } = await import('../../src/config.js');
+  t.throws(
+    () => loadConfig({ COMPACTOR_BODY_LIMIT: '300000', COMPACTOR_MAX_INFLIGHT_BYTES: '200000' }),
+    /COMPACTOR_MAX_INFLIGHT_BYTES/,
+  );
+});
+
+t.test('over a real socket: chunked bodies are counted as they arrive; a client that leaves releases its bytes', async (t) => {
+  const llm = await new FakeOpenAI().start();
+  t.teardown(() => llm.stop());
+  llm.fallback = () => ({ content: '## Goal and constraints\nFix.\n## Current state\nWorking.', delayMs: 2000 });
+  const app = await build(t, {
+    COMPACTOR_STORE_URL: 'memory:',
+    COMPACTOR_WORKERS: '0',
+    COMPACTOR_BODY_LIMIT: '200000',
+    COMPACTOR_MAX_INFLIGHT_BYTES: '250000',
+    OPENAI_BASE_URL: llm.url,
+    OPENAI_API_KEY: 'sk-test',
+    COMPACTOR_SUMMARIZER_MODEL: 'small',
+    COMPACTOR_SUMMARIZER_TIMEOUT_MS: '5000',
+    COMPACTOR_SUMMARIZER_MAX_RETRIES: '0',
+  });
+  const { port } = await listen(app);
+  const send = (payload: object, chunked: boolean) => {
+    const body = Buffer.from(JSON.stringify(payload));
+    const req = httpRequest({
+      host: '127.0.0.1',
+      port,
+      method: 'POST',
+      path: '/v1/summarize',
+      headers: chunked
+        ? { 'content-type': 'application/json' }
+        : { 'content-type': 'application/json', 'content-length': body.length },
+    });
+    const answer = new Promise<{ status: number; body: string }>((resolve, reject) => {
+      req.on('response', (res) => {
+        let text = '';
+        res.on('data', (d) => {
+          text += d;
+        });
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
+      });
+      req.on('error', reject);
+    });
+    if (chunked) {
+      for (let i = 0; i < body.length; i += 16_384) req.write(body.subarray(i, i + 16_384));
+      req.end();
+    } else req.end(body);
+    return { req, answer };
+  };
+  const first = send({ messages: history(150_000), keep: { messages: 4 } }, true);
+  first.answer.catch(() => {}); // destroyed below: its answer never comes
+  for (let i = 0; i < 200 && (await gauge(app, 'compactor_inflight_bytes')) < 140_000; i++)
+    await new Promise((r) => setTimeout(r, 10));
+  t.ok((await gauge(app, 'compactor_inflight_bytes')) >= 140_000, 'a chunked body is counted');
+  const second = send({ messages: history(150_000), keep: { messages: 4 } }, true);
+  const refused = await second.answer;
+  t.equal(refused.status, 503, 'a chunked body that passes the limit is refused as its bytes arrive');
+  t.match(refused.body, /CMP_ERR_OVERLOADED/);
+  first.req.destroy();
+  for (let i = 0; i < 300 && (await gauge(app, 'compactor_inflight_bytes')) > 0; i++) await new Promise((r) => setTimeout(r, 10));
+  t.equal(await gauge(app, 'compactor_inflight_bytes'), 0, 'a client that went away released its bytes');
+});
