@@ -21,6 +21,7 @@ import summarizeRoutes from './routes/summarize.js';
 import windowRoutes from './routes/window.js';
 import type { ArtifactStore } from './store/types.js';
 import { createSummarizer } from './summarizers/index.js';
+import { Limiter } from './summarizers/limiter.js';
 
 const { version } = createRequire(import.meta.url)('../package.json') as { version: string };
 
@@ -103,6 +104,8 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
     if (draining) reply.header('connection', 'close');
   });
 
+  // Summarizer calls in flight, counted across the main thread and the worker pool.
+  const summarizerSlots = Limiter.shared();
   await app.register(problemPlugin);
   await app.register(guardPlugin, {
     apiKeys: config.COMPACTOR_API_KEYS,
@@ -119,7 +122,7 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
     tokenCacheEntries: config.COMPACTOR_TOKEN_CACHE_ENTRIES,
     storeUrl: config.COMPACTOR_STORE_URL,
     artifactTtlSeconds: config.COMPACTOR_ARTIFACT_TTL_SECONDS,
-    summarizer: await createSummarizer(config),
+    summarizer: await createSummarizer(config, summarizerSlots),
     deadlineMs: config.COMPACTOR_DEADLINE_MS,
     secret: config.COMPACTOR_ARTIFACT_SECRET,
     ...(deps.store ? { store: deps.store } : {}),
@@ -128,6 +131,7 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
     workers: config.COMPACTOR_WORKERS,
     minBytes: config.COMPACTOR_WORKER_MIN_BYTES,
     config,
+    summarizerSlots,
   });
 
   await app.register(windowRoutes);

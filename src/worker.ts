@@ -23,6 +23,8 @@ export interface WorkerInit {
   secret: string;
   /** Whether the store lives in the main thread (memory, or one a test built): calls go through each task's port. */
   remoteStore: boolean;
+  /** The summarizer's concurrency count (a SharedArrayBuffer): one limit for every thread. */
+  summarizerSlots: Int32Array;
 }
 
 /** One request's work: the raw body, moved (not copied) to the worker. */
@@ -68,7 +70,7 @@ async function build(): Promise<Compactor> {
   return new Compactor(new TokenCounter(config.COMPACTOR_TOKEN_CACHE_ENTRIES), {
     store,
     artifactTtlSeconds: config.COMPACTOR_ARTIFACT_TTL_SECONDS,
-    summarizer: await createSummarizer(config),
+    summarizer: await createSummarizer(config, init.summarizerSlots),
     secret: init.secret,
     logger,
   });

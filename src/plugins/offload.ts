@@ -38,6 +38,8 @@ export interface OffloadOptions {
   /** Bodies of at least this many bytes run on a worker. */
   minBytes: number;
   config: Config;
+  /** The summarizer's concurrency count, shared with the main thread. */
+  summarizerSlots: Int32Array;
 }
 
 /**
@@ -63,6 +65,7 @@ export class Offload {
       config: this.options.config,
       secret: this.app.artifactSecret,
       remoteStore: this.app.storeIsLocal,
+      summarizerSlots: this.options.summarizerSlots,
     };
     this.pool = new Piscina({
       filename: workerFile(),

@@ -7,9 +7,9 @@ import type { Summarizer } from './types.js';
 /**
  * The summarizer the configuration asks for: the LLM one when `OPENAI_BASE_URL` or
  * `OPENAI_API_KEY` is set (loaded only then), else the extractive one, so a fresh machine needs
- * no key.
+ * no key. Threads that pass the same `sharedSlots` share one concurrency limit.
  */
-export async function createSummarizer(config: Config): Promise<Summarizer> {
+export async function createSummarizer(config: Config, sharedSlots?: Int32Array): Promise<Summarizer> {
   if (!config.OPENAI_BASE_URL && !config.OPENAI_API_KEY) return new ExtractiveSummarizer();
   const { LlmSummarizer } = await import('./llm.js');
   const model = config.COMPACTOR_SUMMARIZER_MODEL as string;
@@ -22,6 +22,7 @@ export async function createSummarizer(config: Config): Promise<Summarizer> {
     timeoutMs: config.COMPACTOR_SUMMARIZER_TIMEOUT_MS,
     maxRetries: config.COMPACTOR_SUMMARIZER_MAX_RETRIES,
     concurrency: config.COMPACTOR_SUMMARIZER_CONCURRENCY,
+    sharedSlots,
     countTokens: (text) => countText(profile, text),
   });
 }

@@ -1,5 +1,6 @@
 import OpenAI from 'openai';
 import { CompactorError, type ErrorCode } from '../errors.js';
+import { Limiter } from './limiter.js';
 import { chunkPrompt, mergePrompt, SYSTEM_PROMPT, summaryPrompt } from './prompts.js';
 import { renderEntry } from './transcript.js';
 import type { Summarizer, SummaryPlan, SummaryRequest, SummaryResult, SummaryUsage, TranscriptEntry } from './types.js';
@@ -15,28 +16,13 @@ export interface LlmSummarizerOptions {
   timeoutMs: number;
   /** Retries after a retryable failure (429, 5xx, timeout, connection); never the SDK's own. */
   maxRetries: number;
-  /** Calls in flight at once, across all requests. */
+  /** Calls in flight at once, across all requests (and threads, with `sharedSlots`). */
   concurrency: number;
+  /** The integer that threads share to count calls in flight (`Limiter.shared()`); private when omitted. */
+  sharedSlots?: Int32Array | undefined;
   /** Longest wait honoured from a `retry-after` header, in ms. */
   maxRetryAfterMs?: number;
   countTokens: (text: string) => number;
-}
-
-/** A counting semaphore: at most `limit` calls upstream at once. */
-class Limiter {
-  private active = 0;
-  private readonly waiting: (() => void)[] = [];
-  constructor(private readonly limit: number) {}
-  async run<T>(op: () => Promise<T>): Promise<T> {
-    if (this.active >= this.limit) await new Promise<void>((resolve) => this.waiting.push(resolve));
-    this.active++;
-    try {
-      return await op();
-    } finally {
-      this.active--;
-      this.waiting.shift()?.();
-    }
-  }
 }
 
 /** Usage of every answer received for one summary, failed ones included. */
@@ -136,7 +122,7 @@ export class LlmSummarizer implements Summarizer {
       timeout: options.timeoutMs,
       maxRetries: 0,
     });
-    this.limiter = new Limiter(options.concurrency);
+    this.limiter = new Limiter(options.concurrency, options.sharedSlots);
   }
 
   /** The model a request gets: its own if allowed, else the default; 400 when not allowed. */
