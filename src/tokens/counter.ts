@@ -5,6 +5,7 @@ import { LRUCache } from 'lru-cache';
 import { CompactorError } from '../errors.js';
 import type { FormatAdapter } from '../formats/types.js';
 import type { Encoding, ModelProfile } from './models.js';
+import { cutAt, longRuns } from './runs.js';
 
 /** Special-token strings such as `<|endoftext|>` are counted as the text they are. */
 const AS_TEXT = { disallowedSpecial: new Set<string>() };
@@ -16,48 +17,18 @@ const ENCODERS: Record<Encoding, (text: string) => number> = {
 
 /**
  * Byte-pair merging is quadratic in the length of one pre-tokenized piece: 100,000 repeated
- * letters take seconds, 5 MB hours. Runs that the pre-tokenizer keeps whole (letters, including
- * every non-ASCII character such as unspaced CJK text; punctuation; whitespace) longer than
- * `LONG_RUN` are therefore counted in pieces of `PIECE` characters: linear time, exact for
- * ordinary text, and off by at most one token per piece on these pathological runs only.
+ * letters take seconds, 5 MB hours. Runs that the pre-tokenizer could keep whole (see `longRuns`:
+ * letters and marks, such as unspaced CJK text; punctuation and symbols, such as `—.—.` or emoji;
+ * whitespace; o200k's `\r\n/` suffix) at least `LONG_RUN` long are therefore counted in pieces of
+ * `PIECE` characters: linear time, exact for ordinary text (which has no such runs), and off by at
+ * most about one token per piece on these pathological runs only.
  */
 const LONG_RUN = 512;
 const PIECE = 256;
 
-/** Character classes of the pre-tokenizer, for ASCII; every non-ASCII character counts as a letter. */
-const SPACE = 0;
-const LETTER = 1;
-const DIGIT = 2;
-const OTHER = 3;
-const ASCII_CLASS = new Uint8Array(128).map((_, code) => {
-  if (code === 32 || (code >= 9 && code <= 13)) return SPACE;
-  if ((code >= 65 && code <= 90) || (code >= 97 && code <= 122)) return LETTER;
-  if (code >= 48 && code <= 57) return DIGIT;
-  return OTHER;
-});
-
-/** [start, end) pairs of runs long enough to make merging quadratic; one linear pass. */
-function longRuns(text: string): number[] {
-  const runs: number[] = [];
-  const n = text.length;
-  const first = text.charCodeAt(0);
-  let current = first < 128 ? (ASCII_CLASS[first] as number) : LETTER;
-  let start = 0;
-  for (let i = 1; i < n; i++) {
-    const code = text.charCodeAt(i);
-    const k = code < 128 ? (ASCII_CLASS[code] as number) : LETTER;
-    if (k === current) continue;
-    if (current !== DIGIT && i - start >= LONG_RUN) runs.push(start, i);
-    current = k;
-    start = i;
-  }
-  if (current !== DIGIT && n - start >= LONG_RUN) runs.push(start, n);
-  return runs;
-}
-
 function countRaw(encode: (text: string) => number, text: string): number {
   if (text.length < LONG_RUN) return encode(text);
-  const runs = longRuns(text);
+  const runs = longRuns(text, LONG_RUN);
   if (runs.length === 0) return encode(text);
   let total = 0;
   let from = 0;
@@ -65,7 +36,11 @@ function countRaw(encode: (text: string) => number, text: string): number {
     const start = runs[r] as number;
     const end = runs[r + 1] as number;
     if (start > from) total += encode(text.slice(from, start));
-    for (let i = start; i < end; i += PIECE) total += encode(text.slice(i, Math.min(i + PIECE, end)));
+    for (let i = start; i < end; ) {
+      const next = i + PIECE < end ? cutAt(text, i + PIECE) : end;
+      total += encode(text.slice(i, next));
+      i = next;
+    }
     from = end;
   }
   if (from < text.length) total += encode(text.slice(from));

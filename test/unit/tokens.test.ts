@@ -1,3 +1,4 @@
+import { countTokens as countCl100k } from 'gpt-tokenizer/encoding/cl100k_base';
 import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
 import t from 'tap';
 import { CompactorError } from '../../src/errors.js';
@@ -6,6 +7,7 @@ import { openaiChat } from '../../src/formats/openai-chat.js';
 import { checkDepth, countText, MAX_DEPTH, TokenCounter } from '../../src/tokens/counter.js';
 import { resolveModel } from '../../src/tokens/models.js';
 import { occupancyFromUsage, reportedTotal } from '../../src/tokens/occupancy.js';
+import { loadCorpus } from '../support/corpus.js';
 
 t.test('model table', async (t) => {
   t.match(resolveModel('gpt-4o-2024-08-06'), { encoding: 'o200k_base', exact: true, contextWindow: 128_000 });
@@ -25,6 +27,59 @@ t.test('text counting matches gpt-tokenizer; special tokens count as text', asyn
   const estimate = resolveModel('claude-sonnet-4');
   t.equal(countText(estimate, text), Math.ceil(countText(exact, text) * 1.2));
   t.equal(countText(exact, ''), 0);
+});
+
+/** Every string in a JSON value: message contents, parts, tool-call arguments. */
+function strings(value: unknown, out: string[] = []): string[] {
+  if (typeof value === 'string') out.push(value);
+  else if (Array.isArray(value)) for (const v of value) strings(v, out);
+  else if (typeof value === 'object' && value !== null) for (const v of Object.values(value)) strings(v, out);
+  return out;
+}
+
+t.test('ordinary text is counted exactly: every string of the real corpus, both encodings', async (t) => {
+  const asText = { disallowedSpecial: new Set<string>() };
+  const o200k = resolveModel('gpt-4o');
+  const cl100k = resolveModel('gpt-4');
+  let checked = 0;
+  let guarded = 0;
+  for (const transcript of loadCorpus()) {
+    for (const text of strings(transcript.messages)) {
+      if (text.length === 0) continue;
+      // Texts long enough for the long-run guard to look at are the ones that matter here.
+      if (text.length >= 512) guarded++;
+      if (countText(o200k, text) !== countTokens(text, asText)) t.fail(`${transcript.file}: o200k_base count differs`);
+      if (countText(cl100k, text) !== countCl100k(text, asText)) t.fail(`${transcript.file}: cl100k_base count differs`);
+      checked++;
+    }
+  }
+  t.ok(
+    checked > 1000 && guarded > 100,
+    `${checked} texts (${guarded} of 512 characters or more) counted as gpt-tokenizer counts them`,
+  );
+});
+
+t.test('pathological runs are counted in pieces, close to the exact count', async (t) => {
+  const o200k = resolveModel('gpt-4o');
+  const cl100k = resolveModel('gpt-4');
+  // 8 K characters: small enough for the exact (quadratic) count to finish quickly.
+  const runs = [
+    'a'.repeat(8192),
+    '—.'.repeat(4096),
+    '😀.'.repeat(2731),
+    '\u0301.'.repeat(4096),
+    '\n/'.repeat(4096),
+    '日'.repeat(8192),
+  ];
+  for (const text of runs) {
+    const label = JSON.stringify(text.slice(0, 4));
+    // At most about one token per piece of 256 characters either way.
+    const slack = Math.ceil(text.length / 256) + 1;
+    const o = countText(o200k, text);
+    const c = countText(cl100k, text);
+    t.ok(Math.abs(o - countTokens(text)) <= slack, `o200k_base ${label}: ${o} vs ${countTokens(text)}`);
+    t.ok(Math.abs(c - countCl100k(text)) <= slack, `cl100k_base ${label}: ${c} vs ${countCl100k(text)}`);
+  }
 });
 
 t.test('message counts: framing, media, cache', async (t) => {
