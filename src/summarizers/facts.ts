@@ -1,35 +1,29 @@
+import { MAX_FACT, scanFacts, trimEnd } from './fact-scan.js';
+
 /**
  * The fact guard (STRATEGIES.md, rolling step 6): exact identifiers are extracted from the range
  * before summarizing, and those the summary dropped are appended under "Key references", so that
  * file paths, URLs, ids, error codes and measured numbers survive summarization verbatim.
  */
-const PATTERNS: RegExp[] = [
-  /\bhttps?:\/\/[^\s"'<>()\][]+/g,
-  /(?:\.{0,2}\/)?(?:[\w@.-]+\/)+[\w@.-]+\.[A-Za-z0-9]{1,8}\b/g,
-  /\b[\w-]+\.(?:py|ts|tsx|js|jsx|mjs|cjs|json|ya?ml|toml|md|rs|go|java|kt|rb|php|c|h|cc|cpp|hpp|cs|sh|sql|html|css|txt|lock|cfg|ini)\b/g,
-  /\b[A-Z][A-Za-z]*(?:Error|Exception)\b/g,
-  /\b[A-Z][A-Z0-9]*_[A-Z0-9_]{2,}\b/g,
-  /\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b/gi,
-  /\b(?:call|toolu|msg|fc|rs|req|run|art)_[A-Za-z0-9]{6,}\b/g,
-  /\b[0-9a-f]{12,40}\b/g,
-  /\b\d+(?:\.\d+)?\s?(?:ms|s|sec|min|h|KB|MB|GB|KiB|MiB|GiB|%|tokens|req\/s)(?![A-Za-z])/g,
-];
 
-/** Identifiers of the range, in first-seen order, at most `limit` (the most frequent win ties). */
+/**
+ * Identifiers of the range (URLs, paths, file names with a known extension, `*Error` and
+ * `*Exception` names, CONSTANT_NAMES, UUIDs, prefixed ids such as `call_…`, hex strings of 12 to
+ * 40 digits, numbers with a unit), each 3 to 200 characters, in first-seen order; past `limit`
+ * (default 40), the most frequent are kept (the first seen win ties). Linear in the texts' length
+ * whatever they hold (`scanFacts`); never throws.
+ */
 export function extractFacts(texts: readonly string[], limit = 40): string[] {
   const seen = new Map<string, { first: number; count: number }>();
   let order = 0;
-  for (const text of texts) {
-    for (const pattern of PATTERNS) {
-      for (const m of text.matchAll(pattern)) {
-        const fact = m[0].replace(/[.,;:]+$/, '');
-        if (fact.length < 3 || fact.length > 200) continue;
-        const entry = seen.get(fact);
-        if (entry) entry.count++;
-        else seen.set(fact, { first: order++, count: 1 });
-      }
-    }
-  }
+  const emit = (found: string) => {
+    const fact = found.slice(0, trimEnd(found, 0, found.length));
+    if (fact.length < 3 || fact.length > MAX_FACT) return;
+    const entry = seen.get(fact);
+    if (entry) entry.count++;
+    else seen.set(fact, { first: order++, count: 1 });
+  };
+  for (const text of texts) scanFacts(text, emit);
   return [...seen.entries()]
     .sort((a, b) => b[1].count - a[1].count || a[1].first - b[1].first)
     .slice(0, limit)
