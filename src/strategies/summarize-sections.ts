@@ -247,9 +247,11 @@ export async function runSections(
   try {
     // 1. Older sections: header plus one summary pair, concurrently.
     // Every call is waited for, even after one fails: what the others bill is reported, and cached.
+    // Where each section is (`sections.indexOf` for each would be quadratic in their number).
+    const position = new Map(sections.map((s, si) => [s, si]));
     const settled = await Promise.allSettled(
       step1.map(async (s) => {
-        const summary = await summarizePairs(s.pairs, false, around(sections.indexOf(s), 0, s.pairs.length - 1));
+        const summary = await summarizePairs(s.pairs, false, around(position.get(s) as number, 0, s.pairs.length - 1));
         if (summary) s.pairs = [summary];
       }),
     );
@@ -257,7 +259,7 @@ export async function runSections(
     if (failed) throw failed.reason;
     // 2. Kept sections: oversized pairs alone, then the oldest pairs together until the section fits.
     for (const s of sections.slice(sections.length - kept)) {
-      const si = sections.indexOf(s);
+      const si = position.get(s) as number;
       const last = s.pairs.length - 1;
       for (let i = 0; i < last; i++) {
         const p = s.pairs[i] as Pair;
@@ -313,8 +315,9 @@ export async function runSections(
   }
   // Only the ranges a summary or QA header in the output names (a merge that was not written names
   // none): the messages this run inserted are the only ones that can name them.
-  const named = artifacts.length > 0 ? JSON.stringify(inserted) : '';
-  const written = artifacts.filter((a) => named.includes(a.id));
+  // The ids they name, read once (a search of all of them for each artifact is quadratic).
+  const named = new Set(artifacts.length > 0 ? JSON.stringify(inserted).match(/art_[0-9a-f]{24}/g) : []);
+  const written = artifacts.filter((a) => named.has(a.id));
   return {
     messages: out,
     actions,

@@ -15,6 +15,50 @@ import {
 import type { ArtifactRef } from './compact.js';
 import type { BilledUsage, PreparedHistory, StrategyContext } from './types.js';
 
+/** Where a history's tool calls are: for each id, the indexes of the messages making it, and its names. */
+type CallIndex = Map<string, { at: number[]; names: string[] }>;
+const callIndexes = new WeakMap<PreparedHistory, CallIndex>();
+
+/**
+ * The history's tool calls by id, read once per prepared history: every range of a sections run
+ * looks up the calls its results answer here, instead of reading every earlier call's arguments
+ * again (which made sections mode quadratic in the history's length).
+ */
+function callIndex(h: PreparedHistory): CallIndex {
+  const known = callIndexes.get(h);
+  if (known) return known;
+  const index: CallIndex = new Map();
+  h.items.forEach((item, i) => {
+    if (item.calls.length === 0) return;
+    for (const c of h.format.callSites(h.messages[i])) {
+      const entry = index.get(c.id) ?? { at: [], names: [] };
+      entry.at.push(i);
+      entry.names.push(c.name);
+      index.set(c.id, entry);
+    }
+  });
+  callIndexes.set(h, index);
+  return index;
+}
+
+/** The name of the tool whose call `callId`, made at or before message `at`, a result answers ('tool' if none). */
+function toolName(h: PreparedHistory, callId: string, at: number): string {
+  const entry = callIndex(h).get(callId);
+  if (!entry) return 'tool';
+  // The latest call with that id at or before the result (ids are unique in a valid history).
+  let lo = 0;
+  let hi = entry.at.length - 1;
+  let found = -1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    if ((entry.at[mid] as number) <= at) {
+      found = mid;
+      lo = mid + 1;
+    } else hi = mid - 1;
+  }
+  return found < 0 ? 'tool' : (entry.names[found] as string);
+}
+
 /**
  * The messages of a range as transcript entries for the summarizers: each message's prose, its
  * tool calls with their arguments, each tool result as its own entry with the tool's name and
@@ -22,22 +66,17 @@ import type { BilledUsage, PreparedHistory, StrategyContext } from './types.js';
  */
 export function rangeEntries(h: PreparedHistory, indexes: readonly number[]): TranscriptEntry[] {
   const { format, messages, items } = h;
-  const toolNames = new Map<string, string>();
-  for (let i = 0; i < (indexes[indexes.length - 1] ?? 0); i++) {
-    if ((items[i] as Item).calls.length > 0) for (const c of format.callSites(messages[i])) toolNames.set(c.id, c.name);
-  }
   const out: TranscriptEntry[] = [];
   for (const i of indexes) {
     const item = items[i] as Item;
     const message = messages[i];
     const calls = format.callSites(message);
-    for (const c of calls) toolNames.set(c.id, c.name);
     for (const r of format.resultSites(message)) {
       out.push({
         role: 'tool',
         text: r.text,
         calls: [],
-        tool: { name: toolNames.get(r.callId) ?? 'tool', error: r.error === true },
+        tool: { name: toolName(h, r.callId, i), error: r.error === true },
         media: [],
       });
     }
