@@ -123,6 +123,15 @@ export function render(
   template: string,
   vars: { tool: string; id: string | null; tokens: number; args: Record<string, unknown> | undefined },
 ): string {
+  // An argument named by several placeholders is rendered once (it may be a large object).
+  const rendered = new Map<string, string>();
+  const argument = (name: string, value: unknown) => {
+    const known = rendered.get(name);
+    if (known !== undefined) return known;
+    const text = renderValue(value);
+    rendered.set(name, text);
+    return text;
+  };
   return template.replace(/\{([^{}]+)\}/g, (whole, body: string) => {
     for (const alt of body.split('|').map((s) => s.trim())) {
       if (alt.startsWith('"') && alt.endsWith('"') && alt.length >= 2) return alt.slice(1, -1);
@@ -131,7 +140,7 @@ export function render(
       if (alt === 'tokens') return String(vars.tokens);
       if (alt.startsWith('args.')) {
         const value = vars.args?.[alt.slice('args.'.length)];
-        if (value !== undefined && value !== null && value !== '') return renderValue(value);
+        if (value !== undefined && value !== null && value !== '') return argument(alt, value);
         continue;
       }
       return whole;
