@@ -2,9 +2,16 @@ import { clip } from './transcript.js';
 import type { Summarizer, SummaryPlan, SummaryRequest, SummaryResult, TranscriptEntry } from './types.js';
 import { NO_SUMMARY_USAGE } from './types.js';
 
+/** The first non-blank line, cut at `max`: reads up to that line only, not the whole text. */
 const firstLine = (text: string, max: number) => {
-  const line = text.split('\n').find((l) => l.trim() !== '') ?? '';
-  return line.length > max ? `${line.slice(0, max - 1)}…` : line.trim();
+  for (let start = 0; start <= text.length; ) {
+    const newline = text.indexOf('\n', start);
+    const end = newline < 0 ? text.length : newline;
+    const line = text.slice(start, end);
+    if (line.trim() !== '') return line.length > max ? `${line.slice(0, max - 1)}…` : line.trim();
+    start = end + 1;
+  }
+  return '';
 };
 
 function events(entries: readonly TranscriptEntry[]): string[] {
