@@ -1,0 +1,124 @@
+import assert from 'node:assert/strict';
+import fc from 'fast-check';
+import { clearMergeCache as clearCl100k } from 'gpt-tokenizer/encoding/cl100k_base';
+import { clearMergeCache as clearO200k } from 'gpt-tokenizer/encoding/o200k_base';
+import t from 'tap';
+import { Compactor } from '../../src/compactor.js';
+import { SummarizeOptions, summarizeStrategy } from '../../src/strategies/summarize.js';
+import { ExtractiveSummarizer } from '../../src/summarizers/extractive.js';
+import { extractFacts } from '../../src/summarizers/facts.js';
+import { escapeContent, renderTranscript } from '../../src/summarizers/transcript.js';
+import type { TranscriptEntry } from '../../src/summarizers/types.js';
+import { countText, TokenCounter } from '../../src/tokens/counter.js';
+import { resolveModel } from '../../src/tokens/models.js';
+import { build, FAMILIES, type Shape } from '../support/adversarial.js';
+import { growth } from '../support/growth.js';
+
+/**
+ * Every text pass over user content is linear in the text's length, on the shapes that made some
+ * of them quadratic: CPU time at 4n is under 8 times the time at n (linear gives about 4,
+ * quadratic 16). n is 64 K code units: at n the slowest linear pass takes a few hundred
+ * milliseconds, the fastest well under one (those are repeated until measurable).
+ */
+const N = 64 * 1024;
+const MAX_RATIO = 8;
+
+const o200k = resolveModel('gpt-4o');
+const cl100k = resolveModel('gpt-4');
+
+const toolEntry = (text: string): TranscriptEntry => ({
+  role: 'tool',
+  text,
+  calls: [],
+  tool: { name: 'bash', error: false },
+  media: [],
+});
+
+const extractive = new ExtractiveSummarizer();
+const rolling = SummarizeOptions.parse({ mode: 'rolling', keep: { messages: 2 }, store: 'none' });
+const sections = SummarizeOptions.parse({ mode: 'sections', store: 'none' });
+
+/** One section of an agent history: a request, a tool call (`script` its argument), its result (`text`), an answer. */
+function section(i: number, text: string, script = 'npm run build'): unknown[] {
+  const args = JSON.stringify({ command: `${script} ${i}` });
+  const call = { id: `call_${i}`, type: 'function', function: { name: 'bash', arguments: args } };
+  return [
+    { role: 'user', content: `Look at build ${i} and fix it.` },
+    { role: 'assistant', content: null, tool_calls: [call] },
+    { role: 'tool', tool_call_id: call.id, content: text },
+    { role: 'assistant', content: `Build ${i} is fixed.` },
+  ];
+}
+
+/** A short agent history whose one tool result is the text. */
+const history = (text: string): unknown[] => [...section(0, text), { role: 'user', content: 'Go on.' }];
+
+/**
+ * A request through the service core, as a route makes it. A new core each time: one keeps a
+ * summary just made for 10 s (identical requests share it), which later runs would only recall.
+ */
+const summarize = (messages: unknown[], options: SummarizeOptions) =>
+  new Compactor(new TokenCounter(0)).run(summarizeStrategy, { messages, format: 'openai-chat' }, options);
+
+const PASSES: Record<string, (text: string) => unknown> = {
+  'token count, o200k_base': (text) => countText(o200k, text),
+  'token count, cl100k_base': (text) => countText(cl100k, text),
+  extractFacts: (text) => extractFacts([text]),
+  'transcript rendering (clip, escape)': (text) => renderTranscript([toolEntry(text)]),
+  escapeContent: (text) => escapeContent(text),
+  'extractive summarize': (text) =>
+    extractive.summarize({ entries: [toolEntry(text)], previous: text, facts: [], maxTokens: 1024 }),
+  'summarize end to end (rolling, extractive)': async (text) => {
+    const res = await summarize(history(text), rolling);
+    assert.ok(res.extra.summary, 'the range was summarized');
+  },
+};
+
+/**
+ * gpt-tokenizer caches the merges of up to 100,000 pieces across calls: repeated runs at n would
+ * be all hits and those at 4n, with more distinct pieces, misses. Every call starts cold.
+ */
+const cold =
+  (pass: (text: string) => unknown) =>
+  (text: string): unknown => {
+    clearO200k();
+    clearCl100k();
+    return pass(text);
+  };
+
+const describe = (shape: Shape) =>
+  shape.kind === 'repeat' ? JSON.stringify(shape.unit.slice(0, 40)) : `${shape.kind} seed ${shape.seed}`;
+
+for (const [family, { shapes, examples }] of Object.entries(FAMILIES)) {
+  t.test(`${family}: every text pass is linear`, async (t) => {
+    await fc.assert(
+      fc.asyncProperty(shapes, async (shape) => {
+        const texts = [build(shape, N), build(shape, 2 * N), build(shape, 4 * N)] as const;
+        const slow: string[] = [];
+        for (const [name, pass] of Object.entries(PASSES)) {
+          const g = await growth(texts, cold(pass));
+          const times = g.times.map((ms) => `${ms.toFixed(1)} ms`).join(', ');
+          if (!(g.ratio < MAX_RATIO)) slow.push(`${name}: CPU at n, 2n, 4n: ${times} (×${g.reps})`);
+        }
+        assert.deepEqual(slow, [], `${describe(shape)}: superlinear`);
+      }),
+      // A failure is a timing: shrinking would only repeat slow runs.
+      { numRuns: 1, examples: examples.map((shape) => [shape]), endOnFailure: true },
+    );
+    t.pass(`CPU time at 4n stayed under ${MAX_RATIO} times the time at n, for every pass`);
+  });
+}
+
+t.test('sections mode is linear in the number of sections', async (t) => {
+  // Each section summary used to read every earlier tool call's arguments again: with scripts of
+  // 4 KB, that work is most of the time by 2,000 sections.
+  const result = 'FAILED tests/test_api.py::test_get - KeyError: id\n'.repeat(20);
+  const script = 'cd /work && npm test -- --reporter=dot '.repeat(100);
+  const histories = [500, 1000, 2000].map((n) => Array.from({ length: n }, (_, i) => section(i, result, script)).flat());
+  const g = await growth(histories as [unknown[], unknown[], unknown[]], async (messages) => {
+    const res = await summarize(messages, sections);
+    assert.equal(res.applied, true);
+  });
+  const times = g.times.map((ms) => `${ms.toFixed(1)} ms`).join(', ');
+  t.ok(g.ratio < MAX_RATIO, `CPU at 500, 1000, 2000 sections: ${times}`);
+});
