@@ -106,10 +106,15 @@ interface Earlier {
   host?: unknown;
 }
 
-/** Finds an earlier summary of ours right after the prefix (or joined to its last message). */
+/**
+ * Finds an earlier summary of ours right after the prefix (or joined to its last message). Only
+ * messages that exist are read: the prefix may be the whole history (nothing but system messages),
+ * and a summary request may be its last message, with no answer after it.
+ */
 function findEarlier(h: PreparedHistory, prefixEnd: number): Earlier | undefined {
   const { format, messages } = h;
   const last = prefixEnd - 1;
+  const prose = (i: number) => (i < messages.length ? format.prose(messages[i]) : undefined);
   if (last >= 0) {
     const joined = parseSummary(format.lastText(messages[last]));
     if (joined && (joined.placement === 'joined' || joined.placement === 'joined-string')) {
@@ -121,10 +126,10 @@ function findEarlier(h: PreparedHistory, prefixEnd: number): Earlier | undefined
       };
     }
   }
-  const own = parseSummary(format.prose(messages[prefixEnd]));
+  const own = parseSummary(prose(prefixEnd));
   if (own?.placement === 'own') return { start: prefixEnd, end: prefixEnd + 1, marker: own };
-  if (format.prose(messages[prefixEnd]) === SUMMARY_REQUEST) {
-    const pair = parseSummary(format.prose(messages[prefixEnd + 1]));
+  if (prose(prefixEnd) === SUMMARY_REQUEST) {
+    const pair = parseSummary(prose(prefixEnd + 1));
     if (pair?.placement === 'pair') return { start: prefixEnd, end: prefixEnd + 2, marker: pair };
   }
   return undefined;

@@ -1,0 +1,95 @@
+/**
+ * Inputs from a black-box trial that used to answer 500: histories with nothing but system
+ * messages, a summary request as the last message, placeholder templates naming built-in
+ * properties, tool arguments nested thousands of levels deep inside their JSON string, and deeply
+ * nested inline artifacts. Each is a 4xx problem or a 200 that says what it did, never a 500.
+ */
+import type { FastifyInstance } from 'fastify';
+import t from 'tap';
+import { SUMMARY_REQUEST } from '../../src/history/markers.js';
+import { build } from '../support/app.js';
+import { violationsOf } from '../support/invariants.js';
+
+const post = (app: FastifyInstance, url: string, payload: unknown) =>
+  app.inject({ method: 'POST', url, payload: payload as Record<string, unknown> });
+
+type Fmt = 'openai-chat' | 'anthropic' | 'openai-responses' | 'gemini';
+const user: Record<Fmt, (text: string) => unknown> = {
+  'openai-chat': (text) => ({ role: 'user', content: text }),
+  anthropic: (text) => ({ role: 'user', content: text }),
+  'openai-responses': (text) => ({ role: 'user', content: text }),
+  gemini: (text) => ({ role: 'user', parts: [{ text }] }),
+};
+const assistant: Record<Fmt, (text: string) => unknown> = {
+  'openai-chat': (text) => ({ role: 'assistant', content: text }),
+  anthropic: (text) => ({ role: 'assistant', content: [{ type: 'text', text }] }),
+  'openai-responses': (text) => ({ type: 'message', role: 'assistant', content: [{ type: 'output_text', text }] }),
+  gemini: (text) => ({ role: 'model', parts: [{ text }] }),
+};
+const head: Record<Fmt, unknown[]> = {
+  'openai-chat': [{ role: 'system', content: 'You are an agent.' }],
+  anthropic: [],
+  'openai-responses': [{ role: 'developer', content: 'You are an agent.' }],
+  gemini: [],
+};
+
+t.test('a history of only system (and developer) messages: summarize and fit say there is nothing to do', async (t) => {
+  const app = await build(t);
+  const histories = [
+    [{ role: 'system', content: 'You are an agent.' }],
+    [
+      { role: 'system', content: 'You are an agent.' },
+      { role: 'developer', content: 'Be brief.' },
+    ],
+  ];
+  for (const messages of histories) {
+    for (const format of ['openai-chat', 'openai-responses'] as const) {
+      for (const [url, extra] of [
+        ['/v1/summarize', {}],
+        ['/v1/summarize', { dry_run: true }],
+        ['/v1/summarize', { mode: 'sections' }],
+        ['/v1/fit', { target_tokens: 0 }],
+        ['/v1/fit', { target_tokens: 0, dry_run: true }],
+      ] as const) {
+        const name = `${format} ${messages.length} system message(s) ${url} ${JSON.stringify(extra)}`;
+        const res = await post(app, url, { messages, format, ...extra });
+        t.equal(res.statusCode, 200, name, { body: res.body.slice(0, 300) });
+        const body = res.json();
+        t.equal(body.applied, false, name);
+        t.same(body.messages, messages, `${name}: unchanged`);
+        t.ok(typeof body.reason === 'string', `${name}: says why (${body.reason})`);
+      }
+    }
+  }
+});
+
+t.test('a summary request as the last message: summarize, fit and expand in every format', async (t) => {
+  const app = await build(t, { COMPACTOR_STORE_URL: 'memory:' });
+  for (const format of Object.keys(user) as Fmt[]) {
+    const u = user[format];
+    const a = assistant[format];
+    const histories = {
+      'alone after the head': [...head[format], u(SUMMARY_REQUEST)],
+      'after a turn': [...head[format], u('Build it.'), a('Built.'), u(SUMMARY_REQUEST)],
+      'after two turns': [...head[format], u('Build it.'), a('Built.'), u('Test it.'), a('Tested.'), u(SUMMARY_REQUEST)],
+    };
+    for (const [hn, messages] of Object.entries(histories)) {
+      for (const [url, extra] of [
+        ['/v1/summarize', { keep: { messages: 0 } }],
+        ['/v1/summarize', { keep: { runs: 0 } }],
+        ['/v1/summarize', { keep: { messages: 0 }, summary_role: 'pair' }],
+        ['/v1/summarize', { keep: { messages: 0 }, dry_run: true }],
+        ['/v1/summarize', { mode: 'sections' }],
+        ['/v1/fit', { target_tokens: 0 }],
+        ['/v1/expand', {}],
+      ] as const) {
+        const name = `${format}, ${hn}: ${url} ${JSON.stringify(extra)}`;
+        const res = await post(app, url, { messages, format, ...extra });
+        t.equal(res.statusCode, 200, name, { body: res.body.slice(0, 300) });
+        const body = res.json();
+        t.same(violationsOf(format, body.messages), [], `${name}: a valid history`);
+        t.same(body.messages.at(-1), messages.at(-1), `${name}: the newest message kept`);
+      }
+    }
+  }
+});
