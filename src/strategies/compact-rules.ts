@@ -114,11 +114,24 @@ export const DEFAULT_PLACEHOLDER = 'Output of {tool} cleared to save context.';
 export const INPUT_PLACEHOLDER = '[Content saved to file]';
 
 function renderValue(value: unknown): string {
-  const text = typeof value === 'string' ? value : JSON.stringify(value);
+  // Arguments are parsed JSON, so this is always a string; `String` only guards the type.
+  const text = typeof value === 'string' ? value : (JSON.stringify(value) ?? String(value));
   return text.length > 200 ? `${text.slice(0, 197)}...` : text;
 }
 
-/** Fills a template from the call's arguments; missing values take the quoted fallback or `unknown`. */
+/**
+ * The call's own argument `name`, or undefined. Only own properties: a template naming a built-in
+ * (`{args.toString}`, `{args.constructor}`, `{args.__proto__}`) must not reach the prototype.
+ */
+function ownArgument(args: Record<string, unknown> | undefined, name: string): unknown {
+  return args !== undefined && Object.hasOwn(args, name) ? args[name] : undefined;
+}
+
+/**
+ * Fills a template from the call's arguments; missing values take the quoted fallback or `unknown`.
+ * `{args.<name>}` reads only the arguments' own properties; a value longer than 200 characters is
+ * cut with `...`.
+ */
 export function render(
   template: string,
   vars: { tool: string; id: string | null; tokens: number; args: Record<string, unknown> | undefined },
@@ -139,7 +152,7 @@ export function render(
       if (alt === 'id') return vars.id ?? 'none';
       if (alt === 'tokens') return String(vars.tokens);
       if (alt.startsWith('args.')) {
-        const value = vars.args?.[alt.slice('args.'.length)];
+        const value = ownArgument(vars.args, alt.slice('args.'.length));
         if (value !== undefined && value !== null && value !== '') return argument(alt, value);
         continue;
       }

@@ -93,3 +93,41 @@ t.test('a summary request as the last message: summarize, fit and expand in ever
     }
   }
 });
+
+const BIG = `${'line of output\n'.repeat(120)}`;
+const call = (id: string, name: string, args: string) => ({
+  role: 'assistant',
+  content: null,
+  tool_calls: [{ id, type: 'function', function: { name, arguments: args } }],
+});
+const result = (id: string) => ({ role: 'tool', tool_call_id: id, content: BIG });
+const chat = (args: string, name = 'read_file') => [
+  { role: 'system', content: 'You are an agent.' },
+  { role: 'user', content: 'Read the file.' },
+  call('c1', name, args),
+  result('c1'),
+  { role: 'assistant', content: 'Read it.' },
+  { role: 'user', content: 'Now the next one.' },
+];
+
+t.test('a placeholder template naming a built-in property reads own arguments only', async (t) => {
+  const app = await build(t);
+  for (const name of ['toString', 'constructor', '__proto__', 'hasOwnProperty', 'valueOf', 'isPrototypeOf']) {
+    const res = await post(app, '/v1/compact', {
+      messages: chat('{"path":"src/app.ts"}'),
+      keep_tool_uses: 0,
+      store: 'none',
+      rules: [{ tool: 'read_file', placeholder: `Read {args.${name}|"nothing"} ({args.${name}}).` }],
+    });
+    t.equal(res.statusCode, 200, name, { body: res.body.slice(0, 300) });
+    t.match(res.json().messages[3]?.content, /Read nothing \(unknown\)\./, `${name}: not an argument, so the fallback`);
+  }
+  // An argument that is really there under such a name is read like any other.
+  const own = await post(app, '/v1/compact', {
+    messages: chat('{"constructor":"Widget","__proto__":"p"}'),
+    keep_tool_uses: 0,
+    store: 'none',
+    rules: [{ tool: 'read_file', placeholder: 'Built {args.constructor} with {args.__proto__}.' }],
+  });
+  t.match(own.json().messages[3].content, /Built Widget with p\./, 'own arguments are read, whatever their names');
+});
