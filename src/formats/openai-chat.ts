@@ -8,6 +8,7 @@ import {
   expectString,
   isRecord,
   type JsonObject,
+  lookup,
   malformed,
   parseArgs,
   plainSystemText,
@@ -54,7 +55,7 @@ const FOREIGN_KEYS = ['parts', 'type'];
 function classify(message: unknown): Fit {
   if (!isRecord(message)) return 'no';
   const role = message.role;
-  if (typeof role !== 'string' || !(role in ROLES)) return 'no';
+  if (typeof role !== 'string' || lookup(ROLES, role) === undefined) return 'no';
   if (FOREIGN_KEYS.some((key) => key in message)) return 'no';
   let fit: Fit = role === 'user' || role === 'assistant' ? 'maybe' : 'yes';
   if ('tool_calls' in message || 'function_call' in message || 'tool_call_id' in message) fit = 'yes';
@@ -65,7 +66,7 @@ function classify(message: unknown): Fit {
     for (const part of content) {
       if (!isRecord(part) || typeof part.type !== 'string') return 'no';
       if (FOREIGN_TYPES.has(part.type)) return 'no';
-      if (PART_TYPES[part.type] === 'yes') fit = 'yes';
+      if (lookup(PART_TYPES, part.type) === 'yes') fit = 'yes';
     }
   }
   return fit;
@@ -128,7 +129,7 @@ function parse(messages: readonly unknown[]): ParseResult {
     const path = `messages[${index}]`;
     const m = expectRecord(message, path);
     const roleName = expectString(m.role, `${path}.role`);
-    const role = ROLES[roleName];
+    const role = lookup(ROLES, roleName);
     if (!role)
       malformed(`${path}.role`, `unknown role ${JSON.stringify(roleName)} (expected one of ${Object.keys(ROLES).join(', ')})`);
     expectOptionalString(m.name, `${path}.name`);

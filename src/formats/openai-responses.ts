@@ -7,6 +7,7 @@ import {
   expectString,
   isRecord,
   type JsonObject,
+  lookup,
   malformed,
   parseArgs,
   plainSystemText,
@@ -82,7 +83,7 @@ function classify(message: unknown): Fit {
   if ('parts' in message || 'tool_calls' in message || 'tool_call_id' in message) return 'no';
   const type = message.type;
   if (typeof type === 'string') return KNOWN.has(type) ? 'yes' : 'maybe';
-  if (typeof message.role !== 'string' || !(message.role in MESSAGE_ROLES)) return 'no';
+  if (typeof message.role !== 'string' || lookup(MESSAGE_ROLES, message.role) === undefined) return 'no';
   if (typeof message.content === 'string') return 'maybe';
   if (!Array.isArray(message.content)) return 'no';
   let fit: Fit = 'maybe';
@@ -99,7 +100,7 @@ function itemType(m: JsonObject): string {
 
 function checkMessage(m: JsonObject, path: string): Role {
   const roleName = expectString(m.role, `${path}.role`);
-  const role = MESSAGE_ROLES[roleName];
+  const role = lookup(MESSAGE_ROLES, roleName);
   if (!role) malformed(`${path}.role`, `must be user, assistant, system or developer, got ${JSON.stringify(roleName)}`);
   if (typeof m.content !== 'string') {
     expectArray(m.content, `${path}.content`).forEach((part, k) => {
@@ -125,20 +126,20 @@ function parse(messages: readonly unknown[]): ParseResult {
     let results: string[] = [];
     let model = false;
     let opaque = false;
+    const spec = lookup(CALLS, type);
+    const answers = lookup(OUTPUTS, type);
     if (type === 'message') {
       role = checkMessage(m, path);
       model = role === 'assistant';
-    } else if (type in CALLS) {
-      const spec = CALLS[type] as { id: string };
+    } else if (spec) {
       calls = [expectString(m[spec.id], `${path}.${spec.id}`)];
       if (type === 'function_call') {
         expectString(m.name, `${path}.name`);
         expectString(m.arguments, `${path}.arguments`);
       }
       model = true;
-    } else if (type in OUTPUTS) {
-      const field = OUTPUTS[type] as string;
-      results = [expectString(m[field], `${path}.${field}`)];
+    } else if (answers) {
+      results = [expectString(m[answers], `${path}.${answers}`)];
       if (type === 'function_call_output' && typeof m.output !== 'string') expectArray(m.output, `${path}.output`);
       role = 'tool';
     } else if (type === 'reasoning') {
@@ -214,7 +215,7 @@ function countable(message: unknown): Countable {
     out.text(m.encrypted_content);
   } else if (type === 'function_call') out.text(m.name).text(m.arguments);
   else if (type === 'custom_tool_call') out.text(m.name).text(m.input);
-  else if (type in OUTPUTS) addParts(out, m.output);
+  else if (lookup(OUTPUTS, type) !== undefined) addParts(out, m.output);
   else out.json(m);
   return out.build();
 }

@@ -9,6 +9,14 @@ export function isRecord(value: unknown): value is JsonObject {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
+/**
+ * `table[key]` among the table's own keys only: a key from the request such as `constructor` or
+ * `toString` must not find what every object inherits.
+ */
+export function lookup<T>(table: Readonly<Record<string, T>>, key: string): T | undefined {
+  return Object.hasOwn(table, key) ? table[key] : undefined;
+}
+
 /** Throws the malformed-message error for one field of the history. */
 export function malformed(path: string, message: string): never {
   throw fieldError('CMP_ERR_HISTORY_MALFORMED', path, message);

@@ -131,3 +131,41 @@ t.test('a placeholder template naming a built-in property reads own arguments on
   });
   t.match(own.json().messages[3].content, /Built Widget with p\./, 'own arguments are read, whatever their names');
 });
+
+t.test('a role or item type named like a built-in property is what it is: unknown', async (t) => {
+  const app = await build(t);
+  for (const name of ['constructor', 'toString', '__proto__', 'hasOwnProperty']) {
+    for (const format of ['openai-chat', 'openai-responses'] as const) {
+      const res = await post(app, '/v1/validate', { messages: [{ role: name, content: 'x' }], format });
+      t.equal(res.statusCode, 400, `${format} role ${name}`, { body: res.body.slice(0, 300) });
+      t.equal(res.json().code, 'CMP_ERR_HISTORY_MALFORMED');
+      t.equal(res.json().errors?.[0]?.path, 'messages[0].role', `${format} role ${name}: the role is named`);
+    }
+    // Detected, it is answered as any unknown role is.
+    const detected = await post(app, '/v1/validate', { messages: [{ role: name, content: 'x' }] });
+    const robot = await post(app, '/v1/validate', { messages: [{ role: 'robot', content: 'x' }] });
+    t.equal(detected.statusCode, robot.statusCode, `detected role ${name}`);
+    t.equal(detected.json().code, robot.json().code, `detected role ${name}`);
+    t.same(detected.json().errors?.[0]?.path, robot.json().errors?.[0]?.path, `detected role ${name}`);
+    const item = await post(app, '/v1/tokens', {
+      messages: [
+        { role: 'user', content: 'x' },
+        { type: name, call_id: 'c' },
+      ],
+      format: 'openai-responses',
+    });
+    t.equal(item.statusCode, 200, `item type ${name}`, { body: item.body.slice(0, 300) });
+    const validated = await post(app, '/v1/validate', {
+      messages: [
+        { role: 'user', content: 'x' },
+        { type: name, call_id: 'c' },
+      ],
+      format: 'openai-responses',
+    });
+    t.match(
+      validated.json().warnings,
+      [{ code: 'unknown_item_type' }],
+      `item type ${name}: an unknown item, kept verbatim and reported`,
+    );
+  }
+});
