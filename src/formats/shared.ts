@@ -1,5 +1,6 @@
 import { fieldError } from '../errors.js';
 import type { Item } from '../history/types.js';
+import { MAX_DEPTH } from '../tokens/counter.js';
 import type { Countable } from './types.js';
 
 export type JsonObject = Record<string, unknown>;
@@ -92,15 +93,37 @@ export function systemTextOf(system: unknown, blocks?: unknown): string {
   return system === undefined ? '' : JSON.stringify(system);
 }
 
-/** Tool-call arguments sent as a JSON string: the object they encode, or undefined. */
+/** Whether a JSON value nests objects and arrays more than `max` levels deep. Iterative: any depth is safe. */
+export function nestsDeeperThan(value: unknown, max: number): boolean {
+  const stack: [unknown, number][] = [[value, 1]];
+  while (stack.length > 0) {
+    const [node, depth] = stack.pop() as [unknown, number];
+    if (typeof node !== 'object' || node === null) continue;
+    if (depth > max) return true;
+    for (const child of Array.isArray(node) ? node : Object.values(node)) {
+      if (typeof child === 'object' && child !== null) stack.push([child, depth + 1]);
+    }
+  }
+  return false;
+}
+
+/**
+ * Tool-call arguments sent as a JSON string (OpenAI Chat `function.arguments`, Responses
+ * `arguments`): the object they encode, or undefined when they are not a JSON object or nest more
+ * than `MAX_DEPTH` levels deep. Undefined arguments are opaque text, as a custom tool's input is:
+ * kept and counted as they came, never read by placeholders, `clear_tool_inputs` or summaries.
+ * `JSON.parse` accepts any depth, but what reads the value afterwards (`JSON.stringify`, walks)
+ * recurses; the service never needs to understand such arguments, so they are not a 400.
+ */
 export function parseArgs(text: unknown): Record<string, unknown> | undefined {
   if (typeof text !== 'string') return undefined;
+  let value: unknown;
   try {
-    const value: unknown = JSON.parse(text);
-    return isRecord(value) ? value : undefined;
+    value = JSON.parse(text);
   } catch {
     return undefined;
   }
+  return isRecord(value) && !nestsDeeperThan(value, MAX_DEPTH) ? value : undefined;
 }
 
 /** The order rule of formats whose roles alternate and start with the user (Anthropic, Gemini). */

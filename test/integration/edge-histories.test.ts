@@ -169,3 +169,65 @@ t.test('a role or item type named like a built-in property is what it is: unknow
     );
   }
 });
+
+/** `{"a":{"a":…1…}}` nested n levels deep. */
+const deepObject = (n: number): string => `${'{"a":'.repeat(n)}1${'}'.repeat(n)}`;
+const deepArray = (n: number): string => `${'['.repeat(n)}${']'.repeat(n)}`;
+
+t.test('tool arguments nested deep inside their JSON string are opaque text, never a 500', async (t) => {
+  const app = await build(t, { COMPACTOR_STORE_URL: 'memory:' });
+  for (const n of [200, 5_000, 100_000]) {
+    const variants = {
+      'a deep path': `{"path":${deepObject(n)}}`,
+      'a deep array': `{"path":${deepArray(n)}}`,
+      'a deep content': `{"content":${deepObject(n)}}`,
+      'deep at the top': deepObject(n),
+    };
+    for (const [vn, args] of Object.entries(variants)) {
+      const messages = chat(args);
+      const requests: [string, Record<string, unknown>][] = [
+        ['/v1/compact', { keep_tool_uses: 0 }],
+        ['/v1/compact', { keep_tool_uses: 0, clear_tool_inputs: true, min_tokens: 1 }],
+        ['/v1/compact', { keep_tool_uses: 0, rules: [{ tool: 'read_file', placeholder: 'Read {args.path}.' }] }],
+        ['/v1/summarize', { keep: { messages: 1 } }],
+        ['/v1/summarize', { keep: { messages: 1 }, mode: 'sections' }],
+        ['/v1/fit', { target_tokens: 0 }],
+        ['/v1/tokens', {}],
+        ['/v1/validate', {}],
+        ['/v1/expand', {}],
+      ];
+      for (const [url, extra] of requests) {
+        const name = `depth ${n}, ${vn}: ${url} ${JSON.stringify(extra)}`;
+        const res = await post(app, url, { messages, ...extra });
+        t.equal(res.statusCode, 200, name, { body: res.body.slice(0, 300) });
+      }
+      // The arguments are opaque: no placeholder reads them, and the call is never rewritten.
+      const compacted = (await post(app, '/v1/compact', { messages, keep_tool_uses: 0, clear_tool_inputs: true })).json();
+      t.same(compacted.messages[2], messages[2], `depth ${n}, ${vn}: the call is kept as it came`);
+      t.match(compacted.messages[3].content, /Content read from a file\./, `depth ${n}, ${vn}: the fallback placeholder`);
+    }
+  }
+  // The same in OpenAI Responses, whose `arguments` is the same kind of string.
+  const responses = [
+    { role: 'user', content: 'Read the file.' },
+    { type: 'function_call', call_id: 'c1', name: 'read_file', arguments: `{"path":${deepObject(5_000)}}` },
+    { type: 'function_call_output', call_id: 'c1', output: BIG },
+    { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'Read it.' }] },
+    { role: 'user', content: 'Next.' },
+  ];
+  for (const [url, extra] of [
+    ['/v1/compact', { keep_tool_uses: 0, clear_tool_inputs: true }],
+    ['/v1/summarize', { keep: { messages: 1 } }],
+    ['/v1/fit', { target_tokens: 0 }],
+  ] as const) {
+    const res = await post(app, url, { messages: responses, format: 'openai-responses', ...extra });
+    t.equal(res.statusCode, 200, `openai-responses: ${url}`, { body: res.body.slice(0, 300) });
+  }
+});
+
+t.test('arguments nested within the depth limit are still read', async (t) => {
+  const app = await build(t);
+  const args = JSON.stringify({ path: 'src/app.ts', options: JSON.parse(deepObject(100)) });
+  const res = await post(app, '/v1/compact', { messages: chat(args), keep_tool_uses: 0, store: 'none' });
+  t.match(res.json().messages[3].content, /Content read from src\/app\.ts\./);
+});
