@@ -121,6 +121,8 @@ export class Compactor {
   /**
    * `/v1/expand`: restores every placeholder whose artifact is known, from the caller's store or
    * from the request's own `artifacts` (what `store: "inline"` returned), and names the ones that are not.
+   * An inline `content` nested deeper than `MAX_DEPTH` is a 400 `CMP_ERR_REQUEST_TOO_DEEP` naming
+   * it: it is hashed and restored, both recursive (no original the service returned is that deep).
    */
   async expand(
     req: {
@@ -131,6 +133,9 @@ export class Compactor {
     caller: Caller = this.shared,
   ): Promise<ExpandResult & { format: string }> {
     const { format } = this.parse(req);
+    req.artifacts?.forEach((a, i) => {
+      checkDepth(a.content, `artifacts[${i}].content`);
+    });
     return { ...(await this.artifacts.expand(caller, format, req.messages, req.artifacts)), format: format.name };
   }
 

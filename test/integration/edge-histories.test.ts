@@ -231,3 +231,19 @@ t.test('arguments nested within the depth limit are still read', async (t) => {
   const res = await post(app, '/v1/compact', { messages: chat(args), keep_tool_uses: 0, store: 'none' });
   t.match(res.json().messages[3].content, /Content read from src\/app\.ts\./);
 });
+
+t.test('a deeply nested inline artifact content in /v1/expand is a 400 naming it', async (t) => {
+  const app = await build(t);
+  for (const n of [5_000, 100_000]) {
+    const payload = `{"messages":[{"role":"user","content":"x"}],"artifacts":[{"id":"art_000000000000000000000000","content":${deepObject(n)}}]}`;
+    const res = await app.inject({
+      method: 'POST',
+      url: '/v1/expand',
+      payload,
+      headers: { 'content-type': 'application/json' },
+    });
+    t.equal(res.statusCode, 400, `depth ${n}`, { body: res.body.slice(0, 300) });
+    t.equal(res.json().code, 'CMP_ERR_REQUEST_TOO_DEEP');
+    t.equal(res.json().errors?.[0]?.path, 'artifacts[0].content');
+  }
+});
