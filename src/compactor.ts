@@ -281,7 +281,7 @@ export class Compactor {
       warnings,
       extra,
     });
-    strategy.check?.(options, h.profile);
+    strategy.check?.(options, { profile: h.profile, summarizer: this.summarizer });
     if (!this.triggered(req, h)) return unchanged('below_trigger', h.warnings, strategy.idle(h));
 
     const dryRun = req.dry_run === true;

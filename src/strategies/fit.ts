@@ -8,6 +8,7 @@ import type { ModelProfile } from '../tokens/models.js';
 import { type ArtifactRef, CompactOptions, compactStrategy } from './compact.js';
 import { type Dropped, WindowOptions, windowAbove } from './sliding-window.js';
 import { SummarizeOptions, type SummaryReport, summarizeStrategy } from './summarize.js';
+import { allowedModel } from './summary-range.js';
 import {
   type BilledUsage,
   NO_BILLED,
@@ -247,6 +248,10 @@ export const fitStrategy: Strategy<typeof FitOptions, FitExtra> = {
   kind: 'fit',
   options: FitOptions,
   idle: (h) => ({ stages: [], target: 0, artifacts: [], summary: null, dropped: null, call_again_at: h.occupancy }),
-  check: (o, profile) => void targetOf(o, profile),
+  check: (o, env) => {
+    targetOf(o, env.profile);
+    // The summarize stage's model is a 400 even when the stage would not run.
+    allowedModel(env.summarizer, o.summarize?.summarizer?.model, 'summarize.summarizer.model');
+  },
   run,
 };

@@ -4,7 +4,7 @@ import type { NewArtifact } from '../store/types.js';
 import type { SettledSummary, SummaryPlan, SummaryRequest, SummaryUsage } from '../summarizers/types.js';
 import { addUsage, NO_SUMMARY_USAGE } from '../summarizers/types.js';
 import type { ArtifactRef } from './compact.js';
-import { billed, cachedSummary, rangeArtifact, summaryKey, summaryRequest } from './summary-range.js';
+import { allowedModel, billed, cachedSummary, rangeArtifact, summaryKey, summaryRequest } from './summary-range.js';
 import type { PreparedHistory, StrategyContext, StrategyOutput } from './types.js';
 
 /** The first line of a section summary written as assistant text. */
@@ -197,7 +197,7 @@ export async function runSections(
   });
   if (!summarizer) return unchanged('nothing_to_reduce');
   // A model not allowed is a 400 before anything is planned or asked (dry runs too).
-  summarizer.model?.(o.summarizer.model);
+  const askedModel = allowedModel(summarizer, o.summarizer.model);
 
   const itemsOf = (p: Pair): Item[] =>
     p.kind === 'original' ? (h.items.slice(p.group.start, p.group.end) as Item[]) : format.parse(p.messages).items;
@@ -241,7 +241,7 @@ export async function runSections(
       purpose: 'summary' as const,
       input_tokens: indexesOf(pairs).reduce((n, i) => n + (counts[i] as number), 0),
     }));
-    return unchanged('dry_run', { calls, model: summarizer.model?.(o.summarizer.model) ?? null });
+    return unchanged('dry_run', { calls, model: askedModel });
   }
 
   try {

@@ -8,7 +8,7 @@ import type { SummaryPlan, SummaryUsage } from '../summarizers/types.js';
 import type { ArtifactRef } from './compact.js';
 import { KeepSchema, requestedCut, safeCut, windowStrategy } from './sliding-window.js';
 import { runSections } from './summarize-sections.js';
-import { billed, cachedSummary, rangeArtifact, summaryKey, summaryRequest } from './summary-range.js';
+import { allowedModel, billed, cachedSummary, rangeArtifact, summaryKey, summaryRequest } from './summary-range.js';
 import type { BilledUsage, PreparedHistory, Strategy, StrategyContext, StrategyOutput } from './types.js';
 
 export const SummarizeOptions = z.object({
@@ -26,7 +26,12 @@ export const SummarizeOptions = z.object({
     ),
   summarizer: z
     .strictObject({
-      model: z.string().min(1).max(256).optional().describe('must be allowed by COMPACTOR_SUMMARIZER_MODELS'),
+      model: z
+        .string()
+        .min(1)
+        .max(256)
+        .optional()
+        .describe('the default model or one in COMPACTOR_SUMMARIZER_MODELS; with no LLM configured, none is allowed (400)'),
       prompt: z.string().max(20_000).optional().describe('extra instructions appended to the versioned prompt'),
       max_tokens: z.number().int().min(64).max(32_000).default(1024).describe("the summary's budget"),
       temperature: z.number().min(0).max(2).optional(),
@@ -373,5 +378,8 @@ export const summarizeStrategy: Strategy<typeof SummarizeOptions, SummarizeExtra
   kind: 'summarize',
   options: SummarizeOptions,
   idle: () => ({ summary: null }),
+  // A model that is not allowed is a 400 in every mode and case: below the trigger, with nothing
+  // to summarize, in dry runs, whatever on_failure says.
+  check: (o, env) => void allowedModel(env.summarizer, o.summarizer.model),
   run,
 };

@@ -1,4 +1,4 @@
-import { CompactorError } from '../errors.js';
+import { CompactorError, fieldError } from '../errors.js';
 import type { Address, Addresser } from '../history/address.js';
 import type { Item } from '../history/types.js';
 import type { NewArtifact } from '../store/types.js';
@@ -198,6 +198,20 @@ function whenAborted(signal: AbortSignal | undefined): { promise: Promise<never>
 }
 
 /**
+ * The model a summary would come from, checked against what the summarizer allows (null for the
+ * extractive one). A model that is not allowed is a 400 `CMP_ERR_SUMMARIZER_MODEL_NOT_ALLOWED`
+ * naming `path` (where the request put it: `summarizer.model`, or `summarize.summarizer.model` in fit).
+ */
+export function allowedModel(summarizer: Summarizer, requested: string | undefined, path = 'summarizer.model'): string | null {
+  try {
+    return summarizer.model?.(requested) ?? null;
+  } catch (error) {
+    if (!(error instanceof CompactorError) || error.code !== 'CMP_ERR_SUMMARIZER_MODEL_NOT_ALLOWED') throw error;
+    throw fieldError(error.code, path, error.errors?.[0]?.message ?? error.message);
+  }
+}
+
+/**
  * What makes two summaries the same: the prompt, the summarizer and the options that shape it, and
  * what it covers. Its address keys the calls in flight and the summary cache.
  */
@@ -209,7 +223,7 @@ export function summaryKey(
   address: Addresser,
 ): Address {
   // The model the summary would come from, checked against the allowed list (a 400 when not).
-  const shape = [PROMPT_VERSION, summarizer.kind, { ...o.summarizer, model: summarizer.model?.(o.summarizer.model) ?? null }];
+  const shape = [PROMPT_VERSION, summarizer.kind, { ...o.summarizer, model: allowedModel(summarizer, o.summarizer.model) }];
   return address(`${purpose}\n${JSON.stringify([...shape, o.max_input_tokens])}\n${covered}`);
 }
 

@@ -53,6 +53,13 @@ export interface StrategyContext {
   readonly prepare?: (messages: unknown[], occupancy: number) => PreparedHistory;
 }
 
+/** What `Strategy.check` judges options against. */
+export interface CheckEnv {
+  readonly profile: ModelProfile;
+  /** The configured summarizer (the extractive one when no LLM is configured). */
+  readonly summarizer: Summarizer;
+}
+
 /** What a strategy's LLM calls cost (summed). */
 export interface BilledUsage {
   input_tokens: number;
@@ -102,8 +109,12 @@ export interface Strategy<Options extends z.ZodObject, Extra> {
   readonly kind: string;
   readonly options: Options;
   idle(history: PreparedHistory): Extra;
-  /** Throws when the options cannot apply to this model; checked before the trigger. */
-  check?(options: z.output<Options>, profile: ModelProfile): void;
+  /**
+   * Throws when the options cannot apply: to this model, or with this summarizer (a summarizer
+   * model that is not allowed). Checked before the trigger, so bad options are a 400 whatever the
+   * history's size.
+   */
+  check?(options: z.output<Options>, env: CheckEnv): void;
   run(
     history: PreparedHistory,
     options: z.output<Options>,

@@ -1,3 +1,4 @@
+import { fieldError } from '../errors.js';
 import { clip } from './transcript.js';
 import type { Summarizer, SummaryPlan, SummaryRequest, SummaryResult, TranscriptEntry } from './types.js';
 import { NO_SUMMARY_USAGE } from './types.js';
@@ -73,5 +74,18 @@ export class ExtractiveSummarizer implements Summarizer {
 
   plan(): SummaryPlan {
     return { calls: [], model: null };
+  }
+
+  /**
+   * No model is allowed but none: with no LLM configured, a request that names one would get
+   * something else than it asked for. 400 `CMP_ERR_SUMMARIZER_MODEL_NOT_ALLOWED`.
+   */
+  model(requested: string | undefined): null {
+    if (requested === undefined) return null;
+    throw fieldError(
+      'CMP_ERR_SUMMARIZER_MODEL_NOT_ALLOWED',
+      'summarizer.model',
+      `${JSON.stringify(requested)} is not allowed: no LLM is configured (OPENAI_BASE_URL is unset), so the extractive summarizer serves, and it takes no model`,
+    );
   }
 }

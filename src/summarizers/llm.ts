@@ -1,5 +1,5 @@
 import OpenAI from 'openai';
-import { CompactorError, type ErrorCode } from '../errors.js';
+import { CompactorError, type ErrorCode, fieldError } from '../errors.js';
 import { Limiter } from './limiter.js';
 import { chunkPrompt, mergePrompt, SYSTEM_PROMPT, summaryPrompt } from './prompts.js';
 import { renderEntry } from './transcript.js';
@@ -129,10 +129,10 @@ export class LlmSummarizer implements Summarizer {
   model(requested: string | undefined): string {
     if (!requested || requested === this.options.defaultModel) return this.options.defaultModel;
     if (this.options.allowedModels.includes(requested)) return requested;
-    throw new CompactorError(
+    throw fieldError(
       'CMP_ERR_SUMMARIZER_MODEL_NOT_ALLOWED',
-      `summarizer.model ${JSON.stringify(requested)} is not allowed (COMPACTOR_SUMMARIZER_MODELS)`,
-      [{ path: 'summarizer.model', message: 'not in the allowed list' }],
+      'summarizer.model',
+      `${JSON.stringify(requested)} is not allowed: it is neither the default model nor in COMPACTOR_SUMMARIZER_MODELS`,
     );
   }
 

@@ -70,8 +70,12 @@ export interface Summarizer {
   readonly kind: 'llm' | 'extractive';
   summarize(request: SummaryRequest): Promise<SummaryResult>;
   plan(request: SummaryRequest): SummaryPlan;
-  /** The model a request gets (its own if allowed, else the default); a 400 when not allowed. */
-  model?(requested: string | undefined): string;
+  /**
+   * The model a request gets: its own if allowed, else the default (null when no model is involved,
+   * as with the extractive summarizer). Throws 400 `CMP_ERR_SUMMARIZER_MODEL_NOT_ALLOWED` for a
+   * model that is not allowed, with `errors[0].path` `summarizer.model`.
+   */
+  model?(requested: string | undefined): string | null;
 }
 
 export const NO_SUMMARY_USAGE: SummaryUsage = { input_tokens: 0, output_tokens: 0, cached_input_tokens: 0, calls: 0 };

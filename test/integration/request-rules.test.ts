@@ -1,0 +1,94 @@
+/**
+ * Request rules that must hold the same way on every endpoint and in every mode: a summarizer
+ * model that is not allowed (with or without an LLM), the length of `run_ids` and
+ * `usage.messages_covered`, and unknown option names at any depth.
+ */
+import type { FastifyInstance } from 'fastify';
+import t from 'tap';
+import { build } from '../support/app.js';
+import { FakeOpenAI } from '../support/fake-openai.js';
+
+const post = (app: FastifyInstance, url: string, payload: unknown) =>
+  app.inject({ method: 'POST', url, payload: payload as Record<string, unknown> });
+
+const step = (i: number) => [
+  {
+    role: 'assistant',
+    content: null,
+    tool_calls: [{ id: `c${i}`, type: 'function', function: { name: 'bash', arguments: `{"command":"make step${i}"}` } }],
+  },
+  { role: 'tool', tool_call_id: `c${i}`, content: `step ${i}: ${'log line\n'.repeat(40)}` },
+];
+const history = (n: number) => [
+  { role: 'system', content: 'You are a build agent.' },
+  { role: 'user', content: 'Build the project.' },
+  ...Array.from({ length: n }, (_, i) => step(i)).flat(),
+  { role: 'user', content: 'Now lint.' },
+  ...step(99),
+];
+
+/** Every way a summarizer model reaches the service: both modes, dry runs, fit, short histories. */
+const MODEL_CASES: [string, string, Record<string, unknown>][] = [
+  ['rolling', '/v1/summarize', { keep: { messages: 4 } }],
+  ['rolling, nothing to summarize', '/v1/summarize', { keep: { messages: 100 } }],
+  ['rolling, below the trigger', '/v1/summarize', { keep: { messages: 4 }, trigger: { tokens: 10_000_000 } }],
+  ['rolling dry run', '/v1/summarize', { keep: { messages: 4 }, dry_run: true }],
+  ['rolling, on_failure window', '/v1/summarize', { keep: { messages: 4 }, on_failure: 'window' }],
+  ['sections', '/v1/summarize', { mode: 'sections' }],
+  ['sections dry run', '/v1/summarize', { mode: 'sections', dry_run: true }],
+];
+
+t.test('a summarizer model is a 400 when no LLM is configured, in every mode, saying why', async (t) => {
+  const app = await build(t, { COMPACTOR_STORE_URL: 'memory:' });
+  const cases: [string, string, Record<string, unknown>][] = [
+    ...MODEL_CASES.map(([n, url, o]): [string, string, Record<string, unknown>] => [
+      n,
+      url,
+      { ...o, summarizer: { model: 'gpt-4o' } },
+    ]),
+    ['fit', '/v1/fit', { target_tokens: 100, summarize: { summarizer: { model: 'gpt-4o' } } }],
+    ['fit, compaction suffices', '/v1/fit', { target_tokens: 2000, summarize: { summarizer: { model: 'gpt-4o' } } }],
+    ['fit dry run', '/v1/fit', { target_tokens: 100, dry_run: true, summarize: { summarizer: { model: 'gpt-4o' } } }],
+  ];
+  for (const [name, url, options] of cases) {
+    const res = await post(app, url, { messages: history(8), ...options });
+    t.equal(res.statusCode, 400, name, { body: res.body.slice(0, 300) });
+    const body = res.json();
+    t.equal(body.code, 'CMP_ERR_SUMMARIZER_MODEL_NOT_ALLOWED', name);
+    t.match(body.detail, /no LLM is configured/, `${name}: says why`);
+    t.equal(
+      body.errors?.[0]?.path,
+      url === '/v1/fit' ? 'summarize.summarizer.model' : 'summarizer.model',
+      `${name}: names the field`,
+    );
+  }
+  const ok = await post(app, '/v1/summarize', { messages: history(8), keep: { messages: 4 } });
+  t.equal(ok.json().applied, true, 'without a model, the extractive summarizer serves');
+  t.equal(ok.json().summary.summarizer, 'extractive');
+});
+
+t.test('a model off the allowed list is a 400 in every mode, fit included, before any call', async (t) => {
+  const server = await new FakeOpenAI().start();
+  t.teardown(() => server.stop());
+  const app = await build(t, {
+    COMPACTOR_STORE_URL: 'memory:',
+    OPENAI_BASE_URL: server.url,
+    COMPACTOR_SUMMARIZER_MODEL: 'summarizer-small',
+  });
+  const cases: [string, string, Record<string, unknown>][] = [
+    ...MODEL_CASES.map(([n, url, o]): [string, string, Record<string, unknown>] => [
+      n,
+      url,
+      { ...o, summarizer: { model: 'not-on-the-list' } },
+    ]),
+    ['fit', '/v1/fit', { target_tokens: 100, summarize: { summarizer: { model: 'not-on-the-list' } } }],
+    ['fit, compaction suffices', '/v1/fit', { target_tokens: 2000, summarize: { summarizer: { model: 'not-on-the-list' } } }],
+  ];
+  for (const [name, url, options] of cases) {
+    const res = await post(app, url, { messages: history(8), ...options });
+    t.equal(res.statusCode, 400, name, { body: res.body.slice(0, 300) });
+    t.equal(res.json().code, 'CMP_ERR_SUMMARIZER_MODEL_NOT_ALLOWED', name);
+    t.match(res.json().detail, /COMPACTOR_SUMMARIZER_MODELS/, `${name}: says why`);
+  }
+  t.equal(server.requests.length, 0, 'no call made');
+});
