@@ -17,7 +17,7 @@ import { SingleFlight } from './summarizers/single-flight.js';
 import type { SettledSummary, Summarizer } from './summarizers/types.js';
 import { checkDepth, type TokenCounter } from './tokens/counter.js';
 import { type ModelProfile, resolveModel } from './tokens/models.js';
-import { occupancyFromUsage } from './tokens/occupancy.js';
+import { checkUsage, occupancyFromUsage } from './tokens/occupancy.js';
 
 type Request = Omit<HistoryRequest, 'trigger' | 'dry_run'> & Partial<Pick<HistoryRequest, 'trigger' | 'dry_run'>>;
 
@@ -156,9 +156,22 @@ export class Compactor {
     return { format, items, warnings };
   }
 
-  /** The structural-rule check of `/v1/validate`: violations are reported, not thrown. */
+  /**
+   * The fields that run parallel to `messages` must match it, on every endpoint that takes a
+   * history (whether or not it reads them): `run_ids` one per message, `usage` with a total and
+   * `messages_covered` within the history. 400 `CMP_ERR_OPTIONS_INVALID` naming the field.
+   */
+  private checkParallel(req: Pick<Request, 'run_ids' | 'usage'>, length: number): void {
+    if (req.run_ids && req.run_ids.length !== length) {
+      throw fieldError('CMP_ERR_OPTIONS_INVALID', 'run_ids', `has ${req.run_ids.length} entries for ${length} messages`);
+    }
+    if (req.usage) checkUsage(req.usage, length);
+  }
+
+  /** The structural-rule check of `/v1/validate`: violations are reported, not thrown; bad request fields are a 400. */
   validate(req: Request): { valid: boolean; format: string; violations: Violation[]; warnings: Warning[] } {
     const { format, items, warnings } = this.parse(req);
+    this.checkParallel(req, items.length);
     const violations = format.violations(items);
     return { valid: violations.length === 0, format: format.name, violations, warnings };
   }
@@ -174,9 +187,7 @@ export class Compactor {
         violations.map((v) => ({ path: `messages[${v.index}]`, message: `${v.rule}: ${v.message}` })),
       );
     }
-    if (req.run_ids && req.run_ids.length !== items.length) {
-      throw fieldError('CMP_ERR_OPTIONS_INVALID', 'run_ids', `has ${req.run_ids.length} entries for ${items.length} messages`);
-    }
+    this.checkParallel(req, items.length);
     const profile = resolveModel(req.model, req.context_window);
     const counts = this.counter.countMessages(format, profile, req.messages);
     const system = this.counter.countSystem(format, profile, req.system);

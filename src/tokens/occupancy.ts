@@ -40,10 +40,12 @@ export function reportedTotal(usage: ReportedUsage): number | undefined {
 }
 
 /**
- * Occupancy from reported usage: the reported total for the first `messages_covered` messages
- * (default: all of them) plus the counted tokens of every message after them.
+ * Checks that a usage object can apply to a history of `length` messages, and gives its total and
+ * the messages it covers. Every endpoint that takes a history applies it, whether it uses the
+ * usage or not. Throws 400 `CMP_ERR_OPTIONS_INVALID` when no total is found or
+ * `messages_covered` is past the history's end.
  */
-export function occupancyFromUsage(usage: ReportedUsage, counts: readonly number[]): number {
+export function checkUsage(usage: ReportedUsage, length: number): { total: number; covered: number } {
   const total = reportedTotal(usage);
   if (total === undefined) {
     throw fieldError(
@@ -52,14 +54,19 @@ export function occupancyFromUsage(usage: ReportedUsage, counts: readonly number
       'no token total found (expected OpenAI, Anthropic, Responses or Gemini usage fields)',
     );
   }
-  const covered = usage.messages_covered ?? counts.length;
-  if (covered > counts.length) {
-    throw fieldError(
-      'CMP_ERR_OPTIONS_INVALID',
-      'usage.messages_covered',
-      `is ${covered}, but there are only ${counts.length} messages`,
-    );
+  const covered = usage.messages_covered ?? length;
+  if (covered > length) {
+    throw fieldError('CMP_ERR_OPTIONS_INVALID', 'usage.messages_covered', `is ${covered}, but there are only ${length} messages`);
   }
+  return { total, covered };
+}
+
+/**
+ * Occupancy from reported usage: the reported total for the first `messages_covered` messages
+ * (default: all of them) plus the counted tokens of every message after them. Throws as `checkUsage`.
+ */
+export function occupancyFromUsage(usage: ReportedUsage, counts: readonly number[]): number {
+  const { total, covered } = checkUsage(usage, counts.length);
   let after = 0;
   for (let i = covered; i < counts.length; i++) after += counts[i] as number;
   return total + after;

@@ -92,3 +92,38 @@ t.test('a model off the allowed list is a 400 in every mode, fit included, befor
   }
   t.equal(server.requests.length, 0, 'no call made');
 });
+
+t.test('run_ids and usage must fit the history on every endpoint that takes one, /v1/validate included', async (t) => {
+  const app = await build(t, { COMPACTOR_STORE_URL: 'memory:' });
+  const messages = history(2);
+  const n = messages.length;
+  const endpoints: [string, Record<string, unknown>][] = [
+    ['/v1/tokens', {}],
+    ['/v1/validate', {}],
+    ['/v1/window', {}],
+    ['/v1/compact', {}],
+    ['/v1/summarize', {}],
+    ['/v1/fit', { target_tokens: 100 }],
+  ];
+  const bad: [string, Record<string, unknown>, string][] = [
+    ['too few run_ids', { run_ids: ['a'] }, 'run_ids'],
+    ['too many run_ids', { run_ids: Array.from({ length: n + 1 }, () => 'a') }, 'run_ids'],
+    ['messages_covered past the end', { usage: { total_tokens: 500, messages_covered: n + 1 } }, 'usage.messages_covered'],
+    ['usage without a total', { usage: { messages_covered: 1 } }, 'usage'],
+  ];
+  for (const [url, extra] of endpoints) {
+    for (const [name, fields, path] of bad) {
+      const res = await post(app, url, { messages, ...extra, ...fields });
+      t.equal(res.statusCode, 400, `${url}: ${name}`, { body: res.body.slice(0, 300) });
+      t.equal(res.json().code, 'CMP_ERR_OPTIONS_INVALID', `${url}: ${name}`);
+      t.equal(res.json().errors?.[0]?.path, path, `${url}: ${name} names ${path}`);
+    }
+    const good = await post(app, url, {
+      messages,
+      ...extra,
+      run_ids: messages.map(() => 'r1'),
+      usage: { total_tokens: 500, messages_covered: n },
+    });
+    t.equal(good.statusCode, 200, `${url}: parallel fields of the right length`, { body: good.body.slice(0, 300) });
+  }
+});
