@@ -5,7 +5,7 @@ import { Rewrite } from './compact-rewrite.js';
 import { INPUT_PLACEHOLDER, placeholderFor, RuleSchema, render, WRITE_TOOLS } from './compact-rules.js';
 import type { PreparedHistory, Strategy, StrategyContext, StrategyOutput } from './types.js';
 
-export const CompactOptions = z.object({
+export const CompactOptions = z.strictObject({
   keep_tool_uses: z.number().int().min(0).default(3).describe('the newest N tool results are never touched'),
   min_tokens: z.number().int().min(0).default(100).describe('results smaller than this are left alone'),
   exclude_tools: z.array(z.string().max(256)).max(1000).default([]).describe('tool names never compacted'),

@@ -19,7 +19,7 @@ import {
   withTotal,
 } from './types.js';
 
-export const FitOptions = z.object({
+export const FitOptions = z.strictObject({
   target_tokens: z.number().int().min(0).optional().describe('the occupancy to get under (this or target_fraction is required)'),
   target_fraction: z.number().gt(0).max(1).optional().describe("the target as a fraction of the model's context window"),
   min_saving_fraction: z

@@ -21,7 +21,7 @@ export const KeepSchema = z
 
 export type Keep = z.output<typeof KeepSchema>;
 
-export const WindowOptions = z.object({
+export const WindowOptions = z.strictObject({
   keep: KeepSchema.default({ runs: 10 }),
   keep_first_user: z.boolean().default(true).describe('keep the first user message (the original task)'),
 });

@@ -11,7 +11,7 @@ import { runSections } from './summarize-sections.js';
 import { allowedModel, billed, cachedSummary, rangeArtifact, summaryKey, summaryRequest } from './summary-range.js';
 import type { BilledUsage, PreparedHistory, Strategy, StrategyContext, StrategyOutput } from './types.js';
 
-export const SummarizeOptions = z.object({
+export const SummarizeOptions = z.strictObject({
   mode: z
     .enum(['rolling', 'sections'])
     .default('rolling')

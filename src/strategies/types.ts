@@ -101,8 +101,9 @@ export interface StrategyOutput<Extra> {
 }
 
 /**
- * One strategy, one file, one registry line (ARCHITECTURE.md). `options` is a zod object whose
- * fields join the common request fields in the endpoint's schema; `idle` gives the extra fields
+ * One strategy, one file, one registry line (ARCHITECTURE.md). `options` is a strict zod object
+ * (an unknown option is an error, never dropped: parsed alone, nested in fit, or as request
+ * fields) whose fields join the common request fields in the endpoint's schema; `idle` gives the extra fields
  * for a response where the strategy did not run (below the trigger).
  */
 export interface Strategy<Options extends z.ZodObject, Extra> {

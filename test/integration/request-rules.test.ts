@@ -5,6 +5,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import t from 'tap';
+import { STRATEGIES } from '../../src/strategies/registry.js';
 import { build } from '../support/app.js';
 import { FakeOpenAI } from '../support/fake-openai.js';
 
@@ -126,4 +127,38 @@ t.test('run_ids and usage must fit the history on every endpoint that takes one,
     });
     t.equal(good.statusCode, 200, `${url}: parallel fields of the right length`, { body: good.body.slice(0, 300) });
   }
+});
+
+t.test('an unknown option is an error at every depth, never dropped', async (t) => {
+  // Parsed alone (the library's entry point), every strategy's options reject an unknown name.
+  for (const [kind, strategy] of Object.entries(STRATEGIES)) {
+    const parsed = strategy.options.safeParse({ min_result_tokens: 20, ...(kind === 'fit' ? { target_tokens: 1 } : {}) });
+    t.notOk(parsed.success, `${kind}: options.parse rejects min_result_tokens`);
+    t.match(parsed.error?.issues[0], { code: 'unrecognized_keys', keys: ['min_result_tokens'] });
+  }
+  const app = await build(t);
+  const messages = history(2);
+  const cases: [string, Record<string, unknown>, string][] = [
+    ['/v1/fit', { target_tokens: 1, compact: { min_result_tokens: 20 } }, 'compact.min_result_tokens'],
+    ['/v1/fit', { target_tokens: 1, summarize: { keep_turns: 2 } }, 'summarize.keep_turns'],
+    ['/v1/fit', { target_tokens: 1, summarize: { summarizer: { modle: 'x' } } }, 'summarize.summarizer.modle'],
+    ['/v1/fit', { target_tokens: 1, summarize: { qa: { enabled: true, max: 3 } } }, 'summarize.qa.max'],
+    ['/v1/fit', { target_tokens: 1, window: { keep: { runs: 1, turns: 2 } } }, 'window.keep.turns'],
+    ['/v1/fit', { target_tokens: 1, compact: { rules: [{ tool: 'bash', keep: 1 }] } }, 'compact.rules[0].keep'],
+    ['/v1/fit', { target_tokens: 1, compact: { clear_thinking: { keep_turns: 1, all: true } } }, 'compact.clear_thinking.all'],
+    ['/v1/compact', { min_result_tokens: 20 }, 'min_result_tokens'],
+    ['/v1/compact', { clear_thinking: { keep_turns: 1, all: true } }, 'clear_thinking.all'],
+    ['/v1/summarize', { summarizer: { modle: 'x' } }, 'summarizer.modle'],
+    ['/v1/window', { keep: { runs: 1, turns: 2 } }, 'keep.turns'],
+    ['/v1/window', { trigger: { tokens: 1, percent: 2 } }, 'trigger.percent'],
+  ];
+  for (const [url, options, path] of cases) {
+    const res = await post(app, url, { messages, ...options });
+    t.equal(res.statusCode, 400, `${url} ${path}`, { body: res.body.slice(0, 300) });
+    t.equal(res.json().code, 'CMP_ERR_REQUEST_VALIDATION', `${url} ${path}`);
+    t.equal(res.json().errors?.[0]?.path, path, `${url}: names ${path}`);
+  }
+  // usage is the provider's object as it came: deliberately loose.
+  const loose = await post(app, '/v1/tokens', { messages, usage: { total_tokens: 10, service_tier: 'default' } });
+  t.equal(loose.statusCode, 200, 'usage keeps the provider fields it does not read');
 });

@@ -17,7 +17,7 @@ import { schemaErrors } from '../support/schemas.js';
  */
 const PRESSING: Record<StrategyKind, fc.Arbitrary<Record<string, unknown>>> = {
   window: fc.record({ keep: fc.record({ messages: fc.integer({ min: 0, max: 8 }) }) }),
-  compact: fc.record({ keep_tool_uses: fc.integer({ min: 0, max: 2 }), min_result_tokens: fc.constantFrom(1, 20) }),
+  compact: fc.record({ keep_tool_uses: fc.integer({ min: 0, max: 2 }), min_tokens: fc.constantFrom(1, 20) }),
   summarize: fc.record({
     keep: fc.record({ messages: fc.integer({ min: 0, max: 8 }) }),
     mode: fc.constantFrom('rolling', 'sections'),
