@@ -3,6 +3,7 @@ import { hasMarker, marker } from '../history/markers.js';
 import type { ActionKind, Warning } from '../history/types.js';
 import { Rewrite } from './compact-rewrite.js';
 import { INPUT_PLACEHOLDER, placeholderFor, RuleSchema, render, WRITE_TOOLS } from './compact-rules.js';
+import { clearThinking } from './compact-thinking.js';
 import type { PreparedHistory, Strategy, StrategyContext, StrategyOutput } from './types.js';
 
 export const CompactOptions = z.strictObject({
@@ -21,7 +22,9 @@ export const CompactOptions = z.strictObject({
   clear_thinking: z
     .strictObject({ keep_turns: z.number().int().min(0) })
     .optional()
-    .describe('remove thinking/reasoning from all but the newest N assistant turns (whole blocks; not restorable by expand)'),
+    .describe(
+      'remove thinking/reasoning from all but the newest N assistant turns. A turn is everything after a real user message (a tool-use loop is one turn); the turn in progress always keeps its thinking, as providers require, even with keep_turns 0. Whole blocks, parts or reasoning_content. Not restorable by expand',
+    ),
   target_tokens: z.number().int().min(0).optional().describe('stop once occupancy is at or under this'),
   clear_at_least: z.number().int().min(0).optional().describe('do nothing unless at least this many tokens would be freed'),
   store: z
@@ -180,8 +183,9 @@ function run(h: PreparedHistory, o: CompactOptions, ctx: StrategyContext): Strat
     }
   }
 
-  // 5. Remove old thinking whole, keeping the newest keep_turns assistant turns and the newest group.
-  if (o.clear_thinking) clearThinking(h, ctx, o.clear_thinking.keep_turns, w, underTarget);
+  // 5. Remove old thinking whole, keeping the newest keep_turns assistant turns, the turn in
+  // progress and the newest group.
+  if (o.clear_thinking) warnings.push(...clearThinking(h, ctx, o.clear_thinking.keep_turns, w, underTarget));
 
   if (o.target_tokens !== undefined && !underTarget()) {
     warnings.push({
@@ -237,26 +241,6 @@ function clearInputs(
       w.replace(index, 'call', call.slot, h.format.callWithArgs(unit, args), original.id ? 'offload' : 'clear', original);
     }
   });
-}
-
-function clearThinking(
-  h: PreparedHistory,
-  ctx: StrategyContext,
-  keepTurns: number,
-  w: Rewrite,
-  underTarget: () => boolean,
-): void {
-  const newest = h.groups[h.groups.length - 1];
-  const frozenFrom = newest && newest.kind !== 'head' ? newest.start : h.items.length;
-  const assistants = h.items.filter((i) => i.role === 'assistant').map((i) => i.index);
-  const kept = new Set(assistants.slice(Math.max(0, assistants.length - keepTurns)));
-  for (const index of assistants) {
-    if (kept.has(index) || index >= frozenFrom || !h.items[index]?.thinking || underTarget()) continue;
-    const stripped = h.format.withoutThinking(w.messages[index]);
-    if (stripped === undefined) continue;
-    const freed = (w.counts[index] as number) - ctx.counter.countMessage(h.format, ctx.profile, stripped);
-    w.commit(index, stripped, 'rewrite', w.pending(h.messages[index], 'thinking', null, freed));
-  }
 }
 
 export const compactStrategy: Strategy<typeof CompactOptions, { artifacts: ArtifactRef[] }> = {

@@ -203,6 +203,8 @@ t.test('anthropic: blocks compacted in place, thinking cleared whole', async (t)
         { type: 'text', text: 'done' },
       ],
     },
+    // The user speaks again: the tool loop above is a finished turn, its thinking no longer needed.
+    { role: 'user', content: 'Thanks. Now the tests.' },
   ];
   const res = await app.inject({
     method: 'POST',
@@ -220,10 +222,25 @@ t.test('anthropic: blocks compacted in place, thinking cleared whole', async (t)
     ['tool_use', 'tool_use'],
     'old thinking removed whole',
   );
-  t.same(body.messages[3], messages[3], 'the newest group keeps its thinking');
+  t.same(
+    body.messages[3].content.map((b: { type: string }) => b.type),
+    ['text'],
+    'the whole finished turn loses its thinking',
+  );
+  t.same(body.messages[4], messages[4], 'the newest group is untouched');
   const ex = await app.inject({ method: 'POST', url: '/v1/expand', payload: { messages: body.messages } });
   t.same(ex.json().messages[2], messages[2], 'results restored');
   t.equal(ex.json().restored, 2);
+
+  // Without the user's new message the loop is the turn in progress: its thinking stays whole.
+  const loop = messages.slice(0, 4);
+  const inProgress = await app.inject({
+    method: 'POST',
+    url: '/v1/compact',
+    payload: { messages: loop, keep_tool_uses: 0, clear_thinking: { keep_turns: 0 }, model: 'claude-sonnet-4-5' },
+  });
+  t.same(inProgress.json().messages[1], loop[1], 'the first message of the loop keeps its thinking block');
+  t.match(inProgress.json().warnings, [{ code: 'thinking_kept' }]);
 });
 
 t.test('unknown or expired artifacts', async (t) => {

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import t from 'tap';
 import { Compactor } from '../../src/compactor.js';
+import type { Item } from '../../src/history/types.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import { type CompactOptions, compactStrategy } from '../../src/strategies/compact.js';
 import { TokenCounter } from '../../src/tokens/counter.js';
@@ -25,6 +26,22 @@ const options = fc.record({
 });
 
 const json = (v: unknown) => JSON.stringify(v);
+
+/**
+ * The messages whose thinking `clear_thinking` keeps, computed on its own terms: turns start at
+ * real user messages (tool-result carriers are not turns); the newest `keepTurns` turns with an
+ * assistant message, and the turn the history ends in, are kept.
+ */
+function keptTurns(items: readonly Item[], keepTurns: number): Set<number> {
+  const turns: number[][] = [[]];
+  for (const item of items) {
+    if (item.userTurn) turns.push([]);
+    else (turns[turns.length - 1] as number[]).push(item.index);
+  }
+  const open = turns[turns.length - 1] as number[];
+  const withAssistant = turns.filter((turn) => turn.some((i) => items[i]?.role === 'assistant'));
+  return new Set([...withAssistant.slice(Math.max(0, withAssistant.length - keepTurns)).flat(), ...open]);
+}
 
 /** The JSON of every tool result unit, in order, with the message it sits in. */
 function resultUnits(format: string, messages: readonly unknown[]): string[] {
@@ -81,11 +98,13 @@ for (const [format, arbitrary] of Object.entries(histories)) {
     t.pass('properties held');
   });
 
-  t.test(`${format}: clear_thinking removes whole thinking outside the newest turns`, async (t) => {
+  t.test(`${format}: clear_thinking removes whole thinking outside the newest turns and the turn in progress`, async (t) => {
     const compactor = new Compactor(new TokenCounter(5000), { store: new MemoryStore() });
+    let removed = 0;
     await fc.assert(
       fc.asyncProperty(arbitrary, fc.integer({ min: 0, max: 3 }), async (h, keepTurns) => {
-        const req = { messages: h.messages, format: h.format };
+        const messages = h.messages;
+        const req = { messages, format: h.format };
         const res = await compactor.run(compactStrategy, req, {
           keep_tool_uses: 3,
           min_tokens: 100,
@@ -98,20 +117,36 @@ for (const [format, arbitrary] of Object.entries(histories)) {
         });
         assert.deepEqual(violationsOf(format, res.messages), []);
         const a = adapter(format);
-        const outItems = a.parse(res.messages).items;
-        const inItems = a.parse(h.messages).items;
-        const assistants = inItems.filter((i) => i.role === 'assistant').map((i) => i.index);
-        const keep = new Set(assistants.slice(Math.max(0, assistants.length - keepTurns)));
-        for (const i of assistants) {
-          if (keep.has(i) || i === h.messages.length - 1) {
-            assert.equal(json(res.messages[i]), json(h.messages[i]), 'newest turns keep their thinking byte-identical');
-          } else if (outItems[i]?.thinking) {
-            assert.equal(json(res.messages[i]), json(h.messages[i]), 'thinking kept only where the message is untouched');
+        const inItems = a.parse(messages).items;
+        const kept = keptTurns(inItems, keepTurns);
+        // Where each input message is in the output: only reasoning items are ever dropped.
+        let dropped = 0;
+        inItems.forEach((item, i) => {
+          const action = res.actions[i]?.action;
+          if (action === 'drop') {
+            assert.ok(item.thinking && !kept.has(i), `message ${i} dropped: a reasoning item outside the kept turns`);
+            dropped++;
+            return;
           }
-        }
+          // Only thinking changes an assistant message here (no clear_tool_inputs); results may be compacted.
+          if (item.role !== 'assistant') return;
+          const out = res.messages[i - dropped];
+          if (kept.has(i) || i === messages.length - 1) {
+            assert.equal(
+              json(out),
+              json(messages[i]),
+              `message ${i}: the kept turns and the turn in progress keep their thinking`,
+            );
+          } else if (out !== undefined && a.parse([out]).items[0]?.thinking) {
+            assert.equal(json(out), json(messages[i]), `message ${i}: thinking kept only where the message is untouched`);
+          }
+        });
+        assert.equal(res.messages.length, messages.length - dropped);
+        if (res.actions.some((x) => x.action !== 'keep' && inItems[x.index]?.thinking)) removed++;
       }),
       { numRuns: 80 },
     );
-    t.pass('properties held');
+    if (format !== 'openai-responses') t.ok(removed >= 5, `thinking was removed in ${removed} of 80 runs`);
+    else t.pass('properties held');
   });
 }
