@@ -1,5 +1,6 @@
 import { pairingViolations } from '../history/pairing.js';
 import type { Item, Role, Violation, Warning } from '../history/types.js';
+import { orphanReasoning, reasoningTie } from './openai-responses-reasoning.js';
 import {
   CountableBuilder,
   expectArray,
@@ -172,20 +173,7 @@ function parse(messages: readonly unknown[]): ParseResult {
 }
 
 function violations(items: readonly Item[]): Violation[] {
-  const out = pairingViolations(items);
-  // A reasoning item must be followed, in the same response, by what it reasoned towards.
-  items.forEach((item, i) => {
-    if (!item.thinking) return;
-    const next = items[i + 1];
-    if (!next?.joinsPrevious) {
-      out.push({
-        index: i,
-        rule: 'orphan_reasoning',
-        message: 'a reasoning item must be followed by the message or call of the same response',
-      });
-    }
-  });
-  return out.sort((a, b) => a.index - b.index);
+  return [...pairingViolations(items), ...orphanReasoning(items)].sort((a, b) => a.index - b.index);
 }
 
 function addParts(out: CountableBuilder, parts: unknown): void {
@@ -265,7 +253,8 @@ export const openaiResponses: FormatAdapter = {
   replaceUnit: (_message, _kind, _slot, unit) => unit,
   resultWithText: (unit, text) => ({ ...(unit as JsonObject), output: text }),
   callWithArgs: (unit, args) => ({ ...(unit as JsonObject), arguments: JSON.stringify(args) }),
-  withoutThinking: () => undefined,
+  withoutThinking: (message) => (itemType(message as JsonObject) === 'reasoning' ? null : undefined),
+  reasoningTie,
   textMessage: (role, text) => ({ type: 'message', role, content: text }),
   systemMessages: true,
   summaryExchange: (id, text) => [

@@ -75,10 +75,17 @@ export interface FormatAdapter {
   /** A call unit with new arguments, its other fields kept. */
   callWithArgs(unit: unknown, args: Record<string, unknown>): unknown;
   /**
-   * The message with its thinking/reasoning removed whole, or undefined when it has none or
-   * nothing valid would remain.
+   * The message with its thinking/reasoning removed whole; `null` when the message is nothing but
+   * reasoning and can only go whole (an OpenAI Responses reasoning item: see `reasoningTie`);
+   * undefined when it has none or nothing valid would remain.
    */
-  withoutThinking(message: unknown): unknown | undefined;
+  withoutThinking(message: unknown): unknown | null | undefined;
+  /**
+   * For an item `withoutThinking` answers with `null`: why it must stay (a later item of the same
+   * response refers to it), or undefined when it may be removed. Formats whose thinking lives
+   * inside messages do not have it.
+   */
+  reasoningTie?(items: readonly Item[], index: number): string | undefined;
   /** A plain text message of this format, in its natural form (summaries, notes). */
   textMessage(role: 'user' | 'assistant' | 'system', text: string): unknown;
   /**

@@ -33,6 +33,7 @@ export class Rewrite {
   readonly artifacts: ArtifactRef[] = [];
   readonly offload: NewArtifact[] = [];
   private readonly seen = new Set<string>();
+  private readonly dropped = new Set<number>();
   freed = 0;
 
   constructor(
@@ -75,6 +76,29 @@ export class Rewrite {
       entry.artifact_id ??= original.id;
     }
     return true;
+  }
+
+  /**
+   * Removes message `index` whole (an OpenAI Responses reasoning item whose response does not
+   * need it), recording a `drop` and the offloaded original. Its slot stays until `output()`, so
+   * every other index keeps meaning the input's message.
+   */
+  drop(index: number, original: Pending): void {
+    const before = this.counts[index] as number;
+    this.dropped.add(index);
+    this.counts[index] = 0;
+    this.freed += before;
+    const entry = this.actions[index] as Action;
+    Object.assign(entry, { action: 'drop', tokens_freed: entry.tokens_freed + before });
+    if (original.id) {
+      this.record(index, original);
+      entry.artifact_id ??= original.id;
+    }
+  }
+
+  /** The rewritten history: every message in input order, without the dropped ones. */
+  output(): unknown[] {
+    return this.dropped.size === 0 ? this.messages : this.messages.filter((_, i) => !this.dropped.has(i));
   }
 
   private record(index: number, p: Pending): void {

@@ -43,7 +43,8 @@ export function assistantTurns(items: readonly Item[], head: number): Turns {
  * turn in progress keeps its thinking whatever `keepTurns` says: a tool-use loop is one assistant
  * turn, and its first message must keep the thinking it started with (Anthropic rejects the call
  * or loses the thinking; Gemini and reasoning_content servers want the loop's reasoning back), so
- * `keep_turns: 0` says so in a warning.
+ * `keep_turns: 0` says so in a warning. An OpenAI Responses reasoning item is removed whole, and
+ * only when no item of its response names it by id; the ones kept are reported in a warning.
  */
 export function clearThinking(
   h: PreparedHistory,
@@ -65,12 +66,26 @@ export function clearThinking(
       message: `the turn in progress (messages ${inProgress[0]}–${inProgress[inProgress.length - 1]}, since the last user message) keeps its thinking: a tool-use loop is one assistant turn, and providers require its thinking intact`,
     });
   }
+  const tied: number[] = [];
   for (const index of cleared.flat()) {
     if (!thinking(index) || underTarget()) continue;
     const stripped = h.format.withoutThinking(w.messages[index]);
     if (stripped === undefined) continue;
+    if (stripped === null) {
+      // The whole item is reasoning: it goes only if nothing of its response refers to it.
+      if (h.format.reasoningTie?.(h.items, index) !== undefined) tied.push(index);
+      else w.drop(index, w.pending(h.messages[index], 'thinking', null, h.counts[index] as number));
+      continue;
+    }
     const freed = (w.counts[index] as number) - ctx.counter.countMessage(h.format, ctx.profile, stripped);
     w.commit(index, stripped, 'rewrite', w.pending(h.messages[index], 'thinking', null, freed));
+  }
+  if (tied.length > 0) {
+    const why = h.format.reasoningTie?.(h.items, tied[0] as number) ?? '';
+    warnings.push({
+      code: 'thinking_kept',
+      message: `${tied.length} reasoning item(s) outside the kept turns stay (messages ${tied.join(', ')}): ${why}`,
+    });
   }
   return warnings;
 }

@@ -23,7 +23,7 @@ export const CompactOptions = z.strictObject({
     .strictObject({ keep_turns: z.number().int().min(0) })
     .optional()
     .describe(
-      'remove thinking/reasoning from all but the newest N assistant turns. A turn is everything after a real user message (a tool-use loop is one turn); the turn in progress always keeps its thinking, as providers require, even with keep_turns 0. Whole blocks, parts or reasoning_content. Not restorable by expand',
+      'remove thinking/reasoning from all but the newest N assistant turns. A turn is everything after a real user message (a tool-use loop is one turn); the turn in progress always keeps its thinking, as providers require, even with keep_turns 0. Whole blocks, parts or reasoning_content; OpenAI Responses reasoning items whole, and only those no item of their response names by id (the others are reported in warnings). Not restorable by expand',
     ),
   target_tokens: z.number().int().min(0).optional().describe('stop once occupancy is at or under this'),
   clear_at_least: z.number().int().min(0).optional().describe('do nothing unless at least this many tokens would be freed'),
@@ -196,7 +196,7 @@ function run(h: PreparedHistory, o: CompactOptions, ctx: StrategyContext): Strat
   const artifacts = w.artifacts.sort((a, b) => a.message_index - b.message_index);
   const base = { actions: w.actions, warnings, addedTokens: 0, offload: w.offload, extra: { artifacts } };
   if (w.actions.every((a) => a.action === 'keep')) {
-    return { ...base, messages: w.messages, reason: 'nothing_to_reduce' };
+    return { ...base, messages: w.output(), reason: 'nothing_to_reduce' };
   }
   if (o.clear_at_least !== undefined && w.freed < o.clear_at_least) {
     warnings.push({
@@ -205,7 +205,7 @@ function run(h: PreparedHistory, o: CompactOptions, ctx: StrategyContext): Strat
     });
     return { ...base, messages: [...h.messages], reason: 'below_clear_at_least', offload: [], extra: { artifacts: [] } };
   }
-  return { ...base, messages: w.messages };
+  return { ...base, messages: w.output() };
 }
 
 function clearInputs(

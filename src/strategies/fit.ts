@@ -167,8 +167,11 @@ async function run(h: PreparedHistory, o: FitOptions, ctx: StrategyContext): Pro
     const before = new Set(current.messages);
     if (take('summarize', summarized)) {
       extra.summary = summarized.extra.summary;
-      // Compaction keeps every message in place, so the range's indexes are the input's too.
-      extra.artifacts = [...extra.artifacts, ...(summarized.extra.artifacts ?? [])];
+      // The range's indexes are the compacted history's (compaction may drop reasoning items):
+      // each is reported as the input message it came from.
+      const inputIndex = (i: number) => origin.get(current.messages[i]) ?? i;
+      const ranges = (summarized.extra.artifacts ?? []).map((r) => ({ ...r, message_index: inputIndex(r.message_index) }));
+      extra.artifacts = [...extra.artifacts, ...ranges];
       current = next(summarized.messages);
       // Past the last message the stage wrote (a rolling summary, a joined host, section summary
       // pairs, a QA header): the window may cut only after it.

@@ -2,7 +2,8 @@
  * `clear_thinking` counts turns as the providers do: a turn is everything after a real user
  * message, so a tool-use loop (assistant, results, assistant, …) is one assistant turn, and the
  * turn in progress keeps its thinking (Anthropic requires the loop's first assistant message to
- * start with its thinking block).
+ * start with its thinking block). OpenAI Responses reasoning items go whole, and only where no
+ * item of their response names them by id; what stays is reported.
  */
 import type { FastifyInstance } from 'fastify';
 import t from 'tap';
@@ -128,3 +129,82 @@ for (const format of Object.keys(WRITERS) as Fmt[]) {
     );
   });
 }
+
+const rs = (n: string, id: boolean) => ({
+  type: 'reasoning',
+  ...(id ? { id: `rs_${n}` } : {}),
+  summary: [{ type: 'summary_text', text: `reasoning ${n} ${'in some detail '.repeat(20)}` }],
+  encrypted_content: `gAAAA${n}${'x'.repeat(400)}`,
+});
+const msg = (n: string, id: boolean) => ({
+  type: 'message',
+  role: 'assistant',
+  ...(id ? { id: `msg_${n}` } : {}),
+  content: [{ type: 'output_text', text: `answer ${n}`, annotations: [] }],
+});
+const fc = (n: string, id: boolean) => ({
+  type: 'function_call',
+  ...(id ? { id: `fc_${n}` } : {}),
+  call_id: `call_${n}`,
+  name: 'bash',
+  arguments: `{"command":"run ${n}"}`,
+});
+const fco = (n: string) => ({ type: 'function_call_output', call_id: `call_${n}`, output: out(n) });
+const responses = (ids: boolean) => [
+  { role: 'user', content: 'Earlier task.' },
+  rs('0', ids),
+  msg('0', ids),
+  { role: 'user', content: 'Fix the failing test.' },
+  rs('1', ids),
+  fc('1', ids),
+  fco('1'),
+  rs('2', ids),
+  fc('2', ids),
+  fco('2'),
+];
+
+t.test('openai-responses: old reasoning items go whole where nothing names them by id', async (t) => {
+  const app = await build(t, { COMPACTOR_STORE_URL: 'memory:' });
+  const messages = responses(false);
+  const body = await post(app, '/v1/compact', { messages, keep_tool_uses: 9, clear_thinking: { keep_turns: 0 } });
+  t.equal(body.format, 'openai-responses');
+  t.same(violationsOf('openai-responses', body.messages), []);
+  t.equal(body.actions[1].action, 'drop', 'the finished turn’s reasoning item is dropped');
+  t.ok(body.actions[1].tokens_freed > 0);
+  t.same(body.messages, [messages[0], ...messages.slice(2)], 'the loop in progress keeps its reasoning items');
+  t.match(body.warnings, [{ code: 'thinking_kept', message: /turn in progress/ }]);
+  t.ok(body.tokens.saved > 0);
+  const again = await post(app, '/v1/compact', { messages: body.messages, keep_tool_uses: 9, clear_thinking: { keep_turns: 0 } });
+  t.same(again.messages, body.messages, 'idempotent');
+});
+
+t.test('openai-responses: a reasoning item its response names by id stays, and the warning says why', async (t) => {
+  const app = await build(t, { COMPACTOR_STORE_URL: 'memory:' });
+  const messages = responses(true);
+  const body = await post(app, '/v1/compact', { messages, keep_tool_uses: 9, clear_thinking: { keep_turns: 1 } });
+  t.same(body.messages, messages, 'nothing removed');
+  t.equal(body.applied, false);
+  t.match(body.warnings, [{ code: 'thinking_kept', message: /1 reasoning item.*messages 1\b.*msg_0/ }]);
+});
+
+t.test('fit: compaction that drops reasoning items, then a summary: indexes are the input’s', async (t) => {
+  const app = await build(t, { COMPACTOR_STORE_URL: 'memory:' });
+  const turns = Array.from({ length: 8 }, (_, k) => [
+    { role: 'user', content: `Task ${k}: ${'details of the task '.repeat(30)}` },
+    rs(`t${k}`, false),
+    msg(`t${k}`, false),
+  ]).flat();
+  const messages = [...turns, { role: 'user', content: 'Last task.' }];
+  const body = await post(app, '/v1/fit', {
+    messages,
+    target_tokens: 300,
+    compact: { clear_thinking: { keep_turns: 0 } },
+    summarize: { keep: { messages: 2 } },
+  });
+  t.same(violationsOf('openai-responses', body.messages), []);
+  t.equal(body.actions.length, messages.length);
+  const range = body.artifacts.find((a: { kind: string }) => a.kind === 'summary_range');
+  t.ok(range, 'a summarized range');
+  t.equal(body.actions[range.message_index].action, 'summarize', 'its message_index is an input message it summarized');
+  t.equal(range.message_index, 2, 'the first summarized input message (after the first task and its dropped reasoning item)');
+});

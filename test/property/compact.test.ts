@@ -27,6 +27,12 @@ const options = fc.record({
 
 const json = (v: unknown) => JSON.stringify(v);
 
+function withoutId(message: unknown): unknown {
+  if (typeof message !== 'object' || message === null || !('id' in message)) return message;
+  const { id: _id, ...rest } = message as Record<string, unknown>;
+  return rest;
+}
+
 /**
  * The messages whose thinking `clear_thinking` keeps, computed on its own terms: turns start at
  * real user messages (tool-result carriers are not turns); the newest `keepTurns` turns with an
@@ -102,8 +108,9 @@ for (const [format, arbitrary] of Object.entries(histories)) {
     const compactor = new Compactor(new TokenCounter(5000), { store: new MemoryStore() });
     let removed = 0;
     await fc.assert(
-      fc.asyncProperty(arbitrary, fc.integer({ min: 0, max: 3 }), async (h, keepTurns) => {
-        const messages = h.messages;
+      fc.asyncProperty(arbitrary, fc.integer({ min: 0, max: 3 }), fc.boolean(), async (h, keepTurns, withoutIds) => {
+        // Responses items sent without their server ids are tied to no reasoning item.
+        const messages = withoutIds ? h.messages.map(withoutId) : h.messages;
         const req = { messages, format: h.format };
         const res = await compactor.run(compactStrategy, req, {
           keep_tool_uses: 3,
@@ -146,7 +153,6 @@ for (const [format, arbitrary] of Object.entries(histories)) {
       }),
       { numRuns: 80 },
     );
-    if (format !== 'openai-responses') t.ok(removed >= 5, `thinking was removed in ${removed} of 80 runs`);
-    else t.pass('properties held');
+    t.ok(removed >= 5, `thinking was removed in ${removed} of 80 runs`);
   });
 }
