@@ -84,7 +84,12 @@ export const HistoryFields = {
   usage: ReportedUsage.optional(),
   run_ids: z.array(z.string().max(1024)).optional().describe('parallel to `messages`: which agent run produced each message'),
   trigger: Trigger.optional(),
-  dry_run: z.boolean().default(false).describe('compute and report everything, change nothing'),
+  dry_run: z
+    .boolean()
+    .default(false)
+    .describe(
+      "compute and report everything, change nothing: the history comes back unchanged, no LLM is called and nothing is stored, while `actions` records what the real run would do to each message (a summary's size, unknown before it is written, is estimated and said so in warnings)",
+    ),
 };
 
 export const HistoryRequest = z.strictObject(HistoryFields);

@@ -30,7 +30,7 @@ export const FitResponse = z
     dropped: Dropped.nullable(),
     call_again_at: z.number().int().describe('the occupancy at which calling again is worth it (guards against thrashing)'),
     plan: SummaryPlanSchema.optional().describe(
-      'dry run: the summarizer calls the summarize stage would make (the window stage, which depends on their outcome, is not predicted)',
+      "dry run: the summarizer calls the summarize stage would make; `actions` record what it would summarize, `tokens.after` estimates the summary at its max_tokens budget, and the window stage, which depends on the summary's real size, is not predicted",
     ),
   })
   .meta({ id: 'FitResponse' });

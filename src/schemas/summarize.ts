@@ -34,7 +34,7 @@ export const SummaryPlanSchema = z
   .meta({
     id: 'SummaryPlan',
     description:
-      'The summarizer calls a dry run would make (sections mode: those known in advance; merges past max_section_tokens and qa depend on the summaries written).',
+      "The summarizer calls a dry run would make (sections mode: those known in advance; merges past max_section_tokens and qa depend on the summaries written). The dry run's `actions` record what the real run would do to each message; `tokens.after` assumes each summary fills summarizer.max_tokens (`dry_run_estimate` warning).",
   });
 
 export const SummarizeResponse = z

@@ -156,6 +156,9 @@ async function run(h: PreparedHistory, o: FitOptions, ctx: StrategyContext): Pro
   // 2. Summarize only if still above. A failure leaves the history as it was and the window
   // stands in (`fallback`), unless the request asked for the error (`summarize.on_failure: error`).
   let failure: string | undefined;
+  /** Dry run: what the summarize stage would do to each input message, and the summary's estimated size. */
+  let planned = new Map<number, Omit<Action, 'index'>>();
+  let plannedAdded = 0;
   /** Where what the summarize stage wrote ends: the window keeps everything before it. */
   let summaryEnd: number = current.head;
   if (occupancy > target) {
@@ -163,9 +166,23 @@ async function run(h: PreparedHistory, o: FitOptions, ctx: StrategyContext): Pro
     const options = SummarizeOptions.parse({ ...o.summarize, on_failure: onFailure });
     const summarized = await summarizeStrategy.run(current, options, ctx);
     failure = summarized.failure;
-    if (summarized.reason === 'dry_run' && summarized.extra.plan?.calls.length) extra.plan = summarized.extra.plan;
     const before = new Set(current.messages);
-    if (take('summarize', summarized)) {
+    if (ctx.dryRun && summarized.reason === undefined) {
+      // A dry run knows what the summary would replace, not the summary itself (an estimate).
+      extra.plan = summarized.extra.plan ?? { calls: [], model: null };
+      const estimate = summarized.actions.reduce((n, a) => n + a.tokens_freed, 0) - summarized.addedTokens;
+      occupancy -= estimate;
+      planned = plannedActions(h, current, origin, summarized.actions);
+      plannedAdded = summarized.addedTokens;
+      warnings.push(...summarized.warnings);
+      stages.push({
+        strategy: 'summarize',
+        applied: false,
+        tokens_after: occupancy,
+        reason: 'dry_run',
+        usage: withTotal(summarized.usage),
+      });
+    } else if (take('summarize', summarized)) {
       extra.summary = summarized.extra.summary;
       // The range's indexes are the compacted history's (compaction may drop reasoning items):
       // each is reported as the input message it came from.
@@ -207,21 +224,22 @@ async function run(h: PreparedHistory, o: FitOptions, ctx: StrategyContext): Pro
     });
   }
   extra.call_again_at = Math.max(target, Math.ceil(occupancy * 1.1));
-  if (stages.every((s) => !s.applied)) {
-    const reason = summaryPlanned ? 'dry_run' : 'nothing_to_reduce';
-    return { messages: [...h.messages], actions: [], warnings, reason, addedTokens: 0, usage, extra };
+  if (stages.every((s) => !s.applied) && !summaryPlanned) {
+    return { messages: [...h.messages], actions: [], warnings, reason: 'nothing_to_reduce', addedTokens: 0, usage, extra };
   }
 
   // The record, per input message: its strongest action, and what it freed.
   const messages = [...current.messages];
   const present = new Map<number, unknown>();
-  let added = 0;
+  let added = plannedAdded;
   for (const m of messages) {
     const i = origin.get(m);
     if (i === undefined || i < 0) added += ctx.counter.countMessage(h.format, ctx.profile, m);
     else present.set(i, m);
   }
   const actions: Action[] = h.messages.map((original, index) => {
+    const plan = planned.get(index);
+    if (plan) return { index, ...plan };
     const now = present.get(index);
     if (now === original) return { index, action: 'keep', tokens_freed: 0 };
     if (now === undefined) return { index, action: fate.get(index) ?? 'drop', tokens_freed: h.counts[index] as number };
@@ -245,6 +263,27 @@ async function run(h: PreparedHistory, o: FitOptions, ctx: StrategyContext): Pro
     extra,
     ...(fallback ? { fallback } : {}),
   };
+}
+
+/**
+ * A dry run's summarize stage, per input message: what it would do (summarize, or rewrite a host
+ * the summary joins) and what that frees against the input (compaction before it included).
+ */
+function plannedActions(
+  h: PreparedHistory,
+  current: PreparedHistory,
+  origin: ReadonlyMap<unknown, number>,
+  stage: readonly Action[],
+): Map<number, Omit<Action, 'index'>> {
+  const out = new Map<number, Omit<Action, 'index'>>();
+  for (const a of stage) {
+    const from = origin.get(current.messages[a.index]);
+    if (a.action === 'keep' || from === undefined || from < 0) continue;
+    const gone = a.action === 'summarize' || a.action === 'drop';
+    const left = (current.counts[a.index] as number) - a.tokens_freed;
+    out.set(from, { action: a.action, tokens_freed: (h.counts[from] as number) - (gone ? 0 : left) });
+  }
+  return out;
 }
 
 export const fitStrategy: Strategy<typeof FitOptions, FitExtra> = {

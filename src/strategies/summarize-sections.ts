@@ -1,66 +1,22 @@
 import { sha256Hex } from '../history/address.js';
-import type { Action, Group, Item, Warning } from '../history/types.js';
+import type { Action, Item, Warning } from '../history/types.js';
 import type { NewArtifact } from '../store/types.js';
 import type { SettledSummary, SummaryPlan, SummaryRequest, SummaryUsage } from '../summarizers/types.js';
 import { addUsage, NO_SUMMARY_USAGE } from '../summarizers/types.js';
 import type { ArtifactRef } from './compact.js';
+import { dryRunOutput } from './summarize-dry.js';
+import {
+  type Around,
+  isSummaryPair,
+  lastReasoning,
+  type Pair,
+  type Section,
+  type SectionsOptions,
+  sectionsOf,
+} from './summarize-sections-model.js';
+import { qaMerge } from './summarize-sections-qa.js';
 import { allowedModel, billed, cachedSummary, rangeArtifact, summaryKey, summaryRequest } from './summary-range.js';
 import type { PreparedHistory, StrategyContext, StrategyOutput } from './types.js';
-
-/** The first line of a section summary written as assistant text. */
-export const SECTION_MARKER = /^\[compactor:section-summary (art_[0-9a-f]{24}|none)\]\n/;
-const SUMMARY_TOOL = 'compactor_summary';
-
-export interface SectionsOptions {
-  keep_sections: number;
-  max_pair_tokens: number;
-  max_section_tokens: number;
-  qa: { enabled: boolean; max_sections: number; max_tokens: number };
-  summarize_user_messages: boolean;
-  summarizer: { model?: string | undefined; prompt?: string | undefined; max_tokens: number; temperature?: number | undefined };
-  max_input_tokens: number;
-  timeout_ms?: number | undefined;
-  store: 'server' | 'inline' | 'none';
-}
-
-/** The messages around a run of pairs: what a summary pair replacing them must fit between. */
-interface Around {
-  prev: Item | undefined;
-  next: Item | undefined;
-}
-
-/** A body pair: one group (an assistant message and the results that answer it), or a summary written for some. */
-type Pair = { kind: 'original'; group: Group } | { kind: 'summary'; messages: unknown[]; covers: number[] };
-
-interface Section {
-  /** The header: user messages (indexes), or a QA header written anew. */
-  header: number[];
-  qaHeader?: unknown;
-  pairs: Pair[];
-}
-
-function isSummaryPair(h: PreparedHistory, group: Group): boolean {
-  const first = h.messages[group.start];
-  if (SECTION_MARKER.test(h.format.prose(first))) return true;
-  return h.format.callSites(first).some((c) => c.name === SUMMARY_TOOL);
-}
-
-/** Sections: a header of consecutive user turns, then the groups that answer it. */
-function sectionsOf(h: PreparedHistory): Section[] {
-  const sections: Section[] = [];
-  for (const group of h.groups) {
-    if (group.kind === 'head') continue;
-    const current = sections[sections.length - 1];
-    if (group.kind === 'user') {
-      if (current && current.pairs.length === 0) current.header.push(group.start);
-      else sections.push({ header: [group.start], pairs: [] });
-      continue;
-    }
-    if (!current) sections.push({ header: [], pairs: [{ kind: 'original', group }] });
-    else current.pairs.push({ kind: 'original', group });
-  }
-  return sections;
-}
 
 /**
  * Sections mode (PentAGI's chain summarization): (1) every section but the newest `keep_sections`
@@ -127,6 +83,13 @@ export async function runSections(
     return got;
   };
 
+  /** Dry run: the summarizer calls the run would make, each with its input size. */
+  const plannedCalls: SummaryPlan['calls'] = [];
+  const standIn = (covered: readonly number[]): SettledSummary => {
+    plannedCalls.push({ purpose: 'summary', input_tokens: covered.reduce((n, i) => n + (counts[i] as number), 0) });
+    return { text: '', facts: { found: 0, kept: 0, appended: 0 }, model: null, usage: NO_SUMMARY_USAGE };
+  };
+
   /** Summarizes pairs into one summary pair, in the role their originals had. */
   const summarizePairs = async (pairs: readonly Pair[], current: boolean, around: Around): Promise<Pair | undefined> => {
     const covered = indexesOf(pairs);
@@ -156,9 +119,13 @@ export async function runSections(
     }
     const originals = covered.map((i) => messages[i]);
     const { id, rangeJson } = offloadRange(covered);
-    if (!summarizer || ctx.dryRun) throw new Error('unreachable: no summarizer');
+    if (!summarizer) throw new Error('unreachable: no summarizer');
     calls++;
-    const settled = await settleCached('section', o, rangeJson, (signal) => summaryRequest(h, covered, null, o, signal));
+    // A dry run plans the call and goes on with an empty stand-in: what is summarized does not
+    // depend on the summary's text (the merges that depend on its size are skipped below).
+    const settled = ctx.dryRun
+      ? standIn(covered)
+      : await settleCached('section', o, rangeJson, (signal) => summaryRequest(h, covered, null, o, signal));
     usage = addUsage(usage, settled.usage);
     if (settled.usage.calls > 0) model = settled.model;
     const text = `[compactor:section-summary ${id ?? 'none'}]\n${settled.text}`;
@@ -187,13 +154,13 @@ export async function runSections(
     if (settled.usage.calls > 0) model = settled.model;
     return settled.text;
   };
-  const unchanged = (reason: string, plan?: SummaryPlan): StrategyOutput<{ summary: null; plan?: SummaryPlan }> => ({
+  const unchanged = (reason: string): StrategyOutput<{ summary: null }> => ({
     messages: [...messages],
     actions: [],
     warnings,
     reason,
     addedTokens: 0,
-    extra: { summary: null, ...(plan ? { plan } : {}) },
+    extra: { summary: null },
   });
   if (!summarizer) return unchanged('nothing_to_reduce');
   // A model not allowed is a 400 before anything is planned or asked (dry runs too).
@@ -223,27 +190,12 @@ export async function runSections(
     return { prev, next };
   };
 
-  // Plan first (no LLM): what each step would summarize; a dry run stops here.
+  // What each step would summarize, in order (a dry run follows it without asking for summaries).
   const kept = Math.max(1, o.keep_sections);
   const older = sections.slice(0, Math.max(0, sections.length - kept));
   const step1 = older.filter(
     (s) => !(s.pairs.length === 1 && s.pairs[0]?.kind === 'original' && isSummaryPair(h, s.pairs[0].group)) && s.pairs.length > 0,
   );
-  if (ctx.dryRun) {
-    // The calls known before any summary is written: older sections, then oversized pairs of the
-    // kept ones. Merges past `max_section_tokens` and `qa` depend on the summaries' sizes.
-    const oversized = sections
-      .slice(sections.length - kept)
-      .flatMap((s) =>
-        s.pairs.slice(0, -1).filter((p) => p.kind === 'original' && !isSummaryPair(h, p.group) && sizeOf(p) > o.max_pair_tokens),
-      );
-    const calls = [...step1.map((s) => s.pairs), ...oversized.map((p) => [p])].map((pairs) => ({
-      purpose: 'summary' as const,
-      input_tokens: indexesOf(pairs).reduce((n, i) => n + (counts[i] as number), 0),
-    }));
-    return unchanged('dry_run', { calls, model: askedModel });
-  }
-
   try {
     // 1. Older sections: header plus one summary pair, concurrently.
     // Every call is waited for, even after one fails: what the others bill is reported, and cached.
@@ -269,7 +221,8 @@ export async function runSections(
       }
       const headerSize = s.header.reduce((n, i) => n + (counts[i] as number), 0);
       const total = () => headerSize + s.pairs.reduce((n, p) => n + sizeOf(p), 0);
-      if (total() > o.max_section_tokens && s.pairs.length > 2) {
+      // A dry run does not know the summaries' sizes, which decide this merge and the QA merge.
+      if (!ctx.dryRun && total() > o.max_section_tokens && s.pairs.length > 2) {
         const budget = 0.75 * o.max_section_tokens - headerSize - o.summarizer.max_tokens;
         let keepFrom = s.pairs.length - 1;
         let used = sizeOf(s.pairs[keepFrom] as Pair);
@@ -281,7 +234,8 @@ export async function runSections(
       }
     }
     // 3. QA merge: the older sections become one when there are too many, or they are too large.
-    if (o.qa.enabled) await qaMerge({ h, o, sections, sizeOf, summarizePairs, around, summarizeUsers, offloadRange, indexesOf });
+    if (o.qa.enabled && !ctx.dryRun)
+      await qaMerge({ h, o, sections, sizeOf, summarizePairs, around, summarizeUsers, offloadRange, indexesOf });
   } catch (error) {
     // Everything answered before the failure was billed: the caller reports it with on_failure.
     const before = (error as { billed?: SummaryUsage }).billed ?? NO_SUMMARY_USAGE;
@@ -313,6 +267,12 @@ export async function runSections(
       for (const i of p.covers) Object.assign(actions[i] as Action, { action: 'summarize', tokens_freed: counts[i] });
     }
   }
+  if (ctx.dryRun) {
+    const plan = { calls: plannedCalls, model: askedModel };
+    const unpredicted = 'the merge past max_section_tokens and the QA merge, which depend on the summaries’ sizes';
+    const dry = { actions, framing: added, summaries: calls, budget: o.summarizer.max_tokens, plan, unpredicted };
+    return dryRunOutput(h, dry, warnings);
+  }
   // Only the ranges a summary or QA header in the output names (a merge that was not written names
   // none): the messages this run inserted are the only ones that can name them.
   // The ids they name, read once (a search of all of them for each artifact is quadratic).
@@ -328,68 +288,4 @@ export async function runSections(
     usage: billed(usage, model),
     extra: { summary: null, artifacts: written },
   };
-}
-
-function lastReasoning(originals: readonly unknown[]): string | undefined {
-  for (let i = originals.length - 1; i >= 0; i--) {
-    const r = (originals[i] as { reasoning_content?: unknown }).reasoning_content;
-    if (typeof r === 'string' && r !== '') return r;
-  }
-  return undefined;
-}
-
-/** One sections run as the QA merge sees it: the history, the options, and `runSections`' helpers. */
-interface SectionsRun {
-  h: PreparedHistory;
-  o: SectionsOptions;
-  /** Replaced in place: the merged sections become one. */
-  sections: Section[];
-  sizeOf: (p: Pair) => number;
-  summarizePairs: (pairs: readonly Pair[], current: boolean, around: Around) => Promise<Pair | undefined>;
-  around: (si: number, a: number, b: number) => Around;
-  summarizeUsers: (indexes: readonly number[]) => Promise<string>;
-  offloadRange: (indexes: readonly number[]) => { id: string | null };
-  indexesOf: (pairs: readonly Pair[]) => number[];
-}
-
-async function qaMerge(run: SectionsRun): Promise<void> {
-  const { h, o, sections, sizeOf, summarizePairs, around, summarizeUsers, offloadRange, indexesOf } = run;
-  const sizeOfSection = (s: Section) =>
-    s.header.reduce((n, i) => n + (h.counts[i] as number), 0) + s.pairs.reduce((n, p) => n + sizeOf(p), 0);
-  const total = sections.reduce((n, s) => n + sizeOfSection(s), 0);
-  if (sections.length <= o.qa.max_sections && total <= o.qa.max_tokens) return;
-  // Keep the newest sections that fit (at least one), merge the rest.
-  let keepFrom = sections.length - 1;
-  let used = sizeOfSection(sections[keepFrom] as Section);
-  while (
-    keepFrom > 1 &&
-    sections.length - keepFrom < o.qa.max_sections - 1 &&
-    used + sizeOfSection(sections[keepFrom - 1] as Section) <= o.qa.max_tokens
-  ) {
-    used += sizeOfSection(sections[--keepFrom] as Section);
-  }
-  const merged = sections.slice(0, keepFrom);
-  if (merged.length < 2) return;
-  const headers = merged.flatMap((s) => s.header);
-  const userText = o.summarize_user_messages
-    ? await summarizeUsers(headers)
-    : headers
-        .map((i) => h.format.prose(h.messages[i]))
-        .filter(Boolean)
-        .join('\n\n');
-  // The header names the merged span's originals (headers and pairs, in order): expand puts the
-  // span back in place of the header and the summary pair after it.
-  const span = [...new Set([...headers, ...indexesOf(merged.flatMap((s) => s.pairs))])].sort((a, b) => a - b);
-  const { id } = offloadRange(span);
-  const header = h.format.textMessage('user', `[compactor:qa-header${id ? ` ${id}` : ''}]\n${userText}`);
-  const userItem = h.format.parse([header]).items[0];
-  const next = sections[keepFrom]?.header.length ? h.items[sections[keepFrom]?.header[0] as number] : around(keepFrom, 0, 0).prev;
-  const body = await summarizePairs(
-    merged.flatMap((s) => s.pairs),
-    false,
-    { prev: userItem, next },
-  );
-  if (!body) return;
-  const qa: Section = { header: merged.flatMap((s) => s.header), qaHeader: header, pairs: [body] };
-  sections.splice(0, keepFrom, qa);
 }

@@ -1,0 +1,57 @@
+import type { CompactorError } from '../errors.js';
+import type { Warning } from '../history/types.js';
+import type { NewArtifact } from '../store/types.js';
+import type { SummaryUsage } from '../summarizers/types.js';
+import { windowStrategy } from './sliding-window.js';
+import type { SummarizeExtra, SummarizeOptions } from './summarize.js';
+import { billed } from './summary-range.js';
+import type { PreparedHistory, StrategyContext, StrategyOutput } from './types.js';
+
+/** Follows `on_failure` after a failed summary: unchanged, the sliding window, or the error itself. */
+export async function onFailure(
+  h: PreparedHistory,
+  o: SummarizeOptions,
+  ctx: StrategyContext,
+  error: CompactorError,
+  warnings: Warning[],
+  model: string | null,
+): Promise<StrategyOutput<SummarizeExtra>> {
+  const spent = (error as CompactorError & { billed?: SummaryUsage }).billed ?? {
+    input_tokens: 0,
+    output_tokens: 0,
+    cached_input_tokens: 0,
+    calls: 0,
+  };
+  const cost = billed(spent, model);
+  // Summaries paid for before the failure (sections mode), cached all the same.
+  const bestEffort = (error as CompactorError & { bestEffort?: NewArtifact[] }).bestEffort ?? [];
+  // A request the summarizer refused as invalid (a model not allowed) is bad input, never a fallback.
+  if (o.on_failure === 'error' || error.status < 500) throw error;
+  warnings.push({ code: 'summarizer_failed', message: `${error.code}: ${error.message}` });
+  if (o.on_failure === 'keep') {
+    return {
+      messages: [...h.messages],
+      actions: [],
+      warnings,
+      reason: 'summarizer_failed',
+      failure: error.code,
+      addedTokens: 0,
+      usage: cost,
+      bestEffort,
+      extra: { summary: null },
+    };
+  }
+  const fallback = (await windowStrategy.run(
+    h,
+    { keep: o.keep, keep_first_user: o.keep_first_user },
+    ctx,
+  )) as unknown as StrategyOutput<SummarizeExtra>;
+  return {
+    ...fallback,
+    warnings: [...warnings, ...fallback.warnings],
+    usage: cost,
+    bestEffort,
+    fallback: { from: 'summarize', to: 'window', reason: error.code },
+    extra: { summary: null, dropped: (fallback.extra as unknown as { dropped: unknown }).dropped },
+  };
+}

@@ -1,0 +1,68 @@
+import type { Group, Item } from '../history/types.js';
+import type { PreparedHistory } from './types.js';
+
+/** The vocabulary of sections mode: sections, their pairs, and what a summary pair must fit between. */
+
+/** The first line of a section summary written as assistant text. */
+export const SECTION_MARKER = /^\[compactor:section-summary (art_[0-9a-f]{24}|none)\]\n/;
+export const SUMMARY_TOOL = 'compactor_summary';
+
+export interface SectionsOptions {
+  keep_sections: number;
+  max_pair_tokens: number;
+  max_section_tokens: number;
+  qa: { enabled: boolean; max_sections: number; max_tokens: number };
+  summarize_user_messages: boolean;
+  summarizer: { model?: string | undefined; prompt?: string | undefined; max_tokens: number; temperature?: number | undefined };
+  max_input_tokens: number;
+  timeout_ms?: number | undefined;
+  store: 'server' | 'inline' | 'none';
+}
+
+/** The messages around a run of pairs: what a summary pair replacing them must fit between. */
+export interface Around {
+  prev: Item | undefined;
+  next: Item | undefined;
+}
+
+/** A body pair: one group (an assistant message and the results that answer it), or a summary written for some. */
+export type Pair = { kind: 'original'; group: Group } | { kind: 'summary'; messages: unknown[]; covers: number[] };
+
+export interface Section {
+  /** The header: user messages (indexes), or a QA header written anew. */
+  header: number[];
+  qaHeader?: unknown;
+  pairs: Pair[];
+}
+
+export function isSummaryPair(h: PreparedHistory, group: Group): boolean {
+  const first = h.messages[group.start];
+  if (SECTION_MARKER.test(h.format.prose(first))) return true;
+  return h.format.callSites(first).some((c) => c.name === SUMMARY_TOOL);
+}
+
+/** Sections: a header of consecutive user turns, then the groups that answer it. */
+export function sectionsOf(h: PreparedHistory): Section[] {
+  const sections: Section[] = [];
+  for (const group of h.groups) {
+    if (group.kind === 'head') continue;
+    const current = sections[sections.length - 1];
+    if (group.kind === 'user') {
+      if (current && current.pairs.length === 0) current.header.push(group.start);
+      else sections.push({ header: [group.start], pairs: [] });
+      continue;
+    }
+    if (!current) sections.push({ header: [], pairs: [{ kind: 'original', group }] });
+    else current.pairs.push({ kind: 'original', group });
+  }
+  return sections;
+}
+
+/** The last `reasoning_content` among the originals a summary pair replaces (Chat), kept in the current turn. */
+export function lastReasoning(originals: readonly unknown[]): string | undefined {
+  for (let i = originals.length - 1; i >= 0; i--) {
+    const r = (originals[i] as { reasoning_content?: unknown }).reasoning_content;
+    if (typeof r === 'string' && r !== '') return r;
+  }
+  return undefined;
+}
