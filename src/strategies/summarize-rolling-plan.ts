@@ -70,7 +70,12 @@ export interface RollingPlan {
 /** Steps 1 and 2: the prefix, the earlier summary, the placement and a cut the format accepts after it. */
 export function planRolling(h: PreparedHistory, o: SummarizeOptions, warnings: Warning[]): RollingPlan {
   const { format, items, messages } = h;
-  const firstUser = o.keep_first_user ? h.firstUser : -1;
+  // The first user message is the original task, unless it is our own summary (or the request of
+  // a pair summary), written by a run with keep_first_user false: the task is inside it, and it is
+  // folded like any earlier summary, never kept as the task with a second summary after it.
+  const first = h.firstUser >= 0 ? format.prose(messages[h.firstUser]) : undefined;
+  const ours = first !== undefined && (first === SUMMARY_REQUEST || parseSummary(first) !== undefined);
+  const firstUser = o.keep_first_user && !ours ? h.firstUser : -1;
   const requested = requestedCut(h, o.keep, firstUser);
   let cut = safeCut(h, requested);
   const keepFirst = firstUser >= h.head && firstUser < cut;

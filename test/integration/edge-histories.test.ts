@@ -247,3 +247,32 @@ t.test('a deeply nested inline artifact content in /v1/expand is a 400 naming it
     t.equal(res.json().errors?.[0]?.path, 'artifacts[0].content');
   }
 });
+
+t.test('a summary written without the first user message is folded later, never kept as the task', async (t) => {
+  const app = await build(t, { COMPACTOR_STORE_URL: 'memory:' });
+  const step = (i: number) => [
+    call(`c${i}`, 'bash', `{"command":"make step${i}"}`),
+    { role: 'tool', tool_call_id: `c${i}`, content: `step ${i}: ${'log line\n'.repeat(30)}` },
+  ];
+  for (const summary_role of ['user', 'pair'] as const) {
+    const first = await post(app, '/v1/summarize', {
+      messages: [{ role: 'system', content: 'S' }, { role: 'user', content: 'Build.' }, ...[0, 1, 2, 3, 4].flatMap(step)],
+      keep: { messages: 2 },
+      keep_first_user: false,
+      summary_role,
+    });
+    t.equal(first.json().applied, true, summary_role);
+    const again = await post(app, '/v1/summarize', {
+      messages: [...first.json().messages, ...[5, 6, 7, 8].flatMap(step)],
+      keep: { messages: 2 },
+      summary_role,
+    });
+    const body = again.json();
+    t.equal(body.applied, true, summary_role);
+    t.equal(body.summary.parent_id, first.json().summary.id, `${summary_role}: the earlier summary is folded`);
+    const ours = body.messages.filter(
+      (m: { content: unknown }) => typeof m.content === 'string' && m.content.startsWith('[compactor:'),
+    );
+    t.equal(ours.length, summary_role === 'pair' ? 2 : 1, `${summary_role}: one summary (and its request), not two`);
+  }
+});
