@@ -130,6 +130,7 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   await app.register(offloadPlugin, {
     workers: config.COMPACTOR_WORKERS,
     minBytes: config.COMPACTOR_WORKER_MIN_BYTES,
+    maxWaitMs: config.COMPACTOR_MAX_QUEUE_WAIT_MS,
     config,
     summarizerSlots,
   });

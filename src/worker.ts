@@ -45,8 +45,8 @@ export type Failure =
   | { kind: 'internal'; message: string; stack?: string | undefined };
 
 export type TaskResult =
-  | { ok: true; payload: Uint8Array; report?: Report | undefined }
-  | { ok: false; failure: Failure; report?: undefined };
+  | { ok: true; payload: Uint8Array; report?: Report | undefined; elapsedMs: number }
+  | { ok: false; failure: Failure; report?: undefined; elapsedMs: number };
 
 const init = workerData as WorkerInit;
 /** Bodies of at least this many bytes are followed by a full collection. */
@@ -98,7 +98,7 @@ async function perform(task: Task): Promise<TaskResult> {
   const encoded = Buffer.from(json, 'utf8');
   const payload =
     encoded.byteOffset === 0 && encoded.byteLength === encoded.buffer.byteLength ? encoded : new Uint8Array(encoded);
-  return { ok: true, payload, report: outcome.report };
+  return { ok: true, payload, report: outcome.report, elapsedMs: 0 };
 }
 
 /** A result whose payload is moved to the main thread, not copied (piscina's transferable protocol). */
@@ -118,17 +118,18 @@ function moved(result: TaskResult): TaskResult {
  */
 export default async function run(task: Task): Promise<TaskResult> {
   const large = task.body.byteLength >= LARGE;
+  const started = performance.now();
+  const elapsedMs = () => performance.now() - started;
   try {
-    return moved(await taskPort.run(task.port, () => perform(task)));
+    const result = await taskPort.run(task.port, () => perform(task));
+    return moved({ ...result, elapsedMs: elapsedMs() });
   } catch (error) {
     if (error instanceof CompactorError) {
-      return {
-        ok: false,
-        failure: { kind: 'problem', code: error.code, detail: error.message, ...(error.errors ? { errors: error.errors } : {}) },
-      };
+      const { code, message: detail, errors } = error;
+      return { ok: false, failure: { kind: 'problem', code, detail, ...(errors ? { errors } : {}) }, elapsedMs: elapsedMs() };
     }
     const e = error instanceof Error ? error : new Error(String(error));
-    return { ok: false, failure: { kind: 'internal', message: e.message, stack: e.stack } };
+    return { ok: false, failure: { kind: 'internal', message: e.message, stack: e.stack }, elapsedMs: elapsedMs() };
   } finally {
     task.port?.close();
     // A large request leaves a large heap of garbage: collect it now, off the main thread, so the

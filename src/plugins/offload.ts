@@ -3,11 +3,13 @@ import { MessageChannel } from 'node:worker_threads';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { Piscina } from 'piscina';
+import { Gauge } from 'prom-client';
 import type { Config } from '../config.js';
 import { CompactorError } from '../errors.js';
 import type { OperationUrl } from '../operations.js';
 import { serveStore } from '../store/remote.js';
 import type { Task, TaskResult, WorkerInit } from '../worker.js';
+import { isApiRequest } from './guard.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -37,6 +39,8 @@ export interface OffloadOptions {
   workers: number;
   /** Bodies of at least this many bytes run on a worker. */
   minBytes: number;
+  /** A request that would wait longer than this (ms) for a worker gets 503; 0: off. */
+  maxWaitMs: number;
   config: Config;
   /** The summarizer's concurrency count, shared with the main thread. */
   summarizerSlots: Int32Array;
@@ -49,11 +53,34 @@ export interface OffloadOptions {
  */
 export class Offload {
   private pool: Piscina | undefined;
+  /** Body bytes of the tasks on the pool (running or waiting). */
+  private pendingBytes = 0;
+  /**
+   * The pool's throughput in its current or last busy spell (body bytes finished per ms); until
+   * measured, 2 MB/s, about what one thread does counting a history with nothing cached.
+   */
+  private bytesPerMs = 2000;
+  /** When the pool last went from idle to busy (performance.now()), and the bytes it finished since. */
+  private busySince = 0;
+  private doneSinceBusy = 0;
 
   constructor(
     private readonly options: OffloadOptions,
     private readonly app: FastifyInstance,
   ) {}
+
+  /**
+   * How long a task arriving now would wait for the pool to get to it: the bytes ahead of it at the
+   * pool's recent speed.
+   */
+  /** Body bytes of the tasks on the pool. */
+  get pending(): number {
+    return this.pendingBytes;
+  }
+
+  expectedWaitMs(): number {
+    return this.pendingBytes / this.bytesPerMs;
+  }
 
   /** Whether a body of `bytes` runs on a worker. */
   accepts(bytes: number): boolean {
@@ -92,18 +119,31 @@ export class Offload {
       requestId: String(request.id),
     };
     const transferList: (ArrayBuffer | import('node:worker_threads').MessagePort)[] = [movable.buffer as ArrayBuffer];
-    if (this.app.storeIsLocal) {
-      const channel = new MessageChannel();
+    const channel = this.app.storeIsLocal ? new MessageChannel() : undefined;
+    if (channel) {
       serveStore(channel.port1, this.app.store);
       task.port = channel.port2;
       transferList.push(channel.port2);
-      try {
-        return (await pool.run(task, { transferList })) as TaskResult;
-      } finally {
-        channel.port1.close();
-      }
     }
-    return (await pool.run(task, { transferList })) as TaskResult;
+    // The body's memory moves to the worker: its length is read now, while it is still here.
+    const length = body.byteLength;
+    if (this.pendingBytes === 0) {
+      this.busySince = performance.now();
+      this.doneSinceBusy = 0;
+    }
+    this.pendingBytes += length;
+    try {
+      const result = (await pool.run(task, { transferList })) as TaskResult;
+      // Throughput: bytes finished over the time the pool has been busy (tasks on one worker
+      // interleave, so a task's own duration says little about the pool's speed).
+      this.doneSinceBusy += length;
+      const span = performance.now() - this.busySince;
+      if (span >= 20) this.bytesPerMs = this.doneSinceBusy / span;
+      return result;
+    } finally {
+      this.pendingBytes -= length;
+      channel?.port1.close();
+    }
   }
 
   /**
@@ -142,7 +182,29 @@ export default fp<OffloadOptions>(
   async (app: FastifyInstance, options) => {
     const offload = new Offload(options, app);
     app.decorate('offload', offload);
+    new Gauge({
+      name: 'compactor_worker_pending_bytes',
+      help: 'Body bytes of the requests running or waiting on the worker pool',
+      registers: [app.metrics.registry],
+      collect() {
+        this.set(offload.pending);
+      },
+    });
     app.addHook('onClose', async () => offload.close());
+    // A request bound for the pool that would wait past the queue limit there is shed before its
+    // body is read, as the main thread's turns shed theirs (queue.ts).
+    app.addHook('onRequest', async (request, reply) => {
+      if (options.maxWaitMs <= 0 || !isApiRequest(request)) return;
+      if (!offload.accepts(Number(request.headers['content-length'] ?? 0))) return;
+      const expected = offload.expectedWaitMs();
+      if (expected <= options.maxWaitMs) return;
+      const seconds = Math.min(60, Math.max(1, Math.ceil(expected / 1000)));
+      reply.header('retry-after', String(seconds));
+      throw new CompactorError(
+        'CMP_ERR_OVERLOADED',
+        `the service is saturated: a large request would wait about ${Math.round(expected)} ms for a worker thread; retry in ${seconds} s`,
+      );
+    });
   },
-  { name: 'offload', dependencies: ['compactor'] },
+  { name: 'offload', dependencies: ['compactor', 'guard', 'metrics'] },
 );
