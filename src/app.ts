@@ -13,6 +13,7 @@ import offloadPlugin, { RawBody } from './plugins/offload.js';
 import problemPlugin from './plugins/problem.js';
 import queuePlugin from './plugins/queue.js';
 import swaggerPlugin from './plugins/swagger.js';
+import { clientErrorHandler, frameworkErrors } from './plugins/wire-errors.js';
 import { parseJsonBody } from './request-body.js';
 import compactRoutes from './routes/compact.js';
 import fitRoutes from './routes/fit.js';
@@ -63,7 +64,19 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
     bodyLimit: config.COMPACTOR_BODY_LIMIT,
     keepAliveTimeout: config.COMPACTOR_KEEP_ALIVE_TIMEOUT_MS,
     requestTimeout: config.COMPACTOR_REQUEST_TIMEOUT_MS,
-    return503OnClosing: true,
+    // Given to Node's createServer, not only assigned afterwards as Fastify does: a request timeout
+    // below the 60 s headers timeout was otherwise not enforced on a stalled body. And Node checks
+    // every 30 s by default: a 2 s timeout could fire after 32 s.
+    http: {
+      requestTimeout: config.COMPACTOR_REQUEST_TIMEOUT_MS,
+      headersTimeout: Math.min(60_000, config.COMPACTOR_REQUEST_TIMEOUT_MS),
+      connectionsCheckingInterval: Math.min(5000, Math.max(250, config.COMPACTOR_REQUEST_TIMEOUT_MS / 4)),
+    },
+    // Fastify's own answers (plain JSON or text) become problem+json: the health plugin answers
+    // requests that arrive while closing, these two the router's and the HTTP parser's errors.
+    return503OnClosing: false,
+    frameworkErrors,
+    clientErrorHandler: clientErrorHandler(config.COMPACTOR_REQUEST_TIMEOUT_MS),
     forceCloseConnections: 'idle',
     requestIdHeader: false,
     genReqId: (req) => {

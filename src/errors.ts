@@ -12,6 +12,10 @@ export const ERRORS = {
   },
   CMP_ERR_REQUEST_TOO_DEEP: { status: 400, title: 'The request body is nested too deeply' },
   CMP_ERR_REQUEST_EMPTY_BODY: { status: 400, title: 'The request body is empty' },
+  CMP_ERR_REQUEST_MALFORMED: { status: 400, title: 'The request is not valid HTTP' },
+  CMP_ERR_REQUEST_INVALID_URL: { status: 400, title: 'The request URL is malformed' },
+  CMP_ERR_REQUEST_URI_TOO_LONG: { status: 414, title: 'The request URL is too long' },
+  CMP_ERR_REQUEST_HEADERS_TOO_LARGE: { status: 431, title: 'The request headers are too large' },
   CMP_ERR_REQUEST_BODY_TOO_LARGE: { status: 413, title: 'The request body is larger than the limit' },
   CMP_ERR_REQUEST_UNSUPPORTED_MEDIA_TYPE: {
     status: 415,
@@ -67,13 +71,16 @@ export class CompactorError extends Error {
   readonly code: ErrorCode;
   readonly status: number;
   readonly errors: FieldError[] | undefined;
+  /** Sent as `retry-after` (seconds): when a retry may succeed. Unset: the code's default, if any. */
+  readonly retryAfterSeconds: number | undefined;
 
-  constructor(code: ErrorCode, detail: string, errors?: FieldError[]) {
+  constructor(code: ErrorCode, detail: string, errors?: FieldError[], options: { retryAfterSeconds?: number } = {}) {
     super(detail);
     this.name = 'CompactorError';
     this.code = code;
     this.status = ERRORS[code].status;
     this.errors = errors;
+    this.retryAfterSeconds = options.retryAfterSeconds;
   }
 }
 

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { z } from 'zod';
+import { CompactorError } from '../errors.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -11,10 +12,28 @@ declare module 'fastify' {
 
 const Status = z.object({ status: z.string() }).meta({ id: 'HealthStatus' });
 
-/** `/health/live` answers while the process runs; `/health/ready` turns 503 while draining. */
+/**
+ * `/health/live` answers while the process runs; `/health/ready` turns 503 while draining. Once
+ * `close()` starts, other requests that still arrive on open connections get 503
+ * `CMP_ERR_SERVICE_UNAVAILABLE` with `connection: close` (Fastify's own 503 is plain JSON);
+ * health keeps answering.
+ */
 export default fp(
   async (app: FastifyInstance) => {
     app.decorate('readiness', { ready: true });
+    let closing = false;
+    app.addHook('preClose', async () => {
+      closing = true;
+      app.readiness.ready = false;
+    });
+    app.addHook('onRequest', async (request, reply) => {
+      if (!closing || request.routeOptions.url?.startsWith('/health/')) return;
+      reply.header('connection', 'close');
+      throw new CompactorError(
+        'CMP_ERR_SERVICE_UNAVAILABLE',
+        'the service is shutting down; send the request to another instance',
+      );
+    });
     app.get('/health/live', { schema: { tags: ['health'], response: { 200: Status } } }, async () => ({ status: 'ok' }));
     app.get(
       '/health/ready',

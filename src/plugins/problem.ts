@@ -11,7 +11,7 @@ const FASTIFY_CODES: Record<string, ErrorCode> = {
   FST_ERR_CTP_INVALID_MEDIA_TYPE: 'CMP_ERR_REQUEST_UNSUPPORTED_MEDIA_TYPE',
   FST_ERR_CTP_EMPTY_JSON_BODY: 'CMP_ERR_REQUEST_EMPTY_BODY',
   FST_ERR_CTP_INVALID_JSON_BODY: 'CMP_ERR_REQUEST_INVALID_JSON',
-  FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'CMP_ERR_REQUEST_VALIDATION',
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'CMP_ERR_REQUEST_MALFORMED',
   FST_ERR_VALIDATION: 'CMP_ERR_REQUEST_VALIDATION',
 };
 
@@ -25,30 +25,64 @@ export interface ProblemDocument {
   errors?: FieldError[];
 }
 
-/** Sends an RFC 9457 problem document for one of our codes. */
+/**
+ * When a retry may succeed, in seconds, for the 503s whose thrower does not say: every 503 the
+ * service sends carries `retry-after`, which the typed client and most HTTP clients honour.
+ */
+const RETRY_AFTER: Partial<Record<ErrorCode, number>> = {
+  CMP_ERR_STORE_UNAVAILABLE: 2,
+  CMP_ERR_SUMMARIZER_UNAVAILABLE: 5,
+  CMP_ERR_SERVICE_UNAVAILABLE: 1,
+};
+
+/** The RFC 9457 document for one of our codes. */
+export function problemDocument(code: ErrorCode, detail: string, requestId: string, errors?: FieldError[]): ProblemDocument {
+  const { status, title } = ERRORS[code];
+  return {
+    type: `urn:compactor:error:${code}`,
+    title,
+    status,
+    detail,
+    code,
+    request_id: requestId,
+    ...(errors && errors.length > 0 ? { errors } : {}),
+  };
+}
+
+/**
+ * Sends an RFC 9457 problem document for one of our codes, with `x-request-id` (also on the
+ * paths Fastify takes before any hook runs) and, when a retry may succeed, `retry-after`.
+ */
 export function sendProblem(
   request: FastifyRequest,
   reply: FastifyReply,
   code: ErrorCode,
   detail: string,
   errors?: FieldError[],
+  retryAfterSeconds?: number,
 ): FastifyReply {
-  const { status, title } = ERRORS[code];
-  const body: ProblemDocument = {
-    type: `urn:compactor:error:${code}`,
-    title,
-    status,
-    detail,
-    code,
-    request_id: String(request.id),
-    ...(errors && errors.length > 0 ? { errors } : {}),
-  };
-  return reply.code(status).type('application/problem+json').send(body);
+  const body = problemDocument(code, detail, String(request.id), errors);
+  reply.header('x-request-id', request.id);
+  const retryAfter = retryAfterSeconds ?? RETRY_AFTER[code];
+  if (retryAfter !== undefined && !reply.hasHeader('retry-after')) reply.header('retry-after', String(retryAfter));
+  return reply.code(body.status).type('application/problem+json').send(body);
 }
 
-function classify(error: FastifyError & { validation?: unknown }): { code: ErrorCode; detail: string; errors?: FieldError[] } {
+interface Classified {
+  code: ErrorCode;
+  detail: string;
+  errors?: FieldError[];
+  retryAfterSeconds?: number;
+}
+
+function classify(error: FastifyError & { validation?: unknown }): Classified {
   if (error instanceof CompactorError) {
-    return { code: error.code, detail: error.message, ...(error.errors ? { errors: error.errors } : {}) };
+    return {
+      code: error.code,
+      detail: error.message,
+      ...(error.errors ? { errors: error.errors } : {}),
+      ...(error.retryAfterSeconds !== undefined ? { retryAfterSeconds: error.retryAfterSeconds } : {}),
+    };
   }
   if (hasZodFastifySchemaValidationErrors(error)) return classify(validationError(error.validation) as FastifyError);
   if (error instanceof SyntaxError && /prototype/i.test(error.message)) {
@@ -83,7 +117,7 @@ export default fp(
       if (problem.code === 'CMP_ERR_OVERLOADED') request.log.warn({ code: problem.code, status }, 'request shed');
       else if (status >= 500) request.log.error({ err: error, code: problem.code }, 'request failed');
       else request.log.info({ code: problem.code, status }, 'request rejected');
-      return sendProblem(request, reply, problem.code, problem.detail, problem.errors);
+      return sendProblem(request, reply, problem.code, problem.detail, problem.errors, problem.retryAfterSeconds);
     });
     app.setNotFoundHandler((request, reply) => {
       const url = request.url.split('?')[0] ?? '/';

@@ -23,7 +23,7 @@ t.test('every error code is documented in the README with its status', async (t)
 
 t.test('every CMP_ERR code used in src is in the catalogue, and every catalogued code is used', async (t) => {
   const text = sources(join(root, 'src'))
-    .filter((f) => !f.endsWith('errors.ts'))
+    .filter((f) => f !== join(root, 'src', 'errors.ts'))
     .map((f) => readFileSync(f, 'utf8'))
     .join('\n');
   // A code ending in `_` is a prefix test (`startsWith('CMP_ERR_SUMMARIZER_')`), not a code.
