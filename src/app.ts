@@ -128,12 +128,12 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   });
   await app.register(swaggerPlugin, { version });
   await app.register(metricsPlugin);
-  await app.register(healthPlugin);
   await app.register(queuePlugin, { maxWaitMs: config.COMPACTOR_MAX_QUEUE_WAIT_MS });
   await app.register(admissionPlugin, { maxInflightBytes: config.COMPACTOR_MAX_INFLIGHT_BYTES });
   await app.register(compactorPlugin, {
     tokenCacheEntries: config.COMPACTOR_TOKEN_CACHE_ENTRIES,
     storeUrl: config.COMPACTOR_STORE_URL,
+    storeMaxBytes: config.COMPACTOR_STORE_MAX_BYTES,
     artifactTtlSeconds: config.COMPACTOR_ARTIFACT_TTL_SECONDS,
     summarizer: await createSummarizer(config, summarizerSlots),
     deadlineMs: config.COMPACTOR_DEADLINE_MS,
@@ -147,6 +147,8 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
     config,
     summarizerSlots,
   });
+  // Readiness asks the store: after the plugin that opens it.
+  await app.register(healthPlugin);
 
   await app.register(windowRoutes);
   await app.register(compactRoutes);

@@ -3,7 +3,13 @@ import type { FormatAdapter } from './formats/types.js';
 import type { Addresser } from './history/address.js';
 import { type ExpandResult, expandHistory } from './history/expand.js';
 import { ARTIFACT_ID } from './history/markers.js';
-import { type ArtifactStore, type NewArtifact, StoreUnavailableError } from './store/types.js';
+import {
+  type ArtifactStore,
+  type NewArtifact,
+  StoreCapacityError,
+  StoreFailedError,
+  StoreUnavailableError,
+} from './store/types.js';
 
 /** An offloaded original as `GET /v1/artifacts/{id}` returns it. */
 export interface ArtifactView {
@@ -32,21 +38,51 @@ export interface ArtifactServiceOptions {
 /**
  * Offloaded originals: persisting what a strategy offloaded, restoring placeholders (`expand`) and
  * reading one original, always within the caller's scope (another caller's ids are unknown here).
- * Store failures become 503 `CMP_ERR_STORE_UNAVAILABLE` here, in one place.
+ * Store failures become problems here, in one place: transient ones 503
+ * `CMP_ERR_STORE_UNAVAILABLE` with `retry-after`, permanent ones 500 `CMP_ERR_STORE_FAILED`
+ * (no "retry later": an operator must act), originals larger than the cap 507
+ * `CMP_ERR_STORE_ARTIFACT_TOO_LARGE`. Each detail names the problem, never content or paths.
  */
 export class ArtifactService {
   constructor(private readonly options: ArtifactServiceOptions) {}
 
   private async call<T>(op: (store: ArtifactStore) => Promise<T>): Promise<T> {
-    const { store, logger } = this.options;
+    const { store } = this.options;
     if (!store) throw new CompactorError('CMP_ERR_STORE_UNAVAILABLE', 'no artifact store is configured');
     try {
       return await op(store);
     } catch (error) {
-      if (!(error instanceof StoreUnavailableError)) throw error;
-      logger?.error({ store: store.kind, err: error.message }, 'artifact store unavailable');
-      throw new CompactorError('CMP_ERR_STORE_UNAVAILABLE', `the ${store.kind} artifact store cannot be reached; retry later`);
+      throw this.problem(store.kind, error);
     }
+  }
+
+  /** A store failure as the client sees it, logged with its code (never content). */
+  private problem(kind: string, error: unknown): unknown {
+    const { logger } = this.options;
+    if (error instanceof StoreCapacityError) {
+      logger?.error(
+        { store: kind, code: 'CMP_ERR_STORE_ARTIFACT_TOO_LARGE', bytes: error.bytes, max_bytes: error.maxBytes },
+        'originals larger than the store cap',
+      );
+      return new CompactorError(
+        'CMP_ERR_STORE_ARTIFACT_TOO_LARGE',
+        `the originals to offload take ${error.bytes} bytes, more than the ${kind} store's cap of ${error.maxBytes} bytes (COMPACTOR_STORE_MAX_BYTES); nothing was stored: send store "inline", or ask the operator to raise the cap`,
+      );
+    }
+    if (error instanceof StoreFailedError) {
+      logger?.error({ store: kind, code: 'CMP_ERR_STORE_FAILED', err: error.message }, 'artifact store failed');
+      return new CompactorError('CMP_ERR_STORE_FAILED', `the ${kind} artifact store ${error.problem}; an operator must fix it`);
+    }
+    if (error instanceof StoreUnavailableError) {
+      logger?.error({ store: kind, code: 'CMP_ERR_STORE_UNAVAILABLE', err: error.message }, 'artifact store unavailable');
+      return new CompactorError(
+        'CMP_ERR_STORE_UNAVAILABLE',
+        `the ${kind} artifact store ${error.problem}; retry in ${error.retryAfterSeconds} s`,
+        undefined,
+        { retryAfterSeconds: error.retryAfterSeconds },
+      );
+    }
+    return error;
   }
 
   /** Stores originals for the configured TTL (the same original twice is one artifact). */

@@ -34,7 +34,15 @@ export const ERRORS = {
   CMP_ERR_OPTIONS_INVALID: { status: 400, title: 'The options cannot be applied to this history' },
   CMP_ERR_ARTIFACT_NOT_FOUND: { status: 404, title: 'No such artifact, or it has expired' },
   CMP_ERR_ARTIFACT_MISMATCH: { status: 400, title: "An inline artifact's content does not match its id" },
-  CMP_ERR_STORE_UNAVAILABLE: { status: 503, title: 'The artifact store cannot be reached; retry later' },
+  CMP_ERR_STORE_UNAVAILABLE: {
+    status: 503,
+    title: 'The artifact store is unavailable for now (unreachable, busy, timed out or full); retry after the time given',
+  },
+  CMP_ERR_STORE_FAILED: {
+    status: 500,
+    title: 'The artifact store refuses to work (read-only, corrupt or access denied) until an operator fixes it',
+  },
+  CMP_ERR_STORE_ARTIFACT_TOO_LARGE: { status: 507, title: "The originals to offload are larger than the store's cap" },
   CMP_ERR_SUMMARIZER_MODEL_NOT_ALLOWED: { status: 400, title: 'The requested summarizer model is not allowed' },
   CMP_ERR_SUMMARIZER_TIMEOUT: { status: 504, title: 'The summarizer did not answer in time' },
   CMP_ERR_SUMMARIZER_UNAVAILABLE: { status: 503, title: 'The summarizer cannot be reached or is rate limiting' },

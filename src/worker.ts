@@ -41,12 +41,12 @@ export interface Task {
 
 /** How a task failed, as plain data: a problem for the client, or an internal error for the log. */
 export type Failure =
-  | { kind: 'problem'; code: ErrorCode; detail: string; errors?: FieldError[] }
+  | { kind: 'problem'; code: ErrorCode; detail: string; errors?: FieldError[]; retryAfterSeconds?: number }
   | { kind: 'internal'; message: string; stack?: string | undefined };
 
 export type TaskResult =
-  | { ok: true; payload: Uint8Array; report?: Report | undefined; elapsedMs: number }
-  | { ok: false; failure: Failure; report?: undefined; elapsedMs: number };
+  | { ok: true; payload: Uint8Array; report?: Report | undefined; elapsedMs: number; evicted: number }
+  | { ok: false; failure: Failure; report?: undefined; elapsedMs: number; evicted: number };
 
 const init = workerData as WorkerInit;
 /** Bodies of at least this many bytes are followed by a full collection. */
@@ -60,12 +60,23 @@ const collect = (): void => {
 };
 const taskPort = new AsyncLocalStorage<MessagePort | undefined>();
 let compactor: Promise<Compactor> | undefined;
+/** This thread's store (its own SQLite connection or Redis client): it counts the evictions it makes. */
+let ownStore: ArtifactStore | undefined;
+/** Evictions already reported to the main thread. */
+let reportedEvictions = 0;
+
+/** Evictions this thread's store made since the last report (the main thread's metrics add them up). */
+function newEvictions(): number {
+  const total = ownStore?.usage()?.evicted ?? 0;
+  const fresh = total - reportedEvictions;
+  reportedEvictions = total;
+  return fresh;
+}
 
 async function build(): Promise<Compactor> {
   const { config } = init;
-  const store: ArtifactStore = init.remoteStore
-    ? new RemoteStore(() => taskPort.getStore())
-    : await openStore(config.COMPACTOR_STORE_URL);
+  if (!init.remoteStore) ownStore = await openStore(config.COMPACTOR_STORE_URL, { maxBytes: config.COMPACTOR_STORE_MAX_BYTES });
+  const store: ArtifactStore = ownStore ?? new RemoteStore(() => taskPort.getStore());
   const logger = pino({ level: config.LOG_LEVEL, base: { service: 'compactor', worker: threadId } });
   return new Compactor(new TokenCounter(config.COMPACTOR_TOKEN_CACHE_ENTRIES), {
     store,
@@ -98,7 +109,7 @@ async function perform(task: Task): Promise<TaskResult> {
   const encoded = Buffer.from(json, 'utf8');
   const payload =
     encoded.byteOffset === 0 && encoded.byteLength === encoded.buffer.byteLength ? encoded : new Uint8Array(encoded);
-  return { ok: true, payload, report: outcome.report, elapsedMs: 0 };
+  return { ok: true, payload, report: outcome.report, elapsedMs: 0, evicted: 0 };
 }
 
 /** A result whose payload is moved to the main thread, not copied (piscina's transferable protocol). */
@@ -122,14 +133,21 @@ export default async function run(task: Task): Promise<TaskResult> {
   const elapsedMs = () => performance.now() - started;
   try {
     const result = await taskPort.run(task.port, () => perform(task));
-    return moved({ ...result, elapsedMs: elapsedMs() });
+    return moved({ ...result, elapsedMs: elapsedMs(), evicted: newEvictions() });
   } catch (error) {
     if (error instanceof CompactorError) {
-      const { code, message: detail, errors } = error;
-      return { ok: false, failure: { kind: 'problem', code, detail, ...(errors ? { errors } : {}) }, elapsedMs: elapsedMs() };
+      const { code, message: detail, errors, retryAfterSeconds } = error;
+      const failure: Failure = { kind: 'problem', code, detail, ...(errors ? { errors } : {}) };
+      if (retryAfterSeconds !== undefined) failure.retryAfterSeconds = retryAfterSeconds;
+      return { ok: false, failure, elapsedMs: elapsedMs(), evicted: newEvictions() };
     }
     const e = error instanceof Error ? error : new Error(String(error));
-    return { ok: false, failure: { kind: 'internal', message: e.message, stack: e.stack }, elapsedMs: elapsedMs() };
+    return {
+      ok: false,
+      failure: { kind: 'internal', message: e.message, stack: e.stack },
+      elapsedMs: elapsedMs(),
+      evicted: newEvictions(),
+    };
   } finally {
     task.port?.close();
     // A large request leaves a large heap of garbage: collect it now, off the main thread, so the

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import { Gauge } from 'prom-client';
+import { Counter, Gauge } from 'prom-client';
 import { Compactor } from '../compactor.js';
 import { openStore } from '../store/index.js';
 import type { ArtifactStore } from '../store/types.js';
@@ -25,6 +25,8 @@ export interface CompactorPluginOptions {
   tokenCacheEntries: number;
   storeUrl: string;
   artifactTtlSeconds: number;
+  /** `COMPACTOR_STORE_MAX_BYTES`: cap on content bytes in a SQLite or memory store; 0: none. */
+  storeMaxBytes: number;
   summarizer: Summarizer;
   deadlineMs: number;
   /** A store built by the caller (tests); otherwise one is opened from `storeUrl`. */
@@ -35,12 +37,12 @@ export interface CompactorPluginOptions {
 
 /**
  * Decorates the app with the service core and its artifact store (closed with the app), and
- * exposes the count cache to the metrics.
+ * exposes the count cache and the store's size and evictions to the metrics.
  */
 export default fp<CompactorPluginOptions>(
   async (app: FastifyInstance, options) => {
     const counter = new TokenCounter(options.tokenCacheEntries);
-    const store = options.store ?? (await openStore(options.storeUrl));
+    const store = options.store ?? (await openStore(options.storeUrl, { maxBytes: options.storeMaxBytes }));
     app.addHook('onClose', async () => {
       if (!options.store) await store.close();
     });
@@ -76,6 +78,21 @@ export default fp<CompactorPluginOptions>(
     stat('compactor_token_cache_hits', 'Token count cache hits since start', () => counter.stats().hits);
     stat('compactor_token_cache_misses', 'Token count cache misses since start', () => counter.stats().misses);
     stat('compactor_token_cache_entries', 'Messages in the token count cache', () => counter.stats().entries);
+    // Redis keeps its own count (maxmemory, evicted_keys): these two are absent for it.
+    if (store.usage()) {
+      stat('compactor_store_bytes', 'Content bytes of the artifacts in the store', () => store.usage()?.bytes ?? 0);
+      new Counter({
+        name: 'compactor_artifacts_evicted_total',
+        help: 'Artifacts evicted, oldest first, to keep the store under COMPACTOR_STORE_MAX_BYTES',
+        registers: [app.metrics.registry],
+        collect() {
+          // The store counts; the counter shows its count (monotonic while the store is open).
+          this.reset();
+          // Worker threads open the same file on connections of their own and report theirs.
+          this.inc((store.usage()?.evicted ?? 0) + (app.hasDecorator('offload') ? app.offload.evicted : 0));
+        },
+      });
+    }
   },
   { name: 'compactor', dependencies: ['metrics'] },
 );

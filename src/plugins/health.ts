@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { z } from 'zod';
 import { CompactorError } from '../errors.js';
+import { StoreHealth } from '../store/health.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -10,17 +11,25 @@ declare module 'fastify' {
   }
 }
 
-const Status = z.object({ status: z.string() }).meta({ id: 'HealthStatus' });
+const Status = z
+  .object({
+    status: z.string().meta({ description: '`ok`, `ready`, `draining`, `store_unavailable` or `store_failed`' }),
+    reason: z.string().optional().meta({ description: 'Why the service is not ready (never content, never a path)' }),
+  })
+  .meta({ id: 'HealthStatus' });
 
 /**
- * `/health/live` answers while the process runs; `/health/ready` turns 503 while draining. Once
- * `close()` starts, other requests that still arrive on open connections get 503
- * `CMP_ERR_SERVICE_UNAVAILABLE` with `connection: close` (Fastify's own 503 is plain JSON);
- * health keeps answering.
+ * `/health/live` answers while the process runs. `/health/ready` answers from local state only
+ * (never the summarizer's health): 503 `draining` once shutdown starts, 503 `store_unavailable`
+ * or `store_failed` with a reason while the artifact store does not take writes (a small write,
+ * its answer reused for 1.5 s, never awaited past 1 s), else 200 `ready`. Once `close()` starts,
+ * other requests that still arrive on open connections get 503 `CMP_ERR_SERVICE_UNAVAILABLE`
+ * with `connection: close` (Fastify's own 503 is plain JSON); health keeps answering.
  */
 export default fp(
   async (app: FastifyInstance) => {
     app.decorate('readiness', { ready: true });
+    const store = new StoreHealth(app.store);
     let closing = false;
     app.addHook('preClose', async () => {
       closing = true;
@@ -40,9 +49,11 @@ export default fp(
       { schema: { tags: ['health'], response: { 200: Status, 503: Status } } },
       async (_request, reply) => {
         if (!app.readiness.ready) return reply.code(503).send({ status: 'draining' });
+        const state = await store.check();
+        if (!state.ok) return reply.code(503).send({ status: state.status, reason: state.reason });
         return { status: 'ready' };
       },
     );
   },
-  { name: 'health' },
+  { name: 'health', dependencies: ['compactor'] },
 );

@@ -55,6 +55,8 @@ export class Offload {
   private pool: Piscina | undefined;
   /** Body bytes of the tasks on the pool (running or waiting). */
   private pendingBytes = 0;
+  /** Artifacts the workers' own store connections evicted (the main thread's metrics add them). */
+  evicted = 0;
   /**
    * The pool's throughput in its current or last busy spell (body bytes finished per ms); until
    * measured, 2 MB/s, about what one thread does counting a history with nothing cached.
@@ -134,6 +136,7 @@ export class Offload {
     this.pendingBytes += length;
     try {
       const result = (await pool.run(task, { transferList })) as TaskResult;
+      this.evicted += result.evicted;
       // Throughput: bytes finished over the time the pool has been busy (tasks on one worker
       // interleave, so a task's own duration says little about the pool's speed).
       this.doneSinceBusy += length;
@@ -171,7 +174,14 @@ export class Offload {
 /** Turns a worker's failure back into the error the in-line path would have thrown. */
 export function failureError(result: Extract<TaskResult, { ok: false }>): Error {
   const f = result.failure;
-  if (f.kind === 'problem') return new CompactorError(f.code, f.detail, f.errors);
+  if (f.kind === 'problem') {
+    return new CompactorError(
+      f.code,
+      f.detail,
+      f.errors,
+      f.retryAfterSeconds !== undefined ? { retryAfterSeconds: f.retryAfterSeconds } : {},
+    );
+  }
   const error = new Error(`worker: ${f.message}`);
   if (f.stack) error.stack = f.stack;
   return error;

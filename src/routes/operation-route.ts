@@ -8,6 +8,8 @@ import { Problem } from '../schemas/common.js';
 export const PROBLEMS = { 400: Problem, 401: Problem, 413: Problem, 415: Problem, 429: Problem, 500: Problem, 503: Problem };
 /** What a strategy that calls the summarizer may answer besides (its upstream's failures). */
 export const SUMMARIZER_PROBLEMS = { 502: Problem, 504: Problem };
+/** What a strategy that offloads originals to the store may answer besides: originals larger than its cap. */
+export const STORE_PROBLEMS = { 507: Problem };
 
 interface OperationRoute {
   url: OperationUrl;

@@ -1,23 +1,32 @@
 import { MemoryStore } from './memory.js';
-import type { ArtifactStore } from './types.js';
+import { type ArtifactStore, StoreFailedError, type StoreOptions } from './types.js';
 
-export type { Artifact, ArtifactStore, NewArtifact } from './types.js';
-export { StoreUnavailableError } from './types.js';
+export type { Artifact, ArtifactStore, NewArtifact, StoreOptions, StoreUsage } from './types.js';
+export { StoreCapacityError, StoreFailedError, StoreUnavailableError } from './types.js';
 
 /**
  * Opens the store a `COMPACTOR_STORE_URL` names: `sqlite:<path>` (the default, a file created on
  * first use), `redis://…` or `rediss://…`, or `memory:`. SQLite and Redis are loaded only when
- * chosen.
+ * chosen. `options.maxBytes` caps SQLite and memory (Redis has its own `maxmemory`).
+ *
+ * Throws `StoreFailedError` for a URL or file that cannot serve (unsupported or unparsable URL,
+ * a folder that cannot be made, a path that is a folder, a file that is not a database, …), and
+ * `StoreUnavailableError` for a SQLite file that stayed locked. A Redis is connected to in the
+ * background: whether it answers shows on the first command.
  */
-export async function openStore(url: string): Promise<ArtifactStore> {
-  if (url === 'memory:' || url === 'memory') return new MemoryStore();
+export async function openStore(url: string, options: StoreOptions = {}): Promise<ArtifactStore> {
+  if (url === 'memory:' || url === 'memory') return new MemoryStore(options);
   if (url.startsWith('sqlite:')) {
     const { SqliteStore } = await import('./sqlite.js');
-    return new SqliteStore(url.slice('sqlite:'.length) || ':memory:');
+    return new SqliteStore(url.slice('sqlite:'.length) || ':memory:', options);
   }
   if (url.startsWith('redis://') || url.startsWith('rediss://')) {
     const { RedisStore } = await import('./redis.js');
-    return new RedisStore(url);
+    try {
+      return new RedisStore(url);
+    } catch (error) {
+      throw new StoreFailedError(`redis open failed: ${(error as Error).message}`, 'has a URL that cannot be parsed');
+    }
   }
-  throw new Error(`unsupported store URL ${JSON.stringify(url)} (expected sqlite:<path>, redis://… or memory:)`);
+  throw new StoreFailedError('unsupported store URL', 'has an unsupported URL (expected sqlite:<path>, redis://… or memory:)');
 }

@@ -1,35 +1,89 @@
-import type { Artifact, ArtifactStore, NewArtifact } from './types.js';
+import {
+  type Artifact,
+  type ArtifactStore,
+  checkFits,
+  contentBytes,
+  type NewArtifact,
+  type StoreOptions,
+  type StoreUsage,
+} from './types.js';
 
-/** An in-process store: nothing survives a restart. Expired entries are swept as it grows. */
+interface Entry {
+  readonly artifact: Artifact;
+  readonly bytes: number;
+}
+
+/**
+ * An in-process store: nothing survives a restart. Expired entries are swept as it grows. With a
+ * cap, the oldest entries (by creation time) are evicted to make room: the map keeps creation
+ * order (an entry replaced after it expired is moved to the end), so eviction takes from its
+ * front and never scans.
+ */
 export class MemoryStore implements ArtifactStore {
   readonly kind = 'memory' as const;
-  /** Keyed by scope and id (a NUL cannot occur in either). */
-  private readonly entries = new Map<string, Artifact>();
+  /** Keyed by scope and id (a NUL cannot occur in either), in creation order. */
+  private readonly entries = new Map<string, Entry>();
+  private readonly maxBytes: number;
+  private bytes = 0;
+  private evicted = 0;
   private nextSweep = 0;
   private installed: string | undefined;
 
+  constructor(options: StoreOptions = {}) {
+    this.maxBytes = options.maxBytes ?? 0;
+  }
+
   async put(scope: string, artifacts: readonly NewArtifact[], ttlSeconds: number, now: number): Promise<void> {
+    checkFits(artifacts, this.maxBytes);
     const expires = now + ttlSeconds * 1000;
+    if (now >= this.nextSweep) this.sweep(now);
+    const written = new Set<string>();
     for (const a of artifacts) {
       const key = `${scope}\0${a.id}`;
+      written.add(key);
       const existing = this.entries.get(key);
-      if (existing && existing.expires_at > now) {
-        this.entries.set(key, { ...existing, expires_at: Math.max(existing.expires_at, expires) });
-      } else {
-        this.entries.set(key, { ...a, created_at: now, expires_at: expires });
+      if (existing && existing.artifact.expires_at > now) {
+        const artifact = { ...existing.artifact, expires_at: Math.max(existing.artifact.expires_at, expires) };
+        this.entries.set(key, { ...existing, artifact });
+        continue;
       }
+      if (existing) this.remove(key, existing);
+      const bytes = contentBytes(a);
+      this.entries.set(key, { artifact: { ...a, created_at: now, expires_at: expires }, bytes });
+      this.bytes += bytes;
     }
-    if (now >= this.nextSweep) {
-      for (const [key, a] of this.entries) if (a.expires_at <= now) this.entries.delete(key);
-      this.nextSweep = now + 60_000;
+    this.evict(written, now);
+  }
+
+  /**
+   * Deletes the oldest entries until the cap holds, sparing the ones this put wrote; expired
+   * entries met on the way go too, without counting as evictions.
+   */
+  private evict(spare: ReadonlySet<string>, now: number): void {
+    if (this.maxBytes <= 0) return;
+    for (const [key, entry] of this.entries) {
+      if (this.bytes <= this.maxBytes) return;
+      if (spare.has(key)) continue;
+      this.remove(key, entry);
+      if (entry.artifact.expires_at > now) this.evicted++;
     }
+  }
+
+  private sweep(now: number): void {
+    for (const [key, entry] of this.entries) if (entry.artifact.expires_at <= now) this.remove(key, entry);
+    this.nextSweep = now + 60_000;
+  }
+
+  private remove(key: string, entry: Entry): void {
+    this.entries.delete(key);
+    this.bytes -= entry.bytes;
   }
 
   async get(scope: string, ids: readonly string[], now: number): Promise<Map<string, Artifact>> {
     const out = new Map<string, Artifact>();
     for (const id of ids) {
-      const a = this.entries.get(`${scope}\0${id}`);
-      if (a && a.expires_at > now) out.set(id, a);
+      const entry = this.entries.get(`${scope}\0${id}`);
+      if (entry && entry.artifact.expires_at > now) out.set(id, entry.artifact);
     }
     return out;
   }
@@ -43,7 +97,14 @@ export class MemoryStore implements ArtifactStore {
     return true;
   }
 
+  async probe(): Promise<void> {}
+
+  usage(): StoreUsage {
+    return { bytes: this.bytes, maxBytes: this.maxBytes, evicted: this.evicted };
+  }
+
   async close(): Promise<void> {
     this.entries.clear();
+    this.bytes = 0;
   }
 }

@@ -1,21 +1,36 @@
 import { Redis } from 'ioredis';
+import { classifyRedis } from './redis-faults.js';
 import type { Artifact, ArtifactStore, NewArtifact } from './types.js';
-import { StoreUnavailableError } from './types.js';
 
-/** Keys: `compactor:art:<scope>:<id>` (a scope is hex or `shared`), and the installation secret. */
+/**
+ * Keys: `compactor:art:<scope>:<id>` (a scope is hex or `shared`), each with its TTL; the
+ * installation secret, without one (so a `volatile-*` eviction policy never takes it); the
+ * readiness probe's marker.
+ */
 const PREFIX = 'compactor:art:';
 const SECRET = 'compactor:secret';
+const PROBE = 'compactor:probe';
 
 /**
  * Redis, for replicas that share artifacts: an artifact offloaded by one replica is expanded by
  * another. Each artifact is one key with a TTL. While Redis is unreachable a command waits for
  * at most one reconnection attempt and `commandTimeout`, then fails; the client keeps
  * reconnecting by itself, so the service recovers without a restart.
+ *
+ * There is no cap of ours here: Redis's own `maxmemory` is the cap, and its eviction policy
+ * decides. Run it with `volatile-ttl` (or another `volatile-*` policy): artifacts and cached
+ * summaries are evicted, soonest-expiring first, and an evicted artifact is missing exactly as an
+ * expired one is; the secret has no TTL and is never evicted. Under `noeviction` a full Redis
+ * refuses every write instead (503 `CMP_ERR_STORE_UNAVAILABLE`, readiness off), and an
+ * `allkeys-*` policy could evict the secret, which would change every id.
  */
 export class RedisStore implements ArtifactStore {
   readonly kind = 'redis' as const;
   private readonly client: Redis;
+  /** Why the last connection attempt failed (`ECONNREFUSED`, `WRONGPASS`, …), until one succeeds. */
+  private connection: string | undefined;
 
+  /** @throws TypeError when the URL cannot be parsed */
   constructor(url: string) {
     this.client = new Redis(url, {
       lazyConnect: false,
@@ -26,14 +41,19 @@ export class RedisStore implements ArtifactStore {
       retryStrategy: (times) => Math.min(times * 200, 2000),
     });
     // Connection errors surface on each command; the client's own event would otherwise crash.
-    this.client.on('error', () => {});
+    this.client.on('error', (error: NodeJS.ErrnoException) => {
+      this.connection = error.code ?? /^[A-Z]+/.exec(error.message)?.[0] ?? 'error';
+    });
+    this.client.on('ready', () => {
+      this.connection = undefined;
+    });
   }
 
   private async run<T>(what: string, op: () => Promise<T>): Promise<T> {
     try {
       return await op();
     } catch (error) {
-      throw new StoreUnavailableError(`redis ${what} failed: ${(error as Error).message}`);
+      throw classifyRedis(what, error, this.connection);
     }
   }
 
@@ -89,6 +109,14 @@ export class RedisStore implements ArtifactStore {
     } catch {
       return false;
     }
+  }
+
+  async probe(now: number): Promise<void> {
+    await this.run('probe', () => this.client.set(PROBE, String(now), 'PX', 60_000));
+  }
+
+  usage(): null {
+    return null;
   }
 
   async close(): Promise<void> {

@@ -1,8 +1,8 @@
 import type { MessagePort } from 'node:worker_threads';
-import type { Artifact, ArtifactStore, NewArtifact } from './types.js';
-import { StoreUnavailableError } from './types.js';
+import type { Artifact, ArtifactStore, NewArtifact, StoreUsage } from './types.js';
+import { StoreCapacityError, StoreFailedError, StoreUnavailableError } from './types.js';
 
-type Method = 'put' | 'get' | 'secret' | 'ping';
+type Method = 'put' | 'get' | 'secret' | 'ping' | 'probe';
 
 interface StoreRequest {
   id: number;
@@ -10,7 +10,34 @@ interface StoreRequest {
   args: unknown[];
 }
 
-type StoreReply = { id: number; value: unknown } | { id: number; error: { name: string; message: string } };
+/** A store error as plain data: its class by name and the fields that class carries. */
+interface WireError {
+  name: string;
+  message: string;
+  problem?: string;
+  retryAfterSeconds?: number;
+  bytes?: number;
+  maxBytes?: number;
+}
+
+type StoreReply = { id: number; value: unknown } | { id: number; error: WireError };
+
+function toWire(error: unknown): WireError {
+  const e = error instanceof Error ? error : new Error(String(error));
+  const out: WireError = { name: e.name, message: e.message };
+  if (e instanceof StoreUnavailableError) Object.assign(out, { problem: e.problem, retryAfterSeconds: e.retryAfterSeconds });
+  if (e instanceof StoreFailedError) out.problem = e.problem;
+  if (e instanceof StoreCapacityError) Object.assign(out, { bytes: e.bytes, maxBytes: e.maxBytes });
+  return out;
+}
+
+/** The same error class on this side of the channel, so the fault is reported as it would be in line. */
+function fromWire(e: WireError): Error {
+  if (e.name === 'StoreUnavailableError') return new StoreUnavailableError(e.message, e.problem, e.retryAfterSeconds);
+  if (e.name === 'StoreFailedError') return new StoreFailedError(e.message, e.problem ?? 'failed');
+  if (e.name === 'StoreCapacityError') return new StoreCapacityError(e.bytes ?? 0, e.maxBytes ?? 0);
+  return new Error(e.message);
+}
 
 /**
  * Serves a store to a worker thread over `port`: the main thread's store (an in-process memory
@@ -28,16 +55,15 @@ export function serveStore(port: MessagePort, store: ArtifactStore): void {
           return store.get(a as string, b as string[], c as number);
         case 'secret':
           return store.secret(a as string);
+        case 'probe':
+          return store.probe(a as number);
         default:
           return store.ping();
       }
     };
     call().then(
       (value) => port.postMessage({ id: request.id, value } satisfies StoreReply),
-      (error: unknown) => {
-        const e = error instanceof Error ? error : new Error(String(error));
-        port.postMessage({ id: request.id, error: { name: e.name, message: e.message } } satisfies StoreReply);
-      },
+      (error: unknown) => port.postMessage({ id: request.id, error: toWire(error) } satisfies StoreReply),
     );
   });
 }
@@ -64,13 +90,8 @@ export class RemoteStore implements ArtifactStore {
         const waiter = this.pending.get(reply.id);
         if (!waiter) return;
         this.pending.delete(reply.id);
-        if ('error' in reply) {
-          const error =
-            reply.error.name === 'StoreUnavailableError'
-              ? new StoreUnavailableError(reply.error.message)
-              : new Error(reply.error.message);
-          waiter.reject(error);
-        } else waiter.resolve(reply.value);
+        if ('error' in reply) waiter.reject(fromWire(reply.error));
+        else waiter.resolve(reply.value);
       });
     }
     const id = this.next++;
@@ -94,6 +115,15 @@ export class RemoteStore implements ArtifactStore {
 
   ping(): Promise<boolean> {
     return this.call('ping', []);
+  }
+
+  probe(now: number): Promise<void> {
+    return this.call('probe', [now]);
+  }
+
+  /** The main thread's store reports its own usage. */
+  usage(): StoreUsage | null {
+    return null;
   }
 
   async close(): Promise<void> {}

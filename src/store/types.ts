@@ -20,33 +20,132 @@ export interface Artifact {
 
 export type NewArtifact = Omit<Artifact, 'created_at' | 'expires_at'>;
 
+/** How much a capped store holds: content bytes (UTF-8 of `content`), its cap, and evictions since open. */
+export interface StoreUsage {
+  /** Content bytes of the artifacts held (expired ones not yet purged included). */
+  readonly bytes: number;
+  /** The cap on `bytes`; 0: none. */
+  readonly maxBytes: number;
+  /** Artifacts deleted to stay under the cap since the store was opened (expiry is not eviction). */
+  readonly evicted: number;
+}
+
+/** Options every store accepts when opened. */
+export interface StoreOptions {
+  /**
+   * Cap on the content bytes held (`COMPACTOR_STORE_MAX_BYTES`); the oldest artifacts (by creation
+   * time) are evicted to make room. 0 or unset: no cap. Redis ignores it: its own `maxmemory`
+   * and eviction policy are the cap there.
+   */
+  readonly maxBytes?: number;
+}
+
 /**
  * Where offloaded originals live. Implementations: SQLite (the embedded default), Redis (shared
  * by replicas), memory (tests, ephemeral sidecars). Every artifact belongs to one caller's
  * `scope` (derived from its API key; one shared scope when no keys are configured): an id read
- * under another scope is absent, as if it had never been stored. Every method may reject with a
- * `StoreUnavailableError` when the backing service cannot be reached.
+ * under another scope is absent, as if it had never been stored.
+ *
+ * Failures: every method may reject with a `StoreUnavailableError` (transient: the store cannot
+ * be reached, is busy, timed out or is full; a retry may succeed) or a `StoreFailedError`
+ * (permanent until an operator acts: read-only, corrupt, access refused); `put` also with a
+ * `StoreCapacityError` when what it is given cannot fit under the cap at all.
  */
 export interface ArtifactStore {
   readonly kind: 'sqlite' | 'redis' | 'memory';
   /**
    * Stores artifacts under `scope` for `ttlSeconds`. Storing an id that exists keeps its content
    * and creation time and extends its expiry: the same original stored twice is one artifact.
+   * A capped store evicts its oldest artifacts (by creation time) to make room; an evicted
+   * artifact is absent, exactly as an expired one is.
    */
   put(scope: string, artifacts: readonly NewArtifact[], ttlSeconds: number, now: number): Promise<void>;
-  /** The live (unexpired) artifacts of `scope` among `ids`; unknown, expired and foreign ids are absent. */
+  /** The live (unexpired) artifacts of `scope` among `ids`; unknown, expired, evicted and foreign ids are absent. */
   get(scope: string, ids: readonly string[], now: number): Promise<Map<string, Artifact>>;
   /**
    * The installation's secret, which keys artifact ids and scopes: the one stored already, else
    * `candidate`, stored now. Replicas sharing a store agree on it; it survives restarts.
    */
   secret(candidate: string): Promise<string>;
-  /** Whether the store answers right now (for readiness and diagnostics). */
+  /** Whether the store answers reads right now (diagnostics; readiness asks `probe`). */
   ping(): Promise<boolean>;
+  /**
+   * Writes a small marker, as cheaply as the store allows: resolves when the store accepts
+   * writes, rejects with the `StoreUnavailableError` or `StoreFailedError` a write would meet.
+   */
+  probe(now: number): Promise<void>;
+  /** Content bytes held and the cap; null where the backing service keeps its own count (Redis). */
+  usage(): StoreUsage | null;
   close(): Promise<void>;
 }
 
-/** The store could not be reached or failed; the request may be retried. */
+/**
+ * The store cannot serve right now, for a reason that may pass (unreachable, timed out, busy,
+ * full): the request may be retried, after `retryAfterSeconds`.
+ */
 export class StoreUnavailableError extends Error {
   override name = 'StoreUnavailableError';
+  /**
+   * @param message for the logs (no content, no keys)
+   * @param problem what the client is told, completing "the <kind> artifact store …"
+   * @param retryAfterSeconds when a retry may succeed (default 2)
+   */
+  constructor(
+    message: string,
+    readonly problem = 'cannot be reached',
+    readonly retryAfterSeconds = 2,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * The store refuses for a reason that will not pass by itself (read-only file or folder, corrupt
+ * database, access denied): retrying is pointless until an operator acts.
+ */
+export class StoreFailedError extends Error {
+  override name = 'StoreFailedError';
+  /**
+   * @param message for the logs (no content, no keys)
+   * @param problem what the client and the operator are told, completing "the <kind> artifact store …"
+   */
+  constructor(
+    message: string,
+    readonly problem: string,
+  ) {
+    super(message);
+  }
+}
+
+/** What `put` was given is larger than the store's cap: it could never fit, whatever is evicted. */
+export class StoreCapacityError extends Error {
+  override name = 'StoreCapacityError';
+  constructor(
+    readonly bytes: number,
+    readonly maxBytes: number,
+  ) {
+    super(`${bytes} bytes of originals exceed the store's cap of ${maxBytes} bytes`);
+  }
+}
+
+/** Content bytes of an artifact, as the cap counts them: the UTF-8 length of its JSON text. */
+export function contentBytes(artifact: { content: string }): number {
+  return Buffer.byteLength(artifact.content, 'utf8');
+}
+
+/**
+ * Checks a batch against the cap before anything is written or evicted: a batch that could not
+ * fit even in an empty store is refused whole (a half-stored batch would leave placeholders
+ * that name nothing). Throws `StoreCapacityError`.
+ */
+export function checkFits(artifacts: readonly { id: string; content: string }[], maxBytes: number): void {
+  if (maxBytes <= 0) return;
+  const seen = new Set<string>();
+  let total = 0;
+  for (const a of artifacts) {
+    if (seen.has(a.id)) continue;
+    seen.add(a.id);
+    total += contentBytes(a);
+  }
+  if (total > maxBytes) throw new StoreCapacityError(total, maxBytes);
 }

@@ -3,7 +3,7 @@ import t from 'tap';
 import { buildApp } from '../../src/app.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import type { ArtifactStore } from '../../src/store/types.js';
-import { StoreUnavailableError } from '../../src/store/types.js';
+import { StoreFailedError, StoreUnavailableError } from '../../src/store/types.js';
 import { build, testConfig } from '../support/app.js';
 
 const big = (label: string) =>
@@ -284,6 +284,8 @@ t.test('a store that cannot be reached is a 503, and window still works', async 
       throw new StoreUnavailableError('down');
     },
     ping: async () => false,
+    probe: async () => {},
+    usage: () => null,
     close: async () => {},
   };
   const app = await buildApp(testConfig(), { logger: pino({ level: 'silent' }), store: broken });
@@ -291,6 +293,7 @@ t.test('a store that cannot be reached is a 503, and window still works', async 
   const res = await app.inject({ method: 'POST', url: '/v1/compact', payload: { messages: history, keep_tool_uses: 1 } });
   t.equal(res.statusCode, 503);
   t.equal(res.json().code, 'CMP_ERR_STORE_UNAVAILABLE');
+  t.equal(res.headers['retry-after'], '2', 'with retry-after');
   const inline = await app.inject({
     method: 'POST',
     url: '/v1/compact',
@@ -301,4 +304,42 @@ t.test('a store that cannot be reached is a 503, and window still works', async 
   t.equal(window.statusCode, 200);
   const memory = new MemoryStore();
   t.ok(await memory.ping());
+});
+
+t.test('a store that fails for good is a 500 naming the problem, without retry-after; readiness says so', async (t) => {
+  let probeFails = false;
+  const readOnly: ArtifactStore = {
+    kind: 'sqlite',
+    secret: async (candidate) => candidate,
+    put: async () => {
+      throw new StoreFailedError('sqlite write failed: SQLITE_READONLY', 'is read-only (its file or folder cannot be written)');
+    },
+    get: async () => new Map(),
+    ping: async () => true,
+    probe: async () => {
+      if (probeFails)
+        throw new StoreFailedError('sqlite probe failed: SQLITE_READONLY', 'is read-only (its file or folder cannot be written)');
+    },
+    usage: () => null,
+    close: async () => {},
+  };
+  const app = await buildApp(testConfig(), { logger: pino({ level: 'silent' }), store: readOnly });
+  t.teardown(() => app.close());
+  const res = await app.inject({ method: 'POST', url: '/v1/compact', payload: { messages: history, keep_tool_uses: 1 } });
+  t.equal(res.statusCode, 500);
+  t.equal(res.json().code, 'CMP_ERR_STORE_FAILED');
+  t.equal(
+    res.json().detail,
+    'the sqlite artifact store is read-only (its file or folder cannot be written); an operator must fix it',
+  );
+  t.notMatch(res.json().detail, /retry/i);
+  t.equal(res.headers['retry-after'], undefined);
+  probeFails = true;
+  const ready = await app.inject({ method: 'GET', url: '/health/ready' });
+  t.equal(ready.statusCode, 503);
+  t.same(ready.json(), {
+    status: 'store_failed',
+    reason: 'the sqlite store is read-only (its file or folder cannot be written)',
+  });
+  t.equal((await app.inject({ method: 'GET', url: '/health/live' })).statusCode, 200, 'alive all the same');
 });

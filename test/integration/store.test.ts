@@ -46,6 +46,9 @@ async function contract(t: Test, store: ArtifactStore): Promise<void> {
     t.equal((await store.get(scope, [b.id], now + 61_000)).size, 0, 'expired artifacts are gone');
   }
   t.equal(await store.ping(), true);
+  await t.resolves(store.probe(now), 'a store that takes writes passes the readiness probe');
+  if (store.kind === 'redis') t.equal(store.usage(), null, 'Redis keeps its own count');
+  else t.ok((store.usage()?.bytes ?? 0) > 0, 'the bytes held are counted');
   const kept = await store.secret(`candidate-${Math.random()}`);
   t.equal(await store.secret('another candidate'), kept, 'the installation secret, once stored, stays');
 }
@@ -85,6 +88,7 @@ t.test('an unreachable Redis is a StoreUnavailableError, not a hang or a crash',
   await t.rejects(store.get('shared', ['art_000000000000000000000000'], Date.now()), { name: 'StoreUnavailableError' });
   await t.rejects(store.put('shared', [artifact({ x: 1 })], 60, Date.now()), { name: 'StoreUnavailableError' });
   await t.rejects(store.secret('x'), { name: 'StoreUnavailableError' });
+  await t.rejects(store.probe(Date.now()), { name: 'StoreUnavailableError', problem: /^cannot be reached/ });
   t.equal(await store.ping(), false);
 });
 
