@@ -3,6 +3,27 @@ import { z } from 'zod';
 const intFromEnv = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
 
 /**
+ * A URL as it may be shown in a log line or a boot error: the password of `user:password@` (or a
+ * lone `secret@`) replaced by `***`. Works on text that does not parse as a URL too.
+ */
+export function redactUrl(text: string): string {
+  return text.replace(/^([a-z][\w+.-]*:\/\/)([^/]*)@/i, (_, scheme: string, userinfo: string) => {
+    const colon = userinfo.indexOf(':');
+    return `${scheme}${colon < 0 ? '***' : `${userinfo.slice(0, colon)}:***`}@`;
+  });
+}
+
+/** Whether a `redis://` or `rediss://` URL is one ioredis can use: a host, and a numeric database if any. */
+function validRedisUrl(value: string): boolean {
+  try {
+    const url = new URL(value);
+    return url.hostname.length > 0 && /^(\/\d*)?$/.test(url.pathname);
+  } catch {
+    return false;
+  }
+}
+
+/**
  * The environment the service reads, parsed once at boot. This is the only module that reads
  * `process.env`; everything else receives a `Config`. Names are part of the public contract
  * (API.md, "Configuration names").
@@ -24,12 +45,16 @@ export const ConfigSchema = z.object({
   COMPACTOR_STORE_URL: z
     .string()
     .regex(/^(memory:?|sqlite:.*|rediss?:\/\/.+)$/, 'expected sqlite:<path>, redis://host:port or memory:')
+    .refine(
+      (v) => !/^rediss?:/.test(v) || validRedisUrl(v),
+      'not a valid Redis URL (expected redis://[user:password@]host[:port][/db])',
+    )
     .default('sqlite:./data/compactor.db'),
   /** Cap on the content bytes a SQLite or memory store holds; the oldest artifacts are evicted. */
   COMPACTOR_STORE_MAX_BYTES: intFromEnv(0, Number.MAX_SAFE_INTEGER).default(1024 * 1024 * 1024),
   COMPACTOR_ARTIFACT_TTL_SECONDS: intFromEnv(1, 10 * 365 * 24 * 3600).default(7 * 24 * 3600),
   COMPACTOR_ARTIFACT_SECRET: z.string().min(32, 'must be at least 32 characters').max(1024).optional(),
-  OPENAI_BASE_URL: z.url().optional(),
+  OPENAI_BASE_URL: z.url({ protocol: /^https?$/, error: 'expected an http:// or https:// URL' }).optional(),
   OPENAI_API_KEY: z.string().min(1).optional(),
   COMPACTOR_SUMMARIZER_MODEL: z.string().min(1).max(256).optional(),
   COMPACTOR_SUMMARIZER_MODELS: z
@@ -151,7 +176,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (!parsed.success) {
     const lines = parsed.error.issues.map((issue) => {
       const name = String(issue.path[0] ?? '(environment)');
-      const shown = /KEY|SECRET|TOKEN/.test(name) ? '(redacted)' : JSON.stringify(input[name] ?? '');
+      const shown = /KEY|SECRET|TOKEN/.test(name) ? '(redacted)' : JSON.stringify(redactUrl(input[name] ?? ''));
       return `${name}=${shown}: ${issue.message}`;
     });
     throw new ConfigError(`invalid configuration: ${lines.join('; ')}`);

@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { Counter, Gauge } from 'prom-client';
 import { Compactor } from '../compactor.js';
-import { openStore } from '../store/index.js';
+import { bootStep, openWritableStore } from '../store/boot.js';
 import type { ArtifactStore } from '../store/types.js';
 import type { Summarizer } from '../summarizers/types.js';
 import { TokenCounter } from '../tokens/counter.js';
@@ -37,18 +37,27 @@ export interface CompactorPluginOptions {
 
 /**
  * Decorates the app with the service core and its artifact store (closed with the app), and
- * exposes the count cache and the store's size and evictions to the metrics.
+ * exposes the count cache and the store's size and evictions to the metrics. The store is opened,
+ * written to and asked for the installation secret before the app is ready, each step within
+ * `BOOT_TIMEOUT_MS`: a store that cannot serve fails the boot with a `StoreBootError`.
  */
 export default fp<CompactorPluginOptions>(
   async (app: FastifyInstance, options) => {
     const counter = new TokenCounter(options.tokenCacheEntries);
-    const store = options.store ?? (await openStore(options.storeUrl, { maxBytes: options.storeMaxBytes }));
+    const store = options.store ?? (await openWritableStore(options.storeUrl, { maxBytes: options.storeMaxBytes }));
     app.addHook('onClose', async () => {
       if (!options.store) await store.close();
     });
     app.decorate('store', store);
     // Ids and scopes are keyed by one secret that every replica sharing the store agrees on.
-    const secret = options.secret ?? (await store.secret(randomBytes(32).toString('hex')));
+    let secret = options.secret;
+    try {
+      secret ??= await bootStep('secret', store.kind, () => store.secret(randomBytes(32).toString('hex')));
+    } catch (error) {
+      // A failed boot never reaches onClose: a Redis client left open would keep reconnecting.
+      if (!options.store) await store.close();
+      throw error;
+    }
     app.decorate('artifactSecret', secret);
     const url = options.storeUrl;
     app.decorate(

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { ConfigError, loadConfig } from '../../src/config.js';
+import { ConfigError, loadConfig, redactUrl } from '../../src/config.js';
 
 t.test('defaults', async (t) => {
   const config = loadConfig({});
@@ -49,4 +49,36 @@ t.test('deadlines nest: the summarizer worst case must fit in the request deadli
   }
   t.match(message, /COMPACTOR_SUMMARIZER_TIMEOUT_MS/);
   t.notMatch(message, /sk-secret/, 'a key never appears in a boot error');
+});
+
+t.test('store URL and cap: a Redis URL that cannot be parsed is refused with its password redacted', async (t) => {
+  t.equal(loadConfig({}).COMPACTOR_STORE_MAX_BYTES, 1024 * 1024 * 1024, 'a 1 GiB cap by default');
+  t.equal(loadConfig({ COMPACTOR_STORE_MAX_BYTES: '0' }).COMPACTOR_STORE_MAX_BYTES, 0, '0: no cap');
+  t.throws(() => loadConfig({ COMPACTOR_STORE_MAX_BYTES: '-1' }), /COMPACTOR_STORE_MAX_BYTES/);
+  for (const url of ['redis://:hunter2@[bad', 'redis://user:hunter2@host:6379/zero', 'redis://:hunter2@']) {
+    let message = '';
+    try {
+      loadConfig({ COMPACTOR_STORE_URL: url });
+    } catch (error) {
+      message = (error as Error).message;
+    }
+    t.match(message, /COMPACTOR_STORE_URL=.*not a valid Redis URL/, url.replace('hunter2', '…'));
+    t.notMatch(message, /hunter2/, 'the password is not shown');
+  }
+  t.equal(
+    loadConfig({ COMPACTOR_STORE_URL: 'rediss://user:pw@cache.internal:6380/2' }).COMPACTOR_STORE_URL,
+    'rediss://user:pw@cache.internal:6380/2',
+  );
+  t.throws(
+    () => loadConfig({ OPENAI_BASE_URL: 'ftp://llm', COMPACTOR_SUMMARIZER_MODEL: 'm' }),
+    /OPENAI_BASE_URL="ftp:\/\/llm": expected an http/,
+  );
+});
+
+t.test('redactUrl hides the password of a URL, parsable or not', async (t) => {
+  t.equal(redactUrl('redis://user:pw@host:6379/0'), 'redis://user:***@host:6379/0');
+  t.equal(redactUrl('redis://:p@ss@host'), 'redis://:***@host', 'an unescaped @ in the password');
+  t.equal(redactUrl('redis://token@host'), 'redis://***@host', 'a lone secret before @');
+  t.equal(redactUrl('redis://host:6379/0'), 'redis://host:6379/0');
+  t.equal(redactUrl('sqlite:./data/x@y.db'), 'sqlite:./data/x@y.db', 'not a URL with credentials');
 });
