@@ -91,3 +91,58 @@ t.test('an invalid variable stops the process at boot, naming it', async (t) => 
   t.equal(code, 78);
   t.match(output(), /PORT="not-a-port"/);
 });
+
+t.test('SIGTERM while a compaction writes its originals: it completes, and they survive the restart', async (t) => {
+  const port = await freePort();
+  // A grace period a loaded machine cannot run out of: this test is about the write, not the clock.
+  const first = start({ PORT: String(port), COMPACTOR_SHUTDOWN_GRACE_MS: '60000' });
+  t.teardown(() => {
+    if (first.child.exitCode === null) first.child.kill('SIGKILL');
+  });
+  await waitReady(port);
+  // 2 MB of tool output: the store write is a real part of the request's time.
+  const output = Array.from({ length: 25_000 }, (_, i) => `line ${i}: ${'result '.repeat(10)}`).join('\n');
+  const history = [
+    { role: 'user', content: 'task' },
+    {
+      role: 'assistant',
+      content: null,
+      tool_calls: [{ id: 'a', type: 'function', function: { name: 'bash', arguments: '{"command":"a"}' } }],
+    },
+    { role: 'tool', tool_call_id: 'a', content: output },
+    {
+      role: 'assistant',
+      content: null,
+      tool_calls: [{ id: 'b', type: 'function', function: { name: 'bash', arguments: '{"command":"b"}' } }],
+    },
+    { role: 'tool', tool_call_id: 'b', content: 'newest' },
+  ];
+  const inFlight = fetch(`http://127.0.0.1:${port}/v1/compact`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ messages: history, keep_tool_uses: 1 }),
+  });
+  const arrived = () => /"url":"\/v1\/compact"/.test(first.output());
+  for (let i = 0; i < 2000 && !arrived(); i++) await new Promise((r) => setTimeout(r, 5));
+  t.ok(arrived(), 'the request arrived before SIGTERM');
+  const exited = once(first.child, 'exit');
+  first.child.kill('SIGTERM');
+  const res = await inFlight;
+  t.equal(res.status, 200, 'the compaction in flight at SIGTERM completes');
+  const body = (await res.json()) as { artifacts: { id: string }[] };
+  const id = body.artifacts[0]?.id ?? '';
+  const [code] = await exited;
+  t.equal(code, 0, 'exit 0 after draining');
+
+  const second = start({ PORT: String(port) });
+  t.teardown(() => {
+    if (second.child.exitCode === null) second.child.kill('SIGKILL');
+  });
+  await waitReady(port);
+  const again = await fetch(`http://127.0.0.1:${port}/v1/artifacts/${id}`);
+  t.equal(again.status, 200, 'the original written during the drain is there after the restart');
+  t.equal(((await again.json()) as { content: { content: string } }).content.content, output, 'byte-exact');
+  const stopped = once(second.child, 'exit');
+  second.child.kill('SIGTERM');
+  await stopped;
+});
