@@ -176,48 +176,29 @@ t.test(
   },
 );
 
-t.test('while closing: requests still arriving get a problem+json 503, health answers draining', async (t) => {
+t.test('while closing: the answer in flight closes its connection, and a pipelined latecomer is not read', async (t) => {
+  // Node reaps only the connections idle when the server closes; an answer sent while draining
+  // says `connection: close`, so a keep-alive client cannot hold the drain open. A request
+  // pipelined behind it is therefore never read (the client retries it elsewhere); requests that
+  // still reach the app while it closes get 503 CMP_ERR_SERVICE_UNAVAILABLE (plugins/problem.ts).
   const { app, port } = await start();
   const body = JSON.stringify({ messages: [{ role: 'user', content: 'hello' }] });
   const request = (path: string) =>
     `POST ${path} HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
-  // On each of two connections a request is in flight (half its body sent) when close starts;
-  // the next request on each arrives after it: it was not in flight. Fastify closes a connection
-  // after its first answer while closing, so each connection carries one latecomer.
   let closing: Promise<undefined> | undefined;
-  let started = () => {};
-  const closeStarted = new Promise<void>((resolve) => {
-    started = resolve;
-  });
-  const connection = (late: string, first: boolean) =>
-    exchange(
-      port,
-      request('/v1/tokens').slice(0, -10),
-      async () => {
-        await new Promise((r) => setTimeout(r, 100));
-        if (first) {
-          closing = (app as FastifyInstance).close();
-          await new Promise((r) => setTimeout(r, 50));
-          started();
-        }
-        await closeStarted;
-      },
-      `${request('/v1/tokens').slice(-10)}${late}`,
-    );
-  const [a, b] = await Promise.all([
-    connection(request('/v1/window'), true),
-    connection('GET /health/ready HTTP/1.1\r\nhost: x\r\n\r\n', false),
-  ]);
+  const raw = await exchange(
+    port,
+    request('/v1/tokens').slice(0, -10),
+    async () => {
+      await new Promise((r) => setTimeout(r, 100));
+      closing = (app as FastifyInstance).close();
+      await new Promise((r) => setTimeout(r, 50));
+    },
+    `${request('/v1/tokens').slice(-10)}${request('/v1/window')}`,
+  );
   await closing;
-  const [first, refusedAnswer, more] = answers(a);
+  const [first, more] = answers(raw);
   t.equal(first?.status, 200, 'the request in flight completes');
-  const refused = problem(t, refusedAnswer, 503, 'CMP_ERR_SERVICE_UNAVAILABLE');
-  t.match(refused.detail, /shutting down/);
-  t.equal(refusedAnswer?.headers.connection, 'close');
-  t.equal(refusedAnswer?.headers['retry-after'], '1');
+  t.equal(first?.headers.connection, 'close', 'and its answer closes the connection');
   t.equal(more, undefined, 'nothing more is read from a connection told to close');
-  const [other, health] = answers(b);
-  t.equal(other?.status, 200);
-  t.equal(health?.status, 503);
-  t.same(JSON.parse(health?.body ?? '{}'), { status: 'draining' }, 'readiness says draining, from local state');
 });
