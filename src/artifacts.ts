@@ -1,8 +1,8 @@
 import { CompactorError, fieldError } from './errors.js';
-import type { FormatAdapter } from './formats/types.js';
 import type { Addresser } from './history/address.js';
 import { type ExpandResult, expandHistory } from './history/expand.js';
-import { ARTIFACT_ID } from './history/markers.js';
+import type { FormatAdapter } from './history/format.js';
+import { ARTIFACT_ID } from './history/vocabulary.js';
 import {
   type ArtifactStore,
   type NewArtifact,

@@ -4,18 +4,19 @@ import { ArtifactService, type ArtifactView, type Caller } from './artifacts.js'
 import { CompactorError, fieldError } from './errors.js';
 import { detectFormat } from './formats/detect.js';
 import { formatByName } from './formats/registry.js';
-import type { FormatAdapter } from './formats/types.js';
 import { addresser, scopeOf } from './history/address.js';
 import type { ExpandResult } from './history/expand.js';
-import { buildGroups, firstUserTurn, groupIndexOf, headLength, runStarts } from './history/groups.js';
+import type { FormatAdapter } from './history/format.js';
+import { prepareHistory } from './history/prepared.js';
 import type { Action, Item, Violation, Warning } from './history/types.js';
+import { checkDepth } from './limits.js';
 import type { HistoryRequest } from './schemas/common.js';
 import type { ArtifactStore } from './store/types.js';
 import { type BilledUsage, keepAll, type PreparedHistory, type Strategy, withTotal } from './strategies/types.js';
 import { ExtractiveSummarizer } from './summarizers/extractive.js';
 import { SingleFlight } from './summarizers/single-flight.js';
 import type { SettledSummary, Summarizer } from './summarizers/types.js';
-import { checkDepth, type TokenCounter } from './tokens/counter.js';
+import type { TokenCounter } from './tokens/counter.js';
 import { type ModelProfile, resolveModel } from './tokens/models.js';
 import { checkUsage, occupancyFromUsage } from './tokens/occupancy.js';
 
@@ -194,33 +195,14 @@ export class Compactor {
     const tools = this.counter.countTools(profile, req.tools);
     let total = system + tools + format.framing.perRequest;
     for (const c of counts) total += c;
-    const groups = buildGroups(items);
-    const head = headLength(groups);
-    const starts = runStarts(items, head, req.run_ids);
-    const runOf = new Int32Array(items.length).fill(-1);
-    starts.forEach((start, r) => {
-      const end = starts[r + 1] ?? items.length;
-      for (let i = start; i < end; i++) runOf[i] = r;
-    });
     const occupancy = req.usage ? occupancyFromUsage(req.usage, counts) : total;
     const base = profile.exact ? 'exact' : 'estimated';
     return {
-      format,
-      messages: req.messages,
-      items,
-      groups,
-      groupOf: groupIndexOf(groups, items.length),
-      head,
-      firstUser: firstUserTurn(items, head),
-      runStarts: starts,
-      runOf,
-      runIds: req.run_ids,
-      counts,
+      ...prepareHistory({ format, messages: req.messages, items, counts, runIds: req.run_ids, occupancy }),
       profile,
       system,
       tools,
       total,
-      occupancy,
       counting: req.usage ? `usage+${base}` : base,
       warnings,
     };

@@ -1,3 +1,4 @@
+import type { CallSite, Countable, Fit, FormatAdapter, ParseResult, ResultSite, UnitKind } from '../history/format.js';
 import { pairingViolations } from '../history/pairing.js';
 import type { Item, Violation, Warning } from '../history/types.js';
 import {
@@ -12,7 +13,6 @@ import {
   malformed,
   systemTextOf,
 } from './shared.js';
-import type { CallSite, Countable, Fit, FormatAdapter, ParseResult, ResultSite, UnitKind } from './types.js';
 
 /** Results of server-side tools: they answer a `server_tool_use` in the same assistant message. */
 const SERVER_RESULTS = new Set([

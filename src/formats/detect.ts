@@ -1,6 +1,6 @@
 import { CompactorError } from '../errors.js';
+import type { FormatAdapter } from '../history/format.js';
 import { DEFAULT_FORMAT, FORMATS } from './registry.js';
-import type { FormatAdapter } from './types.js';
 
 interface Scan {
   format: FormatAdapter;

@@ -1,5 +1,7 @@
+import type { CallSite, Countable, Fit, FormatAdapter, ParseResult, ResultSite, UnitKind } from '../history/format.js';
 import { pairingViolations } from '../history/pairing.js';
 import type { Item, Violation } from '../history/types.js';
+import { SUMMARY_TOOL } from '../history/vocabulary.js';
 import {
   alternates,
   CountableBuilder,
@@ -11,7 +13,6 @@ import {
   malformed,
   systemTextOf,
 } from './shared.js';
-import type { CallSite, Countable, Fit, FormatAdapter, ParseResult, ResultSite, UnitKind } from './types.js';
 
 /** The data fields of a Part (exactly one per part), by their JSON name and proto name. */
 const DATA_FIELDS = [
@@ -230,12 +231,12 @@ export const gemini: FormatAdapter = {
       role: 'model',
       parts: [
         {
-          functionCall: { id, name: 'compactor_summary', args: {} },
+          functionCall: { id, name: SUMMARY_TOOL, args: {} },
           ...(signed ? { thoughtSignature: 'skip_thought_signature_validator' } : {}),
         },
       ],
     },
-    { role: 'user', parts: [{ functionResponse: { id, name: 'compactor_summary', response: { output: text } } }] },
+    { role: 'user', parts: [{ functionResponse: { id, name: SUMMARY_TOOL, response: { output: text } } }] },
   ],
   prose: (message) =>
     partsOf(message)

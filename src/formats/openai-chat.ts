@@ -1,5 +1,7 @@
+import type { CallSite, Countable, Fit, FormatAdapter, ParseResult, ResultSite, UnitKind } from '../history/format.js';
 import { pairingViolations } from '../history/pairing.js';
 import type { Item, Role, Violation, Warning } from '../history/types.js';
+import { SUMMARY_TOOL } from '../history/vocabulary.js';
 import {
   CountableBuilder,
   expectArray,
@@ -13,7 +15,6 @@ import {
   parseArgs,
   plainSystemText,
 } from './shared.js';
-import type { CallSite, Countable, Fit, FormatAdapter, ParseResult, ResultSite, UnitKind } from './types.js';
 
 const ROLES: Record<string, Role> = {
   system: 'system',
@@ -292,7 +293,7 @@ export const openaiChat: FormatAdapter = {
       role: 'assistant',
       content: null,
       ...(reasoning ? { reasoning_content: reasoning } : {}),
-      tool_calls: [{ id, type: 'function', function: { name: 'compactor_summary', arguments: '{}' } }],
+      tool_calls: [{ id, type: 'function', function: { name: SUMMARY_TOOL, arguments: '{}' } }],
     },
     { role: 'tool', tool_call_id: id, content: text },
   ],

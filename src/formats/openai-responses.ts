@@ -1,5 +1,7 @@
+import type { CallSite, Countable, Fit, FormatAdapter, ParseResult, ResultSite } from '../history/format.js';
 import { pairingViolations } from '../history/pairing.js';
 import type { Item, Role, Violation, Warning } from '../history/types.js';
+import { SUMMARY_TOOL } from '../history/vocabulary.js';
 import { orphanReasoning, reasoningTie } from './openai-responses-reasoning.js';
 import {
   CountableBuilder,
@@ -14,7 +16,6 @@ import {
   plainSystemText,
   typeName,
 } from './shared.js';
-import type { CallSite, Countable, Fit, FormatAdapter, ParseResult, ResultSite } from './types.js';
 
 /** Client-side calls: their outputs come back as items that name the same id. */
 const CALLS: Record<string, { id: string; output: string }> = {
@@ -258,7 +259,7 @@ export const openaiResponses: FormatAdapter = {
   textMessage: (role, text) => ({ type: 'message', role, content: text }),
   systemMessages: true,
   summaryExchange: (id, text) => [
-    { type: 'function_call', call_id: id, name: 'compactor_summary', arguments: '{}' },
+    { type: 'function_call', call_id: id, name: SUMMARY_TOOL, arguments: '{}' },
     { type: 'function_call_output', call_id: id, output: text },
   ],
   prose: (message) => {

@@ -1,8 +1,8 @@
+import type { FormatAdapter } from '../history/format.js';
 import { anthropic } from './anthropic.js';
 import { gemini } from './gemini.js';
 import { openaiChat } from './openai-chat.js';
 import { openaiResponses } from './openai-responses.js';
-import type { FormatAdapter } from './types.js';
 
 /**
  * Every supported wire format. The request schemas' `format` enum and detection are derived from

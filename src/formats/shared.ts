@@ -1,7 +1,7 @@
 import { fieldError } from '../errors.js';
+import type { Countable } from '../history/format.js';
 import type { Item } from '../history/types.js';
-import { MAX_DEPTH } from '../tokens/counter.js';
-import type { Countable } from './types.js';
+import { MAX_DEPTH } from '../limits.js';
 
 export type JsonObject = Record<string, unknown>;
 

@@ -1,5 +1,13 @@
-import type { FormatAdapter } from '../formats/types.js';
-import { markedIds, parseSummary, SUMMARY_REQUEST } from './markers.js';
+import type { FormatAdapter } from './format.js';
+import {
+  isRangePayload,
+  markedIds,
+  parseQaHeader,
+  parseSectionSummary,
+  parseSummary,
+  SUMMARY_REQUEST,
+  SUMMARY_TOOL,
+} from './vocabulary.js';
 
 /** One placeholder found in a history: where it is and which artifact it names. */
 interface Reference {
@@ -84,18 +92,6 @@ export async function expandHistory(
   return { messages, restored, missing: [...missing] };
 }
 
-const SECTION_LINE = /^\[compactor:section-summary (art_[0-9a-f]{24}|none)\]\n/;
-const QA_LINE = /^\[compactor:qa-header (art_[0-9a-f]{24})\]\n/;
-
-interface RangeArtifact {
-  messages: unknown[];
-  previous_id: string | null;
-}
-
-function isRange(value: unknown): value is RangeArtifact {
-  return typeof value === 'object' && value !== null && Array.isArray((value as RangeArtifact).messages);
-}
-
 /**
  * Puts the transcript a summary stands for back in its place: the summarized range, preceded by
  * whatever each earlier summary it folded stood for (followed through `previous_id`). A summary
@@ -109,7 +105,7 @@ async function expandSummaries(
 ): Promise<{ messages: unknown[]; restored: number }> {
   const resolve = async (id: string, depth: number): Promise<unknown[] | undefined> => {
     const found = (await lookup([id])).get(id);
-    if (!isRange(found) || depth > 64) {
+    if (!isRangePayload(found) || depth > 64) {
       missing.add(id);
       return undefined;
     }
@@ -118,16 +114,17 @@ async function expandSummaries(
   };
   const out: unknown[] = [];
   let restored = 0;
-  const isSectionSummary = (message: unknown) =>
-    SECTION_LINE.test(format.prose(message)) || SECTION_LINE.test(format.resultSites(message)[0]?.text ?? '');
+  const sectionOf = (message: unknown) =>
+    parseSectionSummary(format.prose(message)) ?? parseSectionSummary(format.resultSites(message)[0]?.text);
+  const isSectionSummary = (message: unknown) => sectionOf(message) !== undefined;
   for (let i = 0; i < input.length; i++) {
     const message = input[i];
     // A QA-merged header: the span it names replaces it and the summary pair that follows it.
-    const qa = QA_LINE.exec(format.prose(message));
-    if (qa?.[1]) {
+    const qa = parseQaHeader(format.prose(message));
+    if (qa?.id) {
       let bodyEnd = i + 1;
       while (bodyEnd < input.length && bodyEnd <= i + 2 && !isSectionSummary(input[bodyEnd])) bodyEnd++;
-      const range = bodyEnd < input.length && isSectionSummary(input[bodyEnd]) ? await resolve(qa[1], 0) : undefined;
+      const range = bodyEnd < input.length && isSectionSummary(input[bodyEnd]) ? await resolve(qa.id, 0) : undefined;
       if (range) {
         out.push(...range);
         restored++;
@@ -136,16 +133,12 @@ async function expandSummaries(
       }
     }
     // A section summary: marked assistant text, or the result of a synthetic compactor_summary call.
-    const sectionText = SECTION_LINE.exec(format.prose(message)) ?? SECTION_LINE.exec(format.resultSites(message)[0]?.text ?? '');
-    if (sectionText?.[1] && sectionText[1] !== 'none') {
-      const range = await resolve(sectionText[1], 0);
+    const section = sectionOf(message);
+    if (section?.id) {
+      const range = await resolve(section.id, 0);
       if (range) {
         const previous = out[out.length - 1];
-        if (
-          format.resultSites(message).length > 0 &&
-          previous &&
-          format.callSites(previous).some((c) => c.name === 'compactor_summary')
-        )
+        if (format.resultSites(message).length > 0 && previous && format.callSites(previous).some((c) => c.name === SUMMARY_TOOL))
           out.pop();
         out.push(...range);
         restored++;

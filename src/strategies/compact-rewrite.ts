@@ -1,4 +1,4 @@
-import type { FormatAdapter, UnitKind } from '../formats/types.js';
+import type { FormatAdapter, UnitKind } from '../history/format.js';
 import type { Action, ActionKind } from '../history/types.js';
 import type { NewArtifact } from '../store/types.js';
 import type { ArtifactRef, CompactOptions } from './compact.js';

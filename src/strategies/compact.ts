@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { hasMarker, marker } from '../history/markers.js';
 import type { ActionKind, Warning } from '../history/types.js';
+import { hasMarker, marker } from '../history/vocabulary.js';
 import { Rewrite } from './compact-rewrite.js';
 import { INPUT_PLACEHOLDER, placeholderFor, RuleSchema, render, WRITE_TOOLS } from './compact-rules.js';
 import { clearThinking } from './compact-thinking.js';

@@ -1,5 +1,5 @@
-import { parseSummary, SUMMARY_REQUEST, type SummaryPlacement } from '../history/markers.js';
 import type { Item, Warning } from '../history/types.js';
+import { parseSummary, SUMMARY_REQUEST, type SummaryPlacement } from '../history/vocabulary.js';
 import { requestedCut, safeCut } from './sliding-window.js';
 import type { SummarizeOptions } from './summarize.js';
 import type { PreparedHistory } from './types.js';

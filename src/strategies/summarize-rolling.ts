@@ -1,6 +1,6 @@
 import { CompactorError, fieldError } from '../errors.js';
-import { SUMMARY_REQUEST, summaryMarker } from '../history/markers.js';
 import type { Action, Warning } from '../history/types.js';
+import { SUMMARY_REQUEST, summaryMarker } from '../history/vocabulary.js';
 import type { NewArtifact } from '../store/types.js';
 import type { SummaryPlan } from '../summarizers/types.js';
 import type { SummarizeExtra, SummarizeOptions, SummaryReport } from './summarize.js';

@@ -1,11 +1,8 @@
 import type { Group, Item } from '../history/types.js';
+import { parseSectionSummary, SUMMARY_TOOL } from '../history/vocabulary.js';
 import type { PreparedHistory } from './types.js';
 
 /** The vocabulary of sections mode: sections, their pairs, and what a summary pair must fit between. */
-
-/** The first line of a section summary written as assistant text. */
-export const SECTION_MARKER = /^\[compactor:section-summary (art_[0-9a-f]{24}|none)\]\n/;
-export const SUMMARY_TOOL = 'compactor_summary';
 
 export interface SectionsOptions {
   keep_sections: number;
@@ -37,7 +34,7 @@ export interface Section {
 
 export function isSummaryPair(h: PreparedHistory, group: Group): boolean {
   const first = h.messages[group.start];
-  if (SECTION_MARKER.test(h.format.prose(first))) return true;
+  if (parseSectionSummary(h.format.prose(first))) return true;
   return h.format.callSites(first).some((c) => c.name === SUMMARY_TOOL);
 }
 

@@ -1,5 +1,6 @@
 import { sha256Hex } from '../history/address.js';
 import type { Action, Item, Warning } from '../history/types.js';
+import { sectionSummaryLine } from '../history/vocabulary.js';
 import type { NewArtifact } from '../store/types.js';
 import type { SettledSummary, SummaryPlan, SummaryRequest, SummaryUsage } from '../summarizers/types.js';
 import { addUsage, NO_SUMMARY_USAGE } from '../summarizers/types.js';
@@ -128,7 +129,7 @@ export async function runSections(
       : await settleCached('section', o, rangeJson, (signal) => summaryRequest(h, covered, null, o, signal));
     usage = addUsage(usage, settled.usage);
     if (settled.usage.calls > 0) model = settled.model;
-    const text = `[compactor:section-summary ${id ?? 'none'}]\n${settled.text}`;
+    const text = `${sectionSummaryLine(id)}${settled.text}`;
     // Reasoning survives only in the current turn: a placeholder signature, the last reasoning text.
     const signed = current && items.some((it) => it.thinking || JSON.stringify(messages[it.index]).includes('houghtSignature'));
     const reasoning = current ? lastReasoning(originals) : undefined;

@@ -1,6 +1,7 @@
 import { CompactorError, fieldError } from '../errors.js';
 import type { Address, Addresser } from '../history/address.js';
 import type { Item } from '../history/types.js';
+import { rangePayload } from '../history/vocabulary.js';
 import type { NewArtifact } from '../store/types.js';
 import { extractFacts, guardFacts } from '../summarizers/facts.js';
 import { PROMPT_VERSION } from '../summarizers/prompts.js';
@@ -128,7 +129,10 @@ export function rangeArtifact(
   store: 'server' | 'inline' | 'none',
   address: Addresser,
 ): RangeArtifact {
-  const value = { messages: indexes.map((i) => h.messages[i]), previous_id: previousId };
+  const value = rangePayload(
+    indexes.map((i) => h.messages[i]),
+    previousId,
+  );
   const json = JSON.stringify(value);
   const { id, sha256 } = address(json);
   const ref: ArtifactRef = {

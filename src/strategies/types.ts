@@ -1,35 +1,14 @@
 import type { z } from 'zod';
-import type { FormatAdapter } from '../formats/types.js';
 import type { Addresser } from '../history/address.js';
-import type { Action, Group, Item, Warning } from '../history/types.js';
+import type { PreparedHistory } from '../history/prepared.js';
+import type { Action, Warning } from '../history/types.js';
 import type { NewArtifact } from '../store/types.js';
 import type { SingleFlight } from '../summarizers/single-flight.js';
 import type { SettledSummary, Summarizer } from '../summarizers/types.js';
 import type { TokenCounter } from '../tokens/counter.js';
 import type { ModelProfile } from '../tokens/models.js';
 
-/** A parsed, checked and counted history: what every strategy receives. Never mutated. */
-export interface PreparedHistory {
-  readonly format: FormatAdapter;
-  readonly messages: readonly unknown[];
-  readonly items: readonly Item[];
-  readonly groups: readonly Group[];
-  /** For each message, the index of its group in `groups`. */
-  readonly groupOf: Int32Array;
-  /** Number of leading system messages. */
-  readonly head: number;
-  /** Index of the first real user turn after the head, or -1. */
-  readonly firstUser: number;
-  /** Message index where each run starts, oldest first. */
-  readonly runStarts: readonly number[];
-  /** For each message, its run's index in `runStarts` (-1 for the head). */
-  readonly runOf: Int32Array;
-  readonly runIds: readonly string[] | undefined;
-  /** Counted tokens per message, framing included. */
-  readonly counts: readonly number[];
-  /** What triggers and targets compare against: reported usage plus counted tokens after it. */
-  readonly occupancy: number;
-}
+export type { PreparedHistory } from '../history/prepared.js';
 
 /** What a strategy may use besides the history: injected, never imported. */
 export interface StrategyContext {

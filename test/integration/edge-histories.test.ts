@@ -6,7 +6,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import t from 'tap';
-import { SUMMARY_REQUEST } from '../../src/history/markers.js';
+import { SUMMARY_REQUEST } from '../../src/history/vocabulary.js';
 import { build } from '../support/app.js';
 import { violationsOf } from '../support/invariants.js';
 

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
-import { parseSummary } from '../../src/history/markers.js';
+import { parseSummary } from '../../src/history/vocabulary.js';
 import { build } from '../support/app.js';
 import { loadConverted } from '../support/convert.js';
 import { loadCorpus } from '../support/corpus.js';

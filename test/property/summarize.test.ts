@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import t from 'tap';
 import { Compactor } from '../../src/compactor.js';
 import { CompactorError } from '../../src/errors.js';
-import { parseSummary } from '../../src/history/markers.js';
+import { parseSummary } from '../../src/history/vocabulary.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import { SummarizeOptions, summarizeStrategy } from '../../src/strategies/summarize.js';
 import type { Summarizer, SummaryRequest } from '../../src/summarizers/types.js';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { formatByName } from '../../src/formats/registry.js';
-import type { FormatAdapter } from '../../src/formats/types.js';
+import type { FormatAdapter } from '../../src/history/format.js';
 import { buildGroups, headLength } from '../../src/history/groups.js';
 
 export function adapter(name: string): FormatAdapter {

@@ -1,4 +1,4 @@
-import type { Item, Violation, Warning } from '../history/types.js';
+import type { Item, Violation, Warning } from './types.js';
 
 /** How well one message fits a format: distinctive of it, compatible with it, or impossible. */
 export type Fit = 'yes' | 'maybe' | 'no';
