@@ -7,6 +7,7 @@ import { formatByName } from './formats/registry.js';
 import { addresser, scopeOf } from './history/address.js';
 import type { ExpandResult } from './history/expand.js';
 import type { FormatAdapter } from './history/format.js';
+import { applyPlan } from './history/plan/apply.js';
 import { prepareHistory } from './history/prepared.js';
 import type { Action, Item, Violation, Warning } from './history/types.js';
 import { checkDepth } from './limits.js';
@@ -285,17 +286,6 @@ export class Compactor {
       summarizer: this.summarizer,
       flights: this.flights,
       recall: (ids) => this.artifacts.recall(caller, ids),
-      prepare: (messages, occupancy) => ({
-        ...this.prepare({
-          messages,
-          format: h.format.name,
-          ...(req.model ? { model: req.model } : {}),
-          ...(req.context_window ? { context_window: req.context_window } : {}),
-          ...(req.system !== undefined ? { system: req.system } : {}),
-          ...(req.tools ? { tools: req.tools } : {}),
-        }),
-        occupancy,
-      }),
       dryRun,
       ...(signal ? { signal } : {}),
     });
@@ -305,23 +295,22 @@ export class Compactor {
       if (failed)
         warnings.push({ code: 'cache_not_written', message: 'the summary cache could not be written: the store did not answer' });
     }
-    if (out.reason) return unchanged(out.reason, warnings, out.extra, out.usage);
-    this.checkOutput(strategy.kind, h.format, out.messages);
-    if (!dryRun && out.offload) await this.artifacts.persist(caller, out.offload);
-    let freed = 0;
-    for (const a of out.actions) freed += a.tokens_freed;
-    const saved = Math.max(0, freed - out.addedTokens);
+    if (out.reason || !out.plan) return unchanged(out.reason ?? 'nothing_to_reduce', warnings, out.extra(undefined), out.usage);
+    const applied = applyPlan(h, out.plan, (m) => this.counter.countMessage(h.format, h.profile, m));
+    this.checkOutput(strategy.kind, h.format, applied.messages);
+    if (!dryRun) await this.artifacts.persist(caller, applied.offload);
+    const saved = Math.max(0, applied.freed - applied.added - (out.estimated ?? 0));
     return {
-      messages: dryRun ? req.messages : out.messages,
+      messages: dryRun ? req.messages : applied.messages,
       format: h.format.name,
       applied: !dryRun,
       ...(dryRun ? { reason: 'dry_run' } : {}),
       tokens: tokens(saved),
       usage: withTotal(out.usage),
-      actions: out.actions,
+      actions: applied.actions,
       warnings,
       ...(out.fallback ? { fallback: out.fallback } : {}),
-      extra: out.extra,
+      extra: out.extra(applied),
     };
   }
 

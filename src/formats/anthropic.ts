@@ -4,6 +4,7 @@ import type { Item, Violation, Warning } from '../history/types.js';
 import {
   alternates,
   CountableBuilder,
+  carriesThoughtSignature,
   expectArray,
   expectRecord,
   expectString,
@@ -11,6 +12,7 @@ import {
   isRecord,
   type JsonObject,
   malformed,
+  stringContent,
   systemTextOf,
 } from './shared.js';
 
@@ -355,6 +357,9 @@ export const anthropic: FormatAdapter = {
     const single = rest.length === 1 && rest[0]?.type === 'text';
     return { ...(message as JsonObject), content: collapse && single ? rest[0]?.text : rest };
   },
+  hasStringContent: stringContent,
+  hasSignature: carriesThoughtSignature,
+  reasoningText: () => undefined,
   framing: { perMessage: 3, perRequest: 3 },
   media: { image: 1600, document: 1500, audio: 0 },
 };

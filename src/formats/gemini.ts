@@ -5,6 +5,7 @@ import { SUMMARY_TOOL } from '../history/vocabulary.js';
 import {
   alternates,
   CountableBuilder,
+  carriesThoughtSignature,
   expectArray,
   expectRecord,
   expectString,
@@ -249,6 +250,9 @@ export const gemini: FormatAdapter = {
     return typeof last?.text === 'string' && last.thought !== true ? last.text : undefined;
   },
   dropLastText: (message) => ({ ...(message as JsonObject), parts: partsOf(message).slice(0, -1) }),
+  hasStringContent: () => false,
+  hasSignature: carriesThoughtSignature,
+  reasoningText: () => undefined,
   framing: { perMessage: 3, perRequest: 3 },
   media: { image: 1032, document: 1500, audio: 960 },
 };

@@ -4,6 +4,7 @@ import type { Item, Role, Violation, Warning } from '../history/types.js';
 import { SUMMARY_TOOL } from '../history/vocabulary.js';
 import {
   CountableBuilder,
+  carriesThoughtSignature,
   expectArray,
   expectOptionalString,
   expectRecord,
@@ -14,6 +15,7 @@ import {
   malformed,
   parseArgs,
   plainSystemText,
+  stringContent,
 } from './shared.js';
 
 const ROLES: Record<string, Role> = {
@@ -325,6 +327,12 @@ export const openaiChat: FormatAdapter = {
     const rest = (m.content as unknown[]).slice(0, -1) as JsonObject[];
     const single = rest.length === 1 && rest[0]?.type === 'text';
     return { ...m, content: collapse && single ? rest[0]?.text : rest };
+  },
+  hasStringContent: stringContent,
+  hasSignature: carriesThoughtSignature,
+  reasoningText: (message) => {
+    const r = (message as JsonObject).reasoning_content;
+    return typeof r === 'string' && r !== '' ? r : undefined;
   },
   framing: { perMessage: 3, perRequest: 3 },
   media: { image: 765, document: 1500, audio: 500 },

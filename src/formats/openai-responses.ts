@@ -5,6 +5,7 @@ import { SUMMARY_TOOL } from '../history/vocabulary.js';
 import { orphanReasoning, reasoningTie } from './openai-responses-reasoning.js';
 import {
   CountableBuilder,
+  carriesThoughtSignature,
   expectArray,
   expectRecord,
   expectString,
@@ -14,6 +15,7 @@ import {
   malformed,
   parseArgs,
   plainSystemText,
+  stringContent,
   typeName,
 } from './shared.js';
 
@@ -287,6 +289,9 @@ export const openaiResponses: FormatAdapter = {
     const rest = (m.content as JsonObject[]).slice(0, -1);
     return { ...m, content: collapse && rest.length === 1 && typeof rest[0]?.text === 'string' ? rest[0].text : rest };
   },
+  hasStringContent: stringContent,
+  hasSignature: carriesThoughtSignature,
+  reasoningText: () => undefined,
   framing: { perMessage: 3, perRequest: 3 },
   media: { image: 765, document: 1500, audio: 500 },
 };

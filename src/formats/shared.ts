@@ -130,3 +130,17 @@ export function parseArgs(text: unknown): Record<string, unknown> | undefined {
 export function alternates(prev: Item | undefined, next: Item): boolean {
   return prev ? prev.role !== next.role : next.role === 'user';
 }
+
+/**
+ * Whether a message carries a thought signature anywhere (Gemini's `thoughtSignature`, on a part or
+ * in an OpenAI-compatible message's extra content): a summary standing for it in the current turn
+ * must carry the placeholder signature the provider accepts.
+ */
+export function carriesThoughtSignature(message: unknown): boolean {
+  return JSON.stringify(message).includes('houghtSignature');
+}
+
+/** Whether a message's `content` is one string (Chat, Anthropic and Responses messages may have it so). */
+export function stringContent(message: unknown): boolean {
+  return typeof (message as { content?: unknown } | null)?.content === 'string';
+}

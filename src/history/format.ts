@@ -108,6 +108,15 @@ export interface FormatAdapter {
    * remaining text block becomes string content again, as it was before `appendText`.
    */
   dropLastText(message: unknown, collapse: boolean): unknown;
+  /**
+   * Whether the message's content is one plain string: a summary joining it turns it into blocks,
+   * and taking the summary off again (`dropLastText` with `collapse`) gives the string back.
+   */
+  hasStringContent(message: unknown): boolean;
+  /** Whether the message carries a provider's reasoning signature (Gemini's `thoughtSignature`). */
+  hasSignature(message: unknown): boolean;
+  /** The message's reasoning text where the format keeps it as text (`reasoning_content`), else undefined. */
+  reasoningText(message: unknown): string | undefined;
   /** Token overheads the provider charges for framing: per message, and once per request. */
   readonly framing: { readonly perMessage: number; readonly perRequest: number };
   /** Flat token costs for media whose size cannot be read from the request. */

@@ -1,6 +1,6 @@
+import type { Draft } from '../history/plan/draft.js';
 import type { Item, Warning } from '../history/types.js';
-import type { Rewrite } from './compact-rewrite.js';
-import type { PreparedHistory, StrategyContext } from './types.js';
+import type { PreparedHistory } from './types.js';
 
 /** The assistant turns of a history and the one in progress. */
 export interface Turns {
@@ -46,13 +46,7 @@ export function assistantTurns(items: readonly Item[], head: number): Turns {
  * `keep_turns: 0` says so in a warning. An OpenAI Responses reasoning item is removed whole, and
  * only when no item of its response names it by id; the ones kept are reported in a warning.
  */
-export function clearThinking(
-  h: PreparedHistory,
-  ctx: StrategyContext,
-  keepTurns: number,
-  w: Rewrite,
-  underTarget: () => boolean,
-): Warning[] {
+export function clearThinking(h: PreparedHistory, keepTurns: number, w: Draft, underTarget: () => boolean): Warning[] {
   const warnings: Warning[] = [];
   const newest = h.groups[h.groups.length - 1];
   const frozenFrom = newest && newest.kind !== 'head' ? newest.start : h.items.length;
@@ -69,16 +63,11 @@ export function clearThinking(
   const tied: number[] = [];
   for (const index of cleared.flat()) {
     if (!thinking(index) || underTarget()) continue;
-    const stripped = h.format.withoutThinking(w.messages[index]);
-    if (stripped === undefined) continue;
-    if (stripped === null) {
-      // The whole item is reasoning: it goes only if nothing of its response refers to it.
-      if (h.format.reasoningTie?.(h.items, index) !== undefined) tied.push(index);
-      else w.drop(index, w.pending(h.messages[index], 'thinking', null, h.counts[index] as number));
-      continue;
-    }
-    const freed = (w.counts[index] as number) - ctx.counter.countMessage(h.format, ctx.profile, stripped);
-    w.commit(index, stripped, 'rewrite', w.pending(h.messages[index], 'thinking', null, freed));
+    const stripped = w.stripThinking(index);
+    if (stripped !== 'whole') continue;
+    // The whole item is reasoning: it goes only if nothing of its response refers to it.
+    if (h.format.reasoningTie?.(h.items, index) !== undefined) tied.push(index);
+    else w.remove(index, w.original(index, 'message', -1, { kind: 'thinking', tool: null, tokens: h.counts[index] as number }));
   }
   if (tied.length > 0) {
     const why = h.format.reasoningTie?.(h.items, tied[0] as number) ?? '';

@@ -1,10 +1,11 @@
 import { z } from 'zod';
+import { Draft } from '../history/plan/draft.js';
+import type { ArtifactRef } from '../history/plan/types.js';
 import type { ActionKind, Warning } from '../history/types.js';
 import { hasMarker, marker } from '../history/vocabulary.js';
-import { Rewrite } from './compact-rewrite.js';
 import { INPUT_PLACEHOLDER, placeholderFor, RuleSchema, render, WRITE_TOOLS } from './compact-rules.js';
 import { clearThinking } from './compact-thinking.js';
-import type { PreparedHistory, Strategy, StrategyContext, StrategyOutput } from './types.js';
+import { countWith, type PreparedHistory, type Strategy, type StrategyContext, type StrategyResult } from './types.js';
 
 export const CompactOptions = z.strictObject({
   keep_tool_uses: z.number().int().min(0).default(3).describe('the newest N tool results are never touched'),
@@ -35,16 +36,7 @@ export const CompactOptions = z.strictObject({
 
 export type CompactOptions = z.output<typeof CompactOptions>;
 
-/** One offloaded original, as the response lists it. */
-export interface ArtifactRef {
-  id: string;
-  message_index: number;
-  kind: string;
-  tool_name: string | null;
-  tokens: number;
-  sha256: string;
-  content?: unknown;
-}
+export type { ArtifactRef } from '../history/plan/types.js';
 
 interface ResultSiteInfo {
   index: number;
@@ -113,8 +105,8 @@ function headAndTail(text: string, tokens: number, keep: number): { head: string
  * carry a marker were compacted before and are left alone, so running it on its own output
  * changes nothing.
  */
-function run(h: PreparedHistory, o: CompactOptions, ctx: StrategyContext): StrategyOutput<{ artifacts: ArtifactRef[] }> {
-  const w = new Rewrite(h, ctx, o.store);
+function run(h: PreparedHistory, o: CompactOptions, ctx: StrategyContext): StrategyResult<{ artifacts: ArtifactRef[] }> {
+  const w = new Draft(h, countWith(h, ctx), ctx.address, o.store);
   const warnings: Warning[] = [];
   const underTarget = () => o.target_tokens !== undefined && h.occupancy - w.freed <= o.target_tokens;
   const sites = resultSites(h, o);
@@ -129,11 +121,9 @@ function run(h: PreparedHistory, o: CompactOptions, ctx: StrategyContext): Strat
     return t;
   };
   const offloadResult = (s: ResultSiteInfo, kind: string, text: (id: string | null, tokens: number) => string) => {
-    const unit = h.format.unitAt(h.messages[s.index], 'result', s.slot);
-    const original = w.pending(unit, kind, s.tool, sizeOf(s));
+    const original = w.original(s.index, 'result', s.slot, { kind, tool: s.tool, tokens: sizeOf(s) });
     const action: ActionKind = kind === 'tool_result_truncated' ? 'truncate' : original.id ? 'offload' : 'clear';
-    const replacement = h.format.resultWithText(unit, text(original.id, original.tokens));
-    if (w.replace(s.index, 'result', s.slot, replacement, action, original)) done.add(s);
+    if (w.replaceResult(s.index, s.slot, text(original.id, original.spec.tokens), action, original)) done.add(s);
   };
   const recall = (id: string | null, tokens: number) =>
     id ? `(${tokens} tokens offloaded; recall artifact ${id} to see them)` : `(${tokens} tokens cleared)`;
@@ -185,7 +175,7 @@ function run(h: PreparedHistory, o: CompactOptions, ctx: StrategyContext): Strat
 
   // 5. Remove old thinking whole, keeping the newest keep_turns assistant turns, the turn in
   // progress and the newest group.
-  if (o.clear_thinking) warnings.push(...clearThinking(h, ctx, o.clear_thinking.keep_turns, w, underTarget));
+  if (o.clear_thinking) warnings.push(...clearThinking(h, o.clear_thinking.keep_turns, w, underTarget));
 
   if (o.target_tokens !== undefined && !underTarget()) {
     warnings.push({
@@ -193,26 +183,23 @@ function run(h: PreparedHistory, o: CompactOptions, ctx: StrategyContext): Strat
       message: `occupancy is ${h.occupancy - w.freed}, over the target ${o.target_tokens}: the remaining tool traffic is protected or small`,
     });
   }
-  const artifacts = w.artifacts.sort((a, b) => a.message_index - b.message_index);
-  const base = { actions: w.actions, warnings, addedTokens: 0, offload: w.offload, extra: { artifacts } };
-  if (w.actions.every((a) => a.action === 'keep')) {
-    return { ...base, messages: w.output(), reason: 'nothing_to_reduce' };
-  }
+  const listed = (applied: { artifacts: ArtifactRef[] } | undefined) => ({ artifacts: applied?.artifacts ?? [] });
+  if (!w.touched) return { warnings, reason: 'nothing_to_reduce', extra: listed };
   if (o.clear_at_least !== undefined && w.freed < o.clear_at_least) {
     warnings.push({
       code: 'saving_below_clear_at_least',
       message: `compaction would free ${w.freed} tokens, under clear_at_least ${o.clear_at_least}: nothing was changed`,
     });
-    return { ...base, messages: [...h.messages], reason: 'below_clear_at_least', offload: [], extra: { artifacts: [] } };
+    return { warnings, reason: 'below_clear_at_least', extra: () => ({ artifacts: [] }) };
   }
-  return { ...base, messages: w.output() };
+  return { plan: w.plan(), warnings, extra: listed };
 }
 
 function clearInputs(
   h: PreparedHistory,
   o: CompactOptions,
   ctx: StrategyContext,
-  w: Rewrite,
+  w: Draft,
   sites: readonly ResultSiteInfo[],
   underTarget: () => boolean,
 ): void {
@@ -231,14 +218,13 @@ function clearInputs(
           tokensOf(ctx, value) >= o.min_tokens,
       );
       if (large.length === 0) continue;
-      const unit = h.format.unitAt(h.messages[index], 'call', call.slot);
       const tokens = large.reduce((sum, [, v]) => sum + tokensOf(ctx, v as string), 0);
-      const original = w.pending(unit, 'tool_input', call.name, tokens);
+      const original = w.original(index, 'call', call.slot, { kind: 'tool_input', tool: call.name, tokens });
       const args = { ...call.args };
       for (const [key, value] of large) {
         args[key] = `${marker(original.id)} ${INPUT_PLACEHOLDER} (${tokensOf(ctx, value as string)} tokens)`;
       }
-      w.replace(index, 'call', call.slot, h.format.callWithArgs(unit, args), original.id ? 'offload' : 'clear', original);
+      w.replaceArgs(index, call.slot, args, original.id ? 'offload' : 'clear', original);
     }
   });
 }

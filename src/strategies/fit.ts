@@ -1,21 +1,26 @@
 import { z } from 'zod';
 import { fieldError } from '../errors.js';
-import type { Action, Warning } from '../history/types.js';
+import { type Applied, applyPlan, type Count } from '../history/plan/apply.js';
+import { compose, identity } from '../history/plan/compose.js';
+import type { Plan } from '../history/plan/types.js';
+import { viewOf } from '../history/plan/view.js';
+import type { Warning } from '../history/types.js';
 import type { NewArtifact } from '../store/types.js';
 import type { SummaryPlan } from '../summarizers/types.js';
 import { addUsage } from '../summarizers/types.js';
 import type { ModelProfile } from '../tokens/models.js';
 import { type ArtifactRef, CompactOptions, compactStrategy } from './compact.js';
 import { type Dropped, WindowOptions, windowAbove } from './sliding-window.js';
-import { SummarizeOptions, type SummaryReport, summarizeStrategy } from './summarize.js';
+import { type SummarizeExtra, SummarizeOptions, type SummaryReport, summarizeStrategy } from './summarize.js';
 import { allowedModel } from './summary-range.js';
 import {
   type BilledUsage,
+  countWith,
   NO_BILLED,
   type PreparedHistory,
   type Strategy,
   type StrategyContext,
-  type StrategyOutput,
+  type StrategyResult,
   withTotal,
 } from './types.js';
 
@@ -82,137 +87,137 @@ function targetOf(o: FitOptions, profile: ModelProfile): number {
   return o.target_tokens ?? Math.floor((o.target_fraction ?? 1) * (window ?? 0));
 }
 
+/** One stage's result on the current view: its plan (over the view), measured there. */
+interface Measured<E> {
+  result: StrategyResult<E>;
+  applied: Applied | undefined;
+  /** Tokens the stage frees, net of what it writes (summaries estimated at their budget in a dry run). */
+  freed: number;
+}
+
+function measure<E>(view: PreparedHistory, result: StrategyResult<E>, count: Count): Measured<E> {
+  if (!result.plan || result.reason) return { result, applied: undefined, freed: 0 };
+  const applied = applyPlan(view, result.plan, count);
+  return { result, applied, freed: applied.freed - applied.added - (result.estimated ?? 0) };
+}
+
+/** Where what a summarize stage wrote ends in its view (a summary, a joined host, section pairs, a QA header). */
+function writtenEnd(applied: Applied, plan: Plan, head: number): number {
+  for (let v = applied.sources.length - 1; v >= 0; v--) {
+    const entry = plan.entries[applied.entryOf[v] as number];
+    if (entry && (!('index' in entry) || entry.edits.length > 0)) return v + 1;
+  }
+  return head;
+}
+
 /**
  * Fit (Manning 6.2.6, the hierarchical optimizer): measure; above the target, compact; still above,
- * summarize; window only if the summarizer failed or the history is still above. A stage that
- * would free too little is skipped and said so. Always a valid history: when the target cannot be
- * met without breaking a structural rule, `target_not_met` names the irreducible size.
+ * summarize; window only if the summarizer failed or the history is still above. Each stage plans
+ * over the view the previous one leaves; the plans are composed on the input's indices and applied
+ * once (`Compactor.run`). A stage that would free too little is skipped and said so. Always a
+ * valid history: when the target cannot be met without breaking a structural rule,
+ * `target_not_met` names the irreducible size.
  */
-async function run(h: PreparedHistory, o: FitOptions, ctx: StrategyContext): Promise<StrategyOutput<FitExtra>> {
+async function run(h: PreparedHistory, o: FitOptions, ctx: StrategyContext): Promise<StrategyResult<FitExtra>> {
   const target = targetOf(o, ctx.profile);
   const warnings: Warning[] = [];
   const stages: Stage[] = [];
-  const extra: FitExtra = { stages, target, artifacts: [], summary: null, dropped: null, call_again_at: target };
-  if (h.occupancy <= target) {
-    return { messages: [...h.messages], actions: [], warnings, reason: 'below_trigger', addedTokens: 0, extra };
-  }
+  const extra: Omit<FitExtra, 'artifacts' | 'summary' | 'dropped'> = { stages, target, call_again_at: target };
+  const none = (reason: string, usage?: BilledUsage): StrategyResult<FitExtra> => ({
+    warnings,
+    reason,
+    ...(usage ? { usage } : {}),
+    extra: () => ({ stages, target, artifacts: [], summary: null, dropped: null, call_again_at: extra.call_again_at }),
+  });
+  if (h.occupancy <= target) return none('below_trigger');
 
-  // Where each current message came from in the input (object identity; rewrites keep their slot).
-  const origin = new Map<unknown, number>(h.messages.map((m, i) => [m, i]));
-  let current = h;
+  const count = countWith(h, ctx);
+  let composed = identity(h.messages.length);
+  let view = h;
   let occupancy = h.occupancy;
   let usage = NO_BILLED;
-  const offload: NewArtifact[] = [];
+  let estimated = 0;
   const bestEffort: NewArtifact[] = [];
-  /** Input messages a stage removed, and how. */
-  const fate = new Map<number, 'summarize' | 'drop'>();
-  const prepare = ctx.prepare;
   const minSaving = o.min_saving_fraction * occupancy;
 
-  /** Takes a stage's output if it frees enough; records the stage either way. */
-  const take = <E>(strategy: Stage['strategy'], out: StrategyOutput<E>): boolean => {
+  /** Takes a stage if it frees enough (composing its plan), records it either way; returns whether it was taken. */
+  const take = <E>(strategy: Stage['strategy'], m: Measured<E>): boolean => {
+    const out = m.result;
     usage = addBilled(usage, out.usage);
-    const freed = out.actions.reduce((n, a) => n + a.tokens_freed, 0) - out.addedTokens;
     let reason = out.reason;
-    if (!reason && freed < minSaving) {
+    if (!reason && m.freed < minSaving) {
       reason = 'saving_too_small';
       warnings.push({
         code: 'stage_skipped',
-        message: `${strategy} would free ${freed} tokens, under ${Math.ceil(minSaving)}: skipped`,
+        message: `${strategy} would free ${m.freed} tokens, under ${Math.ceil(minSaving)}: skipped`,
       });
     }
     warnings.push(...out.warnings.filter((w) => w.code !== 'target_not_met'));
-    if (reason) {
-      stages.push({ strategy, applied: false, tokens_after: occupancy, reason, usage: withTotal(out.usage) });
+    if (reason || !out.plan || !m.applied) {
+      stages.push({
+        strategy,
+        applied: false,
+        tokens_after: occupancy,
+        ...(reason ? { reason } : {}),
+        usage: withTotal(out.usage),
+      });
       return false;
     }
-    // Follow each message through the stage: rewritten in place, or removed (summarized, dropped).
-    const kept = new Set(out.messages);
-    out.actions.forEach((a) => {
-      const before = current.messages[a.index];
-      const from = origin.get(before);
-      if (from === undefined || from < 0) return;
-      if (a.action === 'summarize' || a.action === 'drop') {
-        if (!kept.has(before)) fate.set(from, a.action);
-      } else if (a.action !== 'keep' && strategy !== 'window') {
-        origin.set(out.messages[a.index], from);
-      }
-    });
-    occupancy -= freed;
-    offload.push(...(out.offload ?? []));
+    occupancy -= m.freed;
     bestEffort.push(...(out.bestEffort ?? []));
+    composed = compose(composed, out.plan, m.applied);
+    view = viewOf(view, m.applied, occupancy);
     stages.push({ strategy, applied: true, tokens_after: occupancy, usage: withTotal(out.usage) });
     return true;
   };
-  const next = (messages: unknown[]) => (prepare ? prepare(messages, occupancy) : current);
 
   // 1. Compact, aiming at the target.
-  const compacted = await compactStrategy.run(current, CompactOptions.parse({ ...o.compact, target_tokens: target }), ctx);
-  if (take('compact', compacted)) {
-    extra.artifacts = compacted.extra.artifacts;
-    current = next(compacted.messages);
-  }
+  const compactOptions = CompactOptions.parse({ ...o.compact, target_tokens: target });
+  take('compact', measure(view, await compactStrategy.run(view, compactOptions, ctx), count));
 
   // 2. Summarize only if still above. A failure leaves the history as it was and the window
   // stands in (`fallback`), unless the request asked for the error (`summarize.on_failure: error`).
   let failure: string | undefined;
-  /** Dry run: what the summarize stage would do to each input message, and the summary's estimated size. */
-  let planned = new Map<number, Omit<Action, 'index'>>();
-  let plannedAdded = 0;
+  let summary: StrategyResult<SummarizeExtra> | undefined;
+  let summaryPlanned = false;
   /** Where what the summarize stage wrote ends: the window keeps everything before it. */
-  let summaryEnd: number = current.head;
+  let summaryEnd: number = view.head;
   if (occupancy > target) {
     const onFailure = o.summarize?.on_failure === 'error' ? 'error' : 'keep';
     const options = SummarizeOptions.parse({ ...o.summarize, on_failure: onFailure });
-    const summarized = await summarizeStrategy.run(current, options, ctx);
-    failure = summarized.failure;
-    const before = new Set(current.messages);
-    if (ctx.dryRun && summarized.reason === undefined) {
+    const m = measure(view, await summarizeStrategy.run(view, options, ctx), count);
+    failure = m.result.failure;
+    const before = view;
+    if (take('summarize', m)) {
+      summary = m.result;
+      if (m.applied && m.result.plan) summaryEnd = writtenEnd(m.applied, m.result.plan, before.head);
       // A dry run knows what the summary would replace, not the summary itself (an estimate).
-      extra.plan = summarized.extra.plan ?? { calls: [], model: null };
-      const estimate = summarized.actions.reduce((n, a) => n + a.tokens_freed, 0) - summarized.addedTokens;
-      occupancy -= estimate;
-      planned = plannedActions(h, current, origin, summarized.actions);
-      plannedAdded = summarized.addedTokens;
-      warnings.push(...summarized.warnings);
-      stages.push({
-        strategy: 'summarize',
-        applied: false,
-        tokens_after: occupancy,
-        reason: 'dry_run',
-        usage: withTotal(summarized.usage),
-      });
-    } else if (take('summarize', summarized)) {
-      extra.summary = summarized.extra.summary;
-      // The range's indexes are the compacted history's (compaction may drop reasoning items):
-      // each is reported as the input message it came from.
-      const inputIndex = (i: number) => origin.get(current.messages[i]) ?? i;
-      const ranges = (summarized.extra.artifacts ?? []).map((r) => ({ ...r, message_index: inputIndex(r.message_index) }));
-      extra.artifacts = [...extra.artifacts, ...ranges];
-      current = next(summarized.messages);
-      // Past the last message the stage wrote (a rolling summary, a joined host, section summary
-      // pairs, a QA header): the window may cut only after it.
-      for (let i = summarized.messages.length - 1; i >= 0; i--) {
-        if (!before.has(summarized.messages[i])) {
-          summaryEnd = i + 1;
-          break;
-        }
+      if (ctx.dryRun) {
+        summaryPlanned = true;
+        estimated = m.result.estimated ?? 0;
+        const stage = stages.pop() as Stage;
+        stages.push({
+          strategy: stage.strategy,
+          applied: false,
+          tokens_after: stage.tokens_after,
+          reason: 'dry_run',
+          usage: stage.usage,
+        });
       }
     }
   }
 
   // 3. Window, the last resort: when the summarizer failed or the history is still above. It never
   // drops the summary (nor what precedes it): that is the history's oldest part, already compressed.
-  let fallback: StrategyOutput<FitExtra>['fallback'];
   // A dry run does not know what the summary would leave, so it does not guess at a window after it.
-  const summaryPlanned = extra.plan !== undefined;
+  let fallback: StrategyResult<FitExtra>['fallback'];
+  let windowed: StrategyResult<{ dropped: Dropped }> | undefined;
   if ((occupancy > target || failure) && !summaryPlanned) {
-    const fixed = occupancy - current.counts.reduce((a, b) => a + b, 0);
+    const fixed = occupancy - view.counts.reduce((a, b) => a + b, 0);
     const keep = o.window?.keep ?? { tokens: Math.max(0, target - fixed) };
-    const windowed = windowAbove(current, WindowOptions.parse({ ...o.window, keep }), summaryEnd);
-    if (take('window', windowed)) {
-      extra.dropped = windowed.extra.dropped;
-      current = next(windowed.messages);
+    const w = windowAbove(view, WindowOptions.parse({ ...o.window, keep }), summaryEnd);
+    if (take('window', measure(view, w, count))) {
+      windowed = w;
       if (failure) fallback = { from: 'summarize', to: 'window', reason: failure };
     }
   }
@@ -220,70 +225,32 @@ async function run(h: PreparedHistory, o: FitOptions, ctx: StrategyContext): Pro
   if (occupancy > target && !summaryPlanned) {
     warnings.push({
       code: 'target_not_met',
-      message: `occupancy is ${occupancy}, over the target ${target}: the rest is the head, the first user message, ${extra.summary ? 'the summary ' : ''}and the newest group, which no strategy may remove`,
+      message: `occupancy is ${occupancy}, over the target ${target}: the rest is the head, the first user message, ${summary?.extra(undefined).summary ? 'the summary ' : ''}and the newest group, which no strategy may remove`,
     });
   }
   extra.call_again_at = Math.max(target, Math.ceil(occupancy * 1.1));
-  if (stages.every((s) => !s.applied) && !summaryPlanned) {
-    return { messages: [...h.messages], actions: [], warnings, reason: 'nothing_to_reduce', addedTokens: 0, usage, extra };
-  }
-
-  // The record, per input message: its strongest action, and what it freed.
-  const messages = [...current.messages];
-  const present = new Map<number, unknown>();
-  let added = plannedAdded;
-  for (const m of messages) {
-    const i = origin.get(m);
-    if (i === undefined || i < 0) added += ctx.counter.countMessage(h.format, ctx.profile, m);
-    else present.set(i, m);
-  }
-  const actions: Action[] = h.messages.map((original, index) => {
-    const plan = planned.get(index);
-    if (plan) return { index, ...plan };
-    const now = present.get(index);
-    if (now === original) return { index, action: 'keep', tokens_freed: 0 };
-    if (now === undefined) return { index, action: fate.get(index) ?? 'drop', tokens_freed: h.counts[index] as number };
-    // A message still present but changed was compacted (a summarized range is never present).
-    const art = extra.artifacts.find((r) => r.message_index === index && !r.kind.endsWith('_range'));
-    return {
-      index,
-      action: art ? 'offload' : 'rewrite',
-      tokens_freed: (h.counts[index] as number) - ctx.counter.countMessage(h.format, ctx.profile, now),
-      ...(art ? { artifact_id: art.id } : {}),
-    };
-  });
+  if (stages.every((s) => !s.applied) && !summaryPlanned) return none('nothing_to_reduce', usage);
+  const dropped = windowed?.extra(undefined).dropped ?? null;
   return {
-    messages,
-    actions,
+    plan: composed.plan,
     warnings,
-    addedTokens: added,
-    offload,
+    estimated,
     bestEffort,
     usage,
-    extra,
     ...(fallback ? { fallback } : {}),
+    extra: (applied) => {
+      const s = summary?.extra(applied);
+      return {
+        stages,
+        target,
+        artifacts: applied?.artifacts ?? [],
+        summary: s?.summary ?? null,
+        dropped,
+        call_again_at: extra.call_again_at,
+        ...(s?.plan ? { plan: s.plan } : {}),
+      };
+    },
   };
-}
-
-/**
- * A dry run's summarize stage, per input message: what it would do (summarize, or rewrite a host
- * the summary joins) and what that frees against the input (compaction before it included).
- */
-function plannedActions(
-  h: PreparedHistory,
-  current: PreparedHistory,
-  origin: ReadonlyMap<unknown, number>,
-  stage: readonly Action[],
-): Map<number, Omit<Action, 'index'>> {
-  const out = new Map<number, Omit<Action, 'index'>>();
-  for (const a of stage) {
-    const from = origin.get(current.messages[a.index]);
-    if (a.action === 'keep' || from === undefined || from < 0) continue;
-    const gone = a.action === 'summarize' || a.action === 'drop';
-    const left = (current.counts[a.index] as number) - a.tokens_freed;
-    out.set(from, { action: a.action, tokens_freed: (h.counts[from] as number) - (gone ? 0 : left) });
-  }
-  return out;
 }
 
 export const fitStrategy: Strategy<typeof FitOptions, FitExtra> = {

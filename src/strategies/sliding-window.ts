@@ -1,6 +1,7 @@
 import { z } from 'zod';
-import type { Action, Item, Warning } from '../history/types.js';
-import type { PreparedHistory, Strategy, StrategyOutput } from './types.js';
+import type { Entry, Removal } from '../history/plan/types.js';
+import type { Item, Warning } from '../history/types.js';
+import type { PreparedHistory, Strategy, StrategyResult } from './types.js';
 
 /** How much of the newest history to keep: exactly one of runs, messages or tokens. */
 export const KeepSchema = z
@@ -84,7 +85,7 @@ export function safeCut(h: PreparedHistory, requested: number, floor = h.head): 
  * moved back to a group start, never below the newest group, and further back while the format
  * would reject the seam (e.g. two user turns in a row in Anthropic). No LLM, no usage.
  */
-function run(h: PreparedHistory, options: z.output<typeof WindowOptions>): StrategyOutput<{ dropped: Dropped }> {
+function run(h: PreparedHistory, options: z.output<typeof WindowOptions>): StrategyResult<{ dropped: Dropped }> {
   return windowAbove(h, options, h.head);
 }
 
@@ -96,7 +97,7 @@ export function windowAbove(
   h: PreparedHistory,
   options: z.output<typeof WindowOptions>,
   floor: number,
-): StrategyOutput<{ dropped: Dropped }> {
+): StrategyResult<{ dropped: Dropped }> {
   const { items, groups, groupOf, format } = h;
   const n = items.length;
   // The kept prefix ends at a group boundary: a floor inside a group keeps the whole group.
@@ -126,20 +127,19 @@ export function windowAbove(
     });
   }
 
-  const actions: Action[] = [];
+  const entries: Entry[] = [];
+  const removed = new Map<number, Removal>();
   const dropped: Dropped = { messages: 0, runs: 0, tokens: 0, last_dropped_run_id: null };
-  const messages: unknown[] = [];
   let lastRun = -1;
   let lastDroppedIndex = -1;
   for (let i = 0; i < n; i++) {
     const isDropped = i >= head && i < cut && !(keepFirst && i === firstUser);
     if (!isDropped) {
-      messages.push(items[i]?.original);
-      actions.push({ index: i, action: 'keep', tokens_freed: 0 });
+      entries.push({ index: i, edits: [] });
       continue;
     }
     const tokens = h.counts[i] as number;
-    actions.push({ index: i, action: 'drop', tokens_freed: tokens });
+    removed.set(i, { action: 'drop' });
     dropped.messages++;
     dropped.tokens += tokens;
     const run = h.runOf[i] as number;
@@ -157,8 +157,9 @@ export function windowAbove(
       });
     }
   }
-  const reason = dropped.messages === 0 ? 'nothing_to_reduce' : undefined;
-  return { messages, actions, warnings, addedTokens: 0, extra: { dropped }, ...(reason ? { reason } : {}) };
+  const extra = () => ({ dropped });
+  if (dropped.messages === 0) return { warnings, reason: 'nothing_to_reduce', extra };
+  return { plan: { entries, removed, artifacts: [] }, warnings, extra };
 }
 
 export const windowStrategy: Strategy<typeof WindowOptions, { dropped: Dropped }> = {

@@ -1,13 +1,10 @@
-import type { Action, Warning } from '../history/types.js';
+import type { Plan } from '../history/plan/types.js';
+import type { Warning } from '../history/types.js';
 import type { SummaryPlan } from '../summarizers/types.js';
-import type { PreparedHistory, StrategyOutput } from './types.js';
+import type { StrategyResult } from './types.js';
 
-/** What a summarize dry run knows: the actions, and what the summaries it did not write would add. */
+/** What a summarize dry run knows besides its plan: the summaries it did not write. */
 export interface DryRun {
-  /** One per input message, as the real run would record them. */
-  actions: Action[];
-  /** Tokens of the messages the run would insert or grow, the summaries' text left out. */
-  framing: number;
   /** How many summaries the run would write. */
   summaries: number;
   /** Each summary's budget (`summarizer.max_tokens`). */
@@ -19,25 +16,25 @@ export interface DryRun {
 
 /**
  * A summarize dry run's answer (`dry_run`: compute and report everything, change nothing, call
- * no LLM): the history unchanged, the actions a real run would record, and the summaries' tokens
- * estimated at their full budget each (the real ones are often shorter, or longer by the exact
- * facts they must keep), which a `dry_run_estimate` warning says, with whatever else is not predicted.
+ * no LLM): the plan the real run would follow, with empty summaries in the summaries' places (so
+ * the actions are the real run's), and the summaries' tokens estimated at their full budget each
+ * (the real ones are often shorter, or longer by the exact facts they must keep), which a
+ * `dry_run_estimate` warning says, with whatever else is not predicted.
  */
-export function dryRunOutput(
-  h: PreparedHistory,
+export function dryRunResult(
+  planned: Plan,
   dry: DryRun,
   warnings: Warning[],
-): StrategyOutput<{ summary: null; plan: SummaryPlan }> {
+): StrategyResult<{ summary: null; plan: SummaryPlan }> {
   const each = dry.summaries === 1 ? 'the summary fills' : `each of the ${dry.summaries} summaries fills`;
   warnings.push({
     code: 'dry_run_estimate',
     message: `tokens.after assumes ${each} its summarizer.max_tokens budget (${dry.budget} tokens); a real run's may be shorter, or longer by the exact facts it keeps${dry.unpredicted ? `. Not predicted: ${dry.unpredicted}` : ''}`,
   });
   return {
-    messages: [...h.messages],
-    actions: dry.actions,
+    plan: planned,
     warnings,
-    addedTokens: dry.framing + dry.summaries * dry.budget,
-    extra: { summary: null, plan: dry.plan },
+    estimated: dry.summaries * dry.budget,
+    extra: () => ({ summary: null, plan: dry.plan }),
   };
 }

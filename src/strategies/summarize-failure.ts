@@ -5,7 +5,7 @@ import type { SummaryUsage } from '../summarizers/types.js';
 import { windowStrategy } from './sliding-window.js';
 import type { SummarizeExtra, SummarizeOptions } from './summarize.js';
 import { billed } from './summary-range.js';
-import type { PreparedHistory, StrategyContext, StrategyOutput } from './types.js';
+import type { PreparedHistory, StrategyContext, StrategyResult } from './types.js';
 
 /** Follows `on_failure` after a failed summary: unchanged, the sliding window, or the error itself. */
 export async function onFailure(
@@ -15,7 +15,7 @@ export async function onFailure(
   error: CompactorError,
   warnings: Warning[],
   model: string | null,
-): Promise<StrategyOutput<SummarizeExtra>> {
+): Promise<StrategyResult<SummarizeExtra>> {
   const spent = (error as CompactorError & { billed?: SummaryUsage }).billed ?? {
     input_tokens: 0,
     output_tokens: 0,
@@ -30,28 +30,21 @@ export async function onFailure(
   warnings.push({ code: 'summarizer_failed', message: `${error.code}: ${error.message}` });
   if (o.on_failure === 'keep') {
     return {
-      messages: [...h.messages],
-      actions: [],
       warnings,
       reason: 'summarizer_failed',
       failure: error.code,
-      addedTokens: 0,
       usage: cost,
       bestEffort,
-      extra: { summary: null },
+      extra: () => ({ summary: null }),
     };
   }
-  const fallback = (await windowStrategy.run(
-    h,
-    { keep: o.keep, keep_first_user: o.keep_first_user },
-    ctx,
-  )) as unknown as StrategyOutput<SummarizeExtra>;
+  const fallback = await windowStrategy.run(h, { keep: o.keep, keep_first_user: o.keep_first_user }, ctx);
   return {
     ...fallback,
     warnings: [...warnings, ...fallback.warnings],
     usage: cost,
     bestEffort,
     fallback: { from: 'summarize', to: 'window', reason: error.code },
-    extra: { summary: null, dropped: (fallback.extra as unknown as { dropped: unknown }).dropped },
+    extra: (applied) => ({ summary: null, dropped: fallback.extra(applied).dropped }),
   };
 }

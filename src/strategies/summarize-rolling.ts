@@ -1,65 +1,56 @@
 import { CompactorError, fieldError } from '../errors.js';
-import type { Action, Warning } from '../history/types.js';
+import { applyPlan } from '../history/plan/apply.js';
+import type { Edit, Entry, Insert, OriginalSpec, Plan, Removal } from '../history/plan/types.js';
+import type { Warning } from '../history/types.js';
 import { SUMMARY_REQUEST, summaryMarker } from '../history/vocabulary.js';
 import type { NewArtifact } from '../store/types.js';
 import type { SummaryPlan } from '../summarizers/types.js';
 import type { SummarizeExtra, SummarizeOptions, SummaryReport } from './summarize.js';
-import { dryRunOutput } from './summarize-dry.js';
+import { dryRunResult } from './summarize-dry.js';
 import { onFailure } from './summarize-failure.js';
 import { planRolling, type RollingPlan } from './summarize-rolling-plan.js';
-import { billed, cachedSummary, rangeArtifact, summaryKey, summaryRequest } from './summary-range.js';
-import type { BilledUsage, PreparedHistory, StrategyContext, StrategyOutput } from './types.js';
+import { billed, cachedSummary, type RangeArtifact, rangeArtifact, summaryKey, summaryRequest } from './summary-range.js';
+import { type BilledUsage, countWith, type PreparedHistory, type StrategyContext, type StrategyResult } from './types.js';
 
-/** The history with the summary `body` in place, each input message's action, and the tokens the summary adds. */
-function assemble(
-  h: PreparedHistory,
-  ctx: StrategyContext,
-  p: RollingPlan,
-  body: string,
-): { out: unknown[]; actions: Action[]; added: number; messageIndex: number } {
-  const { format, messages, counts } = h;
+/**
+ * The plan of a rolling summary: the prefix, the summary (its own message or pair, or joined to
+ * the prefix's last message), the opaque items of the range kept, the tail. The range and an
+ * earlier summary's own messages are removed as summarized; a host an earlier summary joined is
+ * given back (the summary moves out of it) or joined again.
+ */
+function summaryPlan(h: PreparedHistory, p: RollingPlan, body: string, artifacts: OriginalSpec[]): Plan {
   const { prefixEnd, hostIndex, earlier, placement, summaryRole, cut, range, opaque } = p;
-  const actions: Action[] = messages.map((_, index) => ({ index, action: 'keep', tokens_freed: 0 }));
-  const count = (m: unknown) => ctx.counter.countMessage(format, ctx.profile, m);
-  const out: unknown[] = messages.slice(0, prefixEnd);
-  let added = 0;
-  let messageIndex: number;
-  if (placement === 'joined' || placement === 'joined-string') {
-    const host = earlier?.host ?? messages[hostIndex];
-    const joined = format.appendText(host, body);
-    out[hostIndex] = joined;
-    const hostAction = actions[hostIndex] as Action;
-    hostAction.action = 'rewrite';
-    hostAction.tokens_freed = (counts[hostIndex] as number) - count(host);
-    added += count(joined) - count(host);
-    messageIndex = hostIndex;
-  } else {
-    if (earlier?.host !== undefined) {
-      // An earlier summary joined the host: the host goes back to what it was before.
-      out[hostIndex] = earlier.host;
-      Object.assign(actions[hostIndex] as Action, {
-        action: 'rewrite',
-        tokens_freed: (counts[hostIndex] as number) - count(earlier.host),
-      });
-    }
-    for (const i of opaque) out.push(messages[i]);
-    if (earlier?.host === undefined && earlier) {
-      for (let i = earlier.start; i < earlier.end; i++)
-        Object.assign(actions[i] as Action, { action: 'summarize', tokens_freed: counts[i] });
-    }
-    const inserted =
-      placement === 'pair'
-        ? [format.textMessage('user', SUMMARY_REQUEST), format.textMessage('assistant', body)]
-        : [format.textMessage(summaryRole, body)];
-    out.push(...inserted);
-    for (const m of inserted) added += count(m);
-    messageIndex = out.length - 1;
+  const entries: Entry[] = [];
+  const removed = new Map<number, Removal>();
+  const joined = placement === 'joined' || placement === 'joined-string';
+  // A host an earlier summary joined goes back to what it was before that summary.
+  const restore: Edit[] =
+    earlier?.host !== undefined ? [{ op: 'drop-last-text', collapse: earlier.marker.placement === 'joined-string' }] : [];
+  for (let i = 0; i < prefixEnd; i++) {
+    if (i !== hostIndex) entries.push({ index: i, edits: [] });
+    else if (joined) entries.push({ index: i, edits: [...restore, { op: 'append-text', text: body }], key: SUMMARY_KEY });
+    else entries.push({ index: i, edits: restore });
   }
-  if (placement !== 'own' && placement !== 'pair') for (const i of opaque) out.push(messages[i]);
-  for (const i of range) Object.assign(actions[i] as Action, { action: 'summarize', tokens_freed: counts[i] });
-  for (let i = cut; i < messages.length; i++) out.push(messages[i]);
-  return { out, actions, added, messageIndex };
+  if (!joined) {
+    for (const i of opaque) entries.push({ index: i, edits: [] });
+    if (earlier && earlier.host === undefined)
+      for (let i = earlier.start; i < earlier.end; i++) removed.set(i, { action: 'summarize' });
+    const insert: Insert[] =
+      placement === 'pair'
+        ? [
+            { kind: 'text', role: 'user', text: SUMMARY_REQUEST },
+            { kind: 'text', role: 'assistant', text: body },
+          ]
+        : [{ kind: 'text', role: summaryRole, text: body }];
+    entries.push({ insert, key: SUMMARY_KEY });
+  } else for (const i of opaque) entries.push({ index: i, edits: [] });
+  for (const i of range) removed.set(i, { action: 'summarize' });
+  for (let i = cut; i < h.messages.length; i++) entries.push({ index: i, edits: [] });
+  return { entries, removed, artifacts };
 }
+
+/** The key of the entry that holds the summary: its output position is `summary.message_index`. */
+const SUMMARY_KEY = 'summary';
 
 /**
  * A dry run of the rolling summary: everything the real run would do but write the summary. The
@@ -72,28 +63,22 @@ function dryRolling(
   o: SummarizeOptions,
   ctx: StrategyContext,
   p: RollingPlan,
-  ranged: { id: string | null },
+  ranged: RangeArtifact,
   plan: SummaryPlan,
   warnings: Warning[],
-): StrategyOutput<SummarizeExtra> {
+): StrategyResult<SummarizeExtra> {
   const covers = p.range.length + (p.earlier?.marker.covers ?? 0);
-  const { actions, added } = assemble(h, ctx, p, summaryMarker(ranged.id, p.placement, covers));
-  const freed = actions.reduce((sum, a) => sum + a.tokens_freed, 0);
+  // The range a real run would offload is not listed: a dry run offloads nothing.
+  const dry = summaryPlan(h, p, summaryMarker(ranged.id, p.placement, covers), []);
+  const { freed, added } = applyPlan(h, dry, countWith(h, ctx));
   if (freed - added <= 0) {
     warnings.push({
       code: 'summary_not_smaller',
       message: `even an empty summary (${added} tokens) would not be smaller than what it replaces (${freed})`,
     });
-    return {
-      messages: [...h.messages],
-      actions: [],
-      warnings,
-      reason: 'summary_not_smaller',
-      addedTokens: 0,
-      extra: { summary: null },
-    };
+    return { warnings, reason: 'summary_not_smaller', extra: () => ({ summary: null }) };
   }
-  return dryRunOutput(h, { actions, framing: added, summaries: 1, budget: o.summarizer.max_tokens, plan }, warnings);
+  return dryRunResult(dry, { summaries: 1, budget: o.summarizer.max_tokens, plan }, warnings);
 }
 
 /**
@@ -109,8 +94,8 @@ export async function rolling(
   h: PreparedHistory,
   o: SummarizeOptions,
   ctx: StrategyContext,
-): Promise<StrategyOutput<SummarizeExtra>> {
-  const { format, messages } = h;
+): Promise<StrategyResult<SummarizeExtra>> {
+  const { format } = h;
   const summarizer = ctx.summarizer;
   if (!summarizer) throw new CompactorError('CMP_ERR_INTERNAL', 'no summarizer configured');
   if (o.summary_role === 'system' && !format.systemMessages) {
@@ -121,14 +106,11 @@ export async function rolling(
     );
   }
   const warnings: Warning[] = [];
-  const none = (reason: string, usage?: BilledUsage): StrategyOutput<SummarizeExtra> => ({
-    messages: [...messages],
-    actions: [],
+  const none = (reason: string, usage?: BilledUsage): StrategyResult<SummarizeExtra> => ({
     warnings,
     reason,
-    addedTokens: 0,
     ...(usage ? { usage } : {}),
-    extra: { summary: null },
+    extra: () => ({ summary: null }),
   });
 
   // 1–2. The prefix, where the summary goes, and the tail's start, at a safe boundary.
@@ -159,11 +141,10 @@ export async function rolling(
 
   // 5–6. The summarized range is offloaded and the summary names it: prefix, opaque items kept,
   // the summary, the tail.
-  const { id, offload, refs: artifacts } = ranged;
+  const { id } = ranged;
   const covers = range.length + (earlier?.marker.covers ?? 0);
-  const { out, actions, added, messageIndex } = assemble(h, ctx, p, `${summaryMarker(id, p.placement, covers)}${text}`);
-
-  const freed = actions.reduce((sum, a) => sum + a.tokens_freed, 0);
+  const plan = summaryPlan(h, p, `${summaryMarker(id, p.placement, covers)}${text}`, ranged.specs);
+  const { freed, added } = applyPlan(h, plan, countWith(h, ctx));
   if (freed - added <= 0) {
     warnings.push({
       code: 'summary_not_smaller',
@@ -173,12 +154,11 @@ export async function rolling(
     return { ...none('summary_not_smaller', billed(usage, model)), bestEffort };
   }
   const role = p.placement === 'pair' ? 'pair' : p.placement === 'own' ? p.summaryRole : `${p.left?.role ?? 'user'} (joined)`;
-  const summary: SummaryReport = {
+  const report: Omit<SummaryReport, 'message_index'> = {
     id: id ?? cache.id,
     parent_id: earlier?.marker.id ?? null,
     text,
     role,
-    message_index: messageIndex,
     covered_messages: covers,
     last_summarized_run_id: h.runIds?.[cut - 1] ?? null,
     summarizer: summarizer.kind,
@@ -187,13 +167,16 @@ export async function rolling(
     facts: factReport,
   };
   return {
-    messages: out,
-    actions,
+    plan,
     warnings,
-    addedTokens: added,
-    offload,
     bestEffort,
     usage: billed(usage, model),
-    extra: { summary, artifacts },
+    extra: (applied) => {
+      const { id: summaryId, parent_id, text: summaryText, role: summaryRole, ...rest } = report;
+      // The response's field order: where the summary sits comes after its role.
+      const message_index = applied?.positions.get(SUMMARY_KEY) ?? -1;
+      const summary = { id: summaryId, parent_id, text: summaryText, role: summaryRole, message_index, ...rest };
+      return { summary, artifacts: applied?.artifacts ?? [] };
+    },
   };
 }

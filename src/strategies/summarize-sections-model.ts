@@ -1,3 +1,4 @@
+import type { Insert } from '../history/plan/types.js';
 import type { Group, Item } from '../history/types.js';
 import { parseSectionSummary, SUMMARY_TOOL } from '../history/vocabulary.js';
 import type { PreparedHistory } from './types.js';
@@ -23,12 +24,12 @@ export interface Around {
 }
 
 /** A body pair: one group (an assistant message and the results that answer it), or a summary written for some. */
-export type Pair = { kind: 'original'; group: Group } | { kind: 'summary'; messages: unknown[]; covers: number[] };
+export type Pair = { kind: 'original'; group: Group } | { kind: 'summary'; insert: Insert[]; covers: number[] };
 
 export interface Section {
   /** The header: user messages (indexes), or a QA header written anew. */
   header: number[];
-  qaHeader?: unknown;
+  qaHeader?: Insert;
   pairs: Pair[];
 }
 
@@ -55,11 +56,11 @@ export function sectionsOf(h: PreparedHistory): Section[] {
   return sections;
 }
 
-/** The last `reasoning_content` among the originals a summary pair replaces (Chat), kept in the current turn. */
-export function lastReasoning(originals: readonly unknown[]): string | undefined {
-  for (let i = originals.length - 1; i >= 0; i--) {
-    const r = (originals[i] as { reasoning_content?: unknown }).reasoning_content;
-    if (typeof r === 'string' && r !== '') return r;
+/** The last reasoning text among the originals a summary pair replaces (Chat's `reasoning_content`), kept in the current turn. */
+export function lastReasoning(h: PreparedHistory, indexes: readonly number[]): string | undefined {
+  for (let k = indexes.length - 1; k >= 0; k--) {
+    const r = h.format.reasoningText(h.messages[indexes[k] as number]);
+    if (r !== undefined) return r;
   }
   return undefined;
 }

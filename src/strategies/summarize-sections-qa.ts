@@ -1,3 +1,5 @@
+import { insertItems } from '../history/plan/apply.js';
+import type { Insert } from '../history/plan/types.js';
 import { qaHeaderLine } from '../history/vocabulary.js';
 import type { Around, Pair, Section, SectionsOptions } from './summarize-sections-model.js';
 import type { PreparedHistory } from './types.js';
@@ -45,8 +47,8 @@ export async function qaMerge(run: SectionsRun): Promise<void> {
   // span back in place of the header and the summary pair after it.
   const span = [...new Set([...headers, ...indexesOf(merged.flatMap((s) => s.pairs))])].sort((a, b) => a - b);
   const { id } = offloadRange(span);
-  const header = h.format.textMessage('user', `${qaHeaderLine(id)}${userText}`);
-  const userItem = h.format.parse([header]).items[0];
+  const header: Insert = { kind: 'text', role: 'user', text: `${qaHeaderLine(id)}${userText}` };
+  const userItem = insertItems(h.format, [header])?.[0];
   const next = sections[keepFrom]?.header.length ? h.items[sections[keepFrom]?.header[0] as number] : around(keepFrom, 0, 0).prev;
   const body = await summarizePairs(
     merged.flatMap((s) => s.pairs),

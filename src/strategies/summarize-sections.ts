@@ -1,11 +1,12 @@
 import { sha256Hex } from '../history/address.js';
-import type { Action, Item, Warning } from '../history/types.js';
+import { insertItems, insertTokens } from '../history/plan/apply.js';
+import type { ArtifactRef, Entry, Insert, OriginalSpec, Removal } from '../history/plan/types.js';
+import type { Item, Warning } from '../history/types.js';
 import { sectionSummaryLine } from '../history/vocabulary.js';
 import type { NewArtifact } from '../store/types.js';
 import type { SettledSummary, SummaryPlan, SummaryRequest, SummaryUsage } from '../summarizers/types.js';
 import { addUsage, NO_SUMMARY_USAGE } from '../summarizers/types.js';
-import type { ArtifactRef } from './compact.js';
-import { dryRunOutput } from './summarize-dry.js';
+import { dryRunResult } from './summarize-dry.js';
 import {
   type Around,
   isSummaryPair,
@@ -17,7 +18,7 @@ import {
 } from './summarize-sections-model.js';
 import { qaMerge } from './summarize-sections-qa.js';
 import { allowedModel, billed, cachedSummary, rangeArtifact, summaryKey, summaryRequest } from './summary-range.js';
-import type { PreparedHistory, StrategyContext, StrategyOutput } from './types.js';
+import { countWith, type PreparedHistory, type StrategyContext, type StrategyResult } from './types.js';
 
 /**
  * Sections mode (PentAGI's chain summarization): (1) every section but the newest `keep_sections`
@@ -32,20 +33,20 @@ export async function runSections(
   h: PreparedHistory,
   o: SectionsOptions,
   ctx: StrategyContext,
-): Promise<StrategyOutput<{ summary: null; plan?: SummaryPlan; artifacts?: ArtifactRef[] }>> {
+): Promise<StrategyResult<{ summary: null; plan?: SummaryPlan; artifacts?: ArtifactRef[] }>> {
   const { format, messages, counts } = h;
+  const count = countWith(h, ctx);
   const summarizer = ctx.summarizer;
   const warnings: Warning[] = [];
   let usage: SummaryUsage = NO_SUMMARY_USAGE;
   let model: string | null = null;
-  const offload: NewArtifact[] = [];
-  /** Ranges offloaded, as the response lists them (a summary pair not written still lists its range). */
-  const artifacts: ArtifactRef[] = [];
+  /** Ranges to offload, in the order they were made (a summary pair not written still made its range). */
+  const artifacts: OriginalSpec[] = [];
   const sections = sectionsOf(h);
   const sizeOf = (p: Pair) =>
     p.kind === 'original'
       ? counts.slice(p.group.start, p.group.end).reduce((a, b) => a + b, 0)
-      : p.messages.reduce<number>((n, m) => n + ctx.counter.countMessage(format, ctx.profile, m), 0);
+      : insertTokens(format, p.insert, count);
   const indexesOf = (pairs: readonly Pair[]) =>
     pairs.flatMap((p) =>
       p.kind === 'original' ? Array.from({ length: p.group.end - p.group.start }, (_, k) => p.group.start + k) : p.covers,
@@ -55,8 +56,7 @@ export async function runSections(
   /** The originals of these messages as one range artifact (offloaded with `store: server`); its id. */
   const offloadRange = (indexes: readonly number[]): { id: string | null; rangeJson: string } => {
     const ranged = rangeArtifact('section_range', h, indexes, null, o.store, ctx.address);
-    offload.push(...ranged.offload);
-    artifacts.push(...ranged.refs);
+    artifacts.push(...ranged.specs);
     return { id: ranged.id, rangeJson: ranged.json };
   };
 
@@ -99,18 +99,19 @@ export async function runSections(
     // The form a summary pair takes: a synthetic tool exchange where the summarized pairs used
     // tools and the format takes one, else marked assistant text; either must fit its neighbours.
     const id0 = `call_summary_${sha256Hex(JSON.stringify(covered)).slice(0, 16)}`;
-    const probe = (text: string) =>
-      (usedTools ? format.summaryExchange(id0, text, { signed: false, reasoning: undefined }) : undefined) ?? [
-        format.textMessage('assistant', text),
-      ];
-    const fits = (form: unknown[]) => {
-      const roles = format.parse(form).items;
-      const first = roles[0];
-      const last = roles[roles.length - 1];
+    const exchange = (text: string, signed: boolean, reasoning: string | undefined): Insert[] => [
+      { kind: 'exchange', id: id0, text, signed, reasoning },
+    ];
+    const plain = (text: string): Insert[] => [{ kind: 'text', role: 'assistant', text }];
+    const fits = (form: Insert[]) => {
+      const roles = insertItems(format, form);
+      const first = roles?.[0];
+      const last = roles?.[roles.length - 1];
       return !!first && !!last && format.canFollow(around.prev, first) && (!around.next || format.canFollow(last, around.next));
     };
-    const forms = [probe('x'), [format.textMessage('assistant', 'x')]];
-    const form = forms.findIndex(fits);
+    const probe =
+      usedTools && insertItems(format, exchange('x', false, undefined)) ? exchange('x', false, undefined) : plain('x');
+    const form = [probe, plain('x')].findIndex(fits);
     if (form < 0) {
       warnings.push({
         code: 'unsafe_cut_avoided',
@@ -118,7 +119,6 @@ export async function runSections(
       });
       return undefined;
     }
-    const originals = covered.map((i) => messages[i]);
     const { id, rangeJson } = offloadRange(covered);
     if (!summarizer) throw new Error('unreachable: no summarizer');
     calls++;
@@ -131,10 +131,10 @@ export async function runSections(
     if (settled.usage.calls > 0) model = settled.model;
     const text = `${sectionSummaryLine(id)}${settled.text}`;
     // Reasoning survives only in the current turn: a placeholder signature, the last reasoning text.
-    const signed = current && items.some((it) => it.thinking || JSON.stringify(messages[it.index]).includes('houghtSignature'));
-    const reasoning = current ? lastReasoning(originals) : undefined;
-    const exchange = form === 0 && usedTools ? format.summaryExchange(id0, text, { signed, reasoning }) : undefined;
-    return { kind: 'summary', messages: exchange ?? [format.textMessage('assistant', text)], covers: covered };
+    const signed = current && items.some((it) => it.thinking || format.hasSignature(messages[it.index]));
+    const reasoning = current ? lastReasoning(h, covered) : undefined;
+    const insert = form === 0 && usedTools && probe[0]?.kind === 'exchange' ? exchange(text, signed, reasoning) : plain(text);
+    return { kind: 'summary', insert, covers: covered };
   };
 
   /** The user messages of merged sections, summarized (QA merge with `summarize_user_messages`). */
@@ -155,20 +155,17 @@ export async function runSections(
     if (settled.usage.calls > 0) model = settled.model;
     return settled.text;
   };
-  const unchanged = (reason: string): StrategyOutput<{ summary: null }> => ({
-    messages: [...messages],
-    actions: [],
+  const unchanged = (reason: string): StrategyResult<{ summary: null }> => ({
     warnings,
     reason,
-    addedTokens: 0,
-    extra: { summary: null },
+    extra: () => ({ summary: null }),
   });
   if (!summarizer) return unchanged('nothing_to_reduce');
   // A model not allowed is a 400 before anything is planned or asked (dry runs too).
   const askedModel = allowedModel(summarizer, o.summarizer.model);
 
   const itemsOf = (p: Pair): Item[] =>
-    p.kind === 'original' ? (h.items.slice(p.group.start, p.group.end) as Item[]) : format.parse(p.messages).items;
+    p.kind === 'original' ? (h.items.slice(p.group.start, p.group.end) as Item[]) : (insertItems(format, p.insert) ?? []);
   const firstOf = (sec: Section): Item | undefined =>
     sec.header.length ? h.items[sec.header[0] as number] : sec.pairs[0] ? itemsOf(sec.pairs[0])[0] : undefined;
   const lastOf = (sec: Section): Item | undefined => {
@@ -246,47 +243,42 @@ export async function runSections(
   if (calls === 0) return unchanged('nothing_to_reduce');
 
   // Assemble: head, then each section's header and pairs.
-  const actions: Action[] = messages.map((_, index) => ({ index, action: 'keep', tokens_freed: 0 }));
-  const out: unknown[] = messages.slice(0, h.head);
-  let added = 0;
-  const inserted: unknown[] = [];
+  const entries: Entry[] = [];
+  const removed = new Map<number, Removal>();
+  for (let i = 0; i < h.head; i++) entries.push({ index: i, edits: [] });
+  const inserted: Insert[] = [];
   for (const s of sections) {
     if (s.qaHeader !== undefined) {
-      out.push(s.qaHeader);
+      entries.push({ insert: [s.qaHeader] });
       inserted.push(s.qaHeader);
-      added += ctx.counter.countMessage(format, ctx.profile, s.qaHeader);
-      for (const i of s.header) Object.assign(actions[i] as Action, { action: 'summarize', tokens_freed: counts[i] });
-    } else for (const i of s.header) out.push(messages[i]);
+      for (const i of s.header) removed.set(i, { action: 'summarize' });
+    } else for (const i of s.header) entries.push({ index: i, edits: [] });
     for (const p of s.pairs) {
       if (p.kind === 'original') {
-        for (let i = p.group.start; i < p.group.end; i++) out.push(messages[i]);
+        for (let i = p.group.start; i < p.group.end; i++) entries.push({ index: i, edits: [] });
         continue;
       }
-      out.push(...p.messages);
-      inserted.push(...p.messages);
-      for (const m of p.messages) added += ctx.counter.countMessage(format, ctx.profile, m);
-      for (const i of p.covers) Object.assign(actions[i] as Action, { action: 'summarize', tokens_freed: counts[i] });
+      entries.push({ insert: p.insert });
+      inserted.push(...p.insert);
+      for (const i of p.covers) removed.set(i, { action: 'summarize' });
     }
   }
   if (ctx.dryRun) {
     const plan = { calls: plannedCalls, model: askedModel };
     const unpredicted = 'the merge past max_section_tokens and the QA merge, which depend on the summaries’ sizes';
-    const dry = { actions, framing: added, summaries: calls, budget: o.summarizer.max_tokens, plan, unpredicted };
-    return dryRunOutput(h, dry, warnings);
+    const dry = { summaries: calls, budget: o.summarizer.max_tokens, plan, unpredicted };
+    return dryRunResult({ entries, removed, artifacts: [] }, dry, warnings);
   }
   // Only the ranges a summary or QA header in the output names (a merge that was not written names
   // none): the messages this run inserted are the only ones that can name them.
   // The ids they name, read once (a search of all of them for each artifact is quadratic).
-  const named = new Set(artifacts.length > 0 ? JSON.stringify(inserted).match(/art_[0-9a-f]{24}/g) : []);
+  const named = new Set(artifacts.length > 0 ? JSON.stringify(inserted.map((i) => i.text)).match(/art_[0-9a-f]{24}/g) : []);
   const written = artifacts.filter((a) => named.has(a.id));
   return {
-    messages: out,
-    actions,
+    plan: { entries, removed, artifacts: written },
     warnings,
-    addedTokens: added,
-    offload,
     bestEffort,
     usage: billed(usage, model),
-    extra: { summary: null, artifacts: written },
+    extra: (applied) => ({ summary: null, artifacts: applied?.artifacts ?? [] }),
   };
 }

@@ -8,7 +8,7 @@ import { onFailure } from './summarize-failure.js';
 import { rolling } from './summarize-rolling.js';
 import { runSections } from './summarize-sections.js';
 import { allowedModel } from './summary-range.js';
-import type { PreparedHistory, Strategy, StrategyContext, StrategyOutput } from './types.js';
+import type { PreparedHistory, Strategy, StrategyContext, StrategyResult } from './types.js';
 
 export const SummarizeOptions = z.strictObject({
   mode: z
@@ -105,7 +105,7 @@ export interface SummarizeExtra {
  * Summarization: the rolling summary (`summarize-rolling.ts`) or sections mode
  * (`summarize-sections.ts`), a failure following `on_failure` (`summarize-failure.ts`).
  */
-async function run(h: PreparedHistory, o: SummarizeOptions, ctx: StrategyContext): Promise<StrategyOutput<SummarizeExtra>> {
+async function run(h: PreparedHistory, o: SummarizeOptions, ctx: StrategyContext): Promise<StrategyResult<SummarizeExtra>> {
   if (o.mode !== 'sections') return rolling(h, o, ctx);
   try {
     return await runSections(h, o, ctx);

@@ -1,5 +1,6 @@
 import { CompactorError, fieldError } from '../errors.js';
 import type { Address, Addresser } from '../history/address.js';
+import type { OriginalSpec, StorePolicy } from '../history/plan/types.js';
 import type { Item } from '../history/types.js';
 import { rangePayload } from '../history/vocabulary.js';
 import type { NewArtifact } from '../store/types.js';
@@ -13,7 +14,6 @@ import {
   type SummaryUsage,
   type TranscriptEntry,
 } from '../summarizers/types.js';
-import type { ArtifactRef } from './compact.js';
 import type { BilledUsage, PreparedHistory, StrategyContext } from './types.js';
 
 /** Where a history's tool calls are: for each id, the indexes of the messages making it, and its names. */
@@ -114,10 +114,8 @@ export interface RangeArtifact {
   sha256: string;
   /** The id the summary names (null with `store: none`). */
   id: string | null;
-  /** To persist (`store: server`). */
-  offload: NewArtifact[];
-  /** How the response lists it (with its content when `store: inline`). */
-  refs: ArtifactRef[];
+  /** What the plan offloads (none with `store: none`). */
+  specs: OriginalSpec[];
 }
 
 /** The originals of `indexes` (after an earlier summary `previousId`) as one artifact, following `store`. */
@@ -126,7 +124,7 @@ export function rangeArtifact(
   h: PreparedHistory,
   indexes: readonly number[],
   previousId: string | null,
-  store: 'server' | 'inline' | 'none',
+  store: StorePolicy,
   address: Addresser,
 ): RangeArtifact {
   const value = rangePayload(
@@ -135,22 +133,18 @@ export function rangeArtifact(
   );
   const json = JSON.stringify(value);
   const { id, sha256 } = address(json);
-  const ref: ArtifactRef = {
+  const spec: OriginalSpec = {
     id,
-    message_index: indexes[0] as number,
+    sha256,
+    json,
+    value,
     kind,
     tool_name: null,
     tokens: indexes.reduce((n, i) => n + (h.counts[i] as number), 0),
-    sha256,
-    ...(store === 'inline' ? { content: value } : {}),
+    message_index: indexes[0] as number,
+    store,
   };
-  return {
-    json,
-    sha256,
-    id: store === 'none' ? null : id,
-    offload: store === 'server' ? [{ id, kind, tool_name: null, content: json, sha256 }] : [],
-    refs: store === 'none' ? [] : [ref],
-  };
+  return { json, sha256, id: store === 'none' ? null : id, specs: store === 'none' ? [] : [spec] };
 }
 
 /**

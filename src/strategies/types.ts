@@ -1,5 +1,7 @@
 import type { z } from 'zod';
 import type { Addresser } from '../history/address.js';
+import type { Applied, Count } from '../history/plan/apply.js';
+import type { Plan } from '../history/plan/types.js';
 import type { PreparedHistory } from '../history/prepared.js';
 import type { Action, Warning } from '../history/types.js';
 import type { NewArtifact } from '../store/types.js';
@@ -28,8 +30,6 @@ export interface StrategyContext {
   readonly flights?: SingleFlight<SettledSummary>;
   /** A dry run: compute and report, change nothing, call no LLM. */
   readonly dryRun?: boolean;
-  /** Reads a history a previous stage produced (pipelines): parsed, grouped, counted, with this occupancy. */
-  readonly prepare?: (messages: unknown[], occupancy: number) => PreparedHistory;
 }
 
 /** What `Strategy.check` judges options against. */
@@ -56,17 +56,23 @@ export function withTotal(u: BilledUsage | undefined): BilledUsage & { total_tok
   return { ...usage, total_tokens: usage.input_tokens + usage.output_tokens };
 }
 
-/** A strategy's answer. `messages` holds original values for kept messages, by reference. */
-export interface StrategyOutput<Extra> {
-  messages: unknown[];
-  actions: Action[];
+/** Counts a message of `h`'s format under the request's profile, through the count cache. */
+export function countWith(h: PreparedHistory, ctx: Pick<StrategyContext, 'counter' | 'profile'>): Count {
+  return (message) => ctx.counter.countMessage(h.format, ctx.profile, message);
+}
+
+/**
+ * A strategy's answer: a plan over the input's indices (never wire JSON: `applyPlan` renders it),
+ * or, when nothing changes, the `reason`; what its LLM calls cost; and its own response fields,
+ * made from what the plan rendered to (`applied`, undefined when there is no plan).
+ */
+export interface StrategyResult<Extra> {
+  plan?: Plan;
   warnings: Warning[];
-  /** Set when nothing changed: a code such as `nothing_to_reduce`. */
+  /** Set when nothing changes: a code such as `nothing_to_reduce`. */
   reason?: string;
-  /** Tokens of messages the strategy inserted (summaries); subtracted from what was freed. */
-  addedTokens: number;
-  /** Originals to persist when the request's store is `server` (never on a dry run). */
-  offload?: NewArtifact[];
+  /** Dry run: tokens the summaries not written would add, on top of what the plan adds (an estimate). */
+  estimated?: number;
   /** Entries to store if the store answers (the summary cache); a failure is only logged. */
   bestEffort?: NewArtifact[];
   /** What the strategy's LLM calls were billed, failed ones included. */
@@ -75,8 +81,7 @@ export interface StrategyOutput<Extra> {
   fallback?: { from: string; to: string; reason: string };
   /** The error code of a failure the strategy recovered from (`on_failure: keep`). */
   failure?: string;
-  /** Strategy-specific response fields (e.g. `dropped`). */
-  extra: Extra;
+  extra(applied: Applied | undefined): Extra;
 }
 
 /**
@@ -99,7 +104,7 @@ export interface Strategy<Options extends z.ZodObject, Extra> {
     history: PreparedHistory,
     options: z.output<Options>,
     ctx: StrategyContext,
-  ): StrategyOutput<Extra> | Promise<StrategyOutput<Extra>>;
+  ): StrategyResult<Extra> | Promise<StrategyResult<Extra>>;
 }
 
 /** Actions that keep every message. */

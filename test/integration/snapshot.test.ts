@@ -93,7 +93,7 @@ t.test('every strategy answers as the snapshot says, on every transcript, option
   const hashes = Object.fromEntries(Object.entries(got).map(([k, v]) => [k, v.hash]));
   if (process.env.UPDATE_SNAPSHOTS === '1' || !existsSync(FILE)) {
     mkdirSync(new URL('.', FILE), { recursive: true });
-    writeFileSync(FILE, `${JSON.stringify(hashes, null, 1)}\n`);
+    writeFileSync(FILE, `${JSON.stringify(hashes, null, 2)}\n`);
     t.pass(`wrote ${Object.keys(hashes).length} cases to test/snapshots/strategies.json`);
     return;
   }

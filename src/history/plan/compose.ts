@@ -1,0 +1,77 @@
+import type { Applied } from './apply.js';
+import type { Entry, Plan, Removal } from './types.js';
+
+/**
+ * Plans composed on one index space: `plan` is over the input, and `entryOfView[v]` names the
+ * entry of `plan` that produced message `v` of the view it leaves (the history the next stage
+ * sees). Fit chains its stages this way: each plans over the previous one's view, and its plan is
+ * folded into one plan over the input, applied once.
+ */
+export interface Composed {
+  readonly plan: Plan;
+  readonly entryOfView: readonly number[];
+}
+
+/** The composition of nothing: every input message kept, each the view's own. */
+export function identity(length: number): Composed {
+  return {
+    plan: { entries: Array.from({ length }, (_, index) => ({ index, edits: [] })), removed: new Map(), artifacts: [] },
+    entryOfView: Array.from({ length }, (_, v) => v),
+  };
+}
+
+/**
+ * Folds `outer`, a plan over the view `inner` leaves (`outerApplied` is it applied there), into
+ * one plan over the input. A view message the outer plan keeps is the inner entry that made it,
+ * with the outer edits after the inner ones; one it removes is removed from the input (an inner
+ * insert it removes is simply not written); its inserts stay; its originals' `message_index`
+ * moves to the input message they came from.
+ */
+export function compose(inner: Composed, outer: Plan, outerApplied: Applied): Composed {
+  const entries: Entry[] = [];
+  const entryMap: number[] = [];
+  /** Inner inserts already placed: an exchange fills two view positions but is one entry. */
+  const placed = new Map<number, number>();
+  const innerEntry = (v: number) => inner.plan.entries[inner.entryOfView[v] as number] as Entry;
+  outer.entries.forEach((e, k) => {
+    if (!('index' in e)) {
+      entries.push(e);
+      entryMap[k] = entries.length - 1;
+      return;
+    }
+    const from = inner.entryOfView[e.index] as number;
+    const was = innerEntry(e.index);
+    if ('index' in was) {
+      entries.push({
+        index: was.index,
+        edits: [...was.edits, ...e.edits],
+        ...((e.key ?? was.key) ? { key: e.key ?? was.key } : {}),
+      });
+    } else {
+      if (e.edits.length > 0) throw new Error('a plan edits a message an earlier plan wrote: compose cannot express it');
+      const at = placed.get(from);
+      if (at !== undefined) {
+        entryMap[k] = at;
+        return;
+      }
+      entries.push(e.key !== undefined ? { ...was, key: e.key } : was);
+      placed.set(from, entries.length - 1);
+    }
+    entryMap[k] = entries.length - 1;
+  });
+  const removed = new Map<number, Removal>(inner.plan.removed);
+  for (const [v, removal] of outer.removed) {
+    const was = innerEntry(v);
+    if ('index' in was) removed.set(was.index, removal);
+  }
+  const inputIndex = (v: number) => {
+    const was = innerEntry(v);
+    return 'index' in was ? was.index : v;
+  };
+  const artifacts = [
+    ...inner.plan.artifacts,
+    ...outer.artifacts.map((a) => ({ ...a, message_index: inputIndex(a.message_index) })),
+  ];
+  const plan: Plan = { entries, removed, artifacts, ...(inner.plan.memo ? { memo: inner.plan.memo } : {}) };
+  return { plan, entryOfView: outerApplied.entryOf.map((k) => entryMap[k] as number) };
+}
