@@ -73,7 +73,7 @@ const log = (...args) => console.error(`[${((performance.now() - T0) / 1000).toF
 // The service's own modules, for grouping and for the naive simulation.
 const dist = (p) => import(`${ROOT}dist/${p}`);
 const { Compactor, TokenCounter } = await dist('index.js');
-const { summarizeStrategy, SummarizeOptions } = await dist('strategies/summarize.js');
+const { summarizeStrategy, SummarizeOptions } = await dist('strategies/summarize/index.js');
 const { renderTranscript } = await dist('summarizers/transcript.js');
 const { SYSTEM_PROMPT, summaryPrompt } = await dist('summarizers/prompts.js');
 

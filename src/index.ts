@@ -8,6 +8,6 @@ export { compactStrategy } from './strategies/compact.js';
 export { fitStrategy } from './strategies/fit.js';
 export { STRATEGIES } from './strategies/registry.js';
 export { windowStrategy } from './strategies/sliding-window.js';
-export { summarizeStrategy } from './strategies/summarize.js';
+export { summarizeStrategy } from './strategies/summarize/index.js';
 export { TokenCounter } from './tokens/counter.js';
 export { resolveModel } from './tokens/models.js';

@@ -11,8 +11,8 @@ import { addUsage } from '../summarizers/types.js';
 import type { ModelProfile } from '../tokens/models.js';
 import { type ArtifactRef, CompactOptions, compactStrategy } from './compact.js';
 import { type Dropped, WindowOptions, windowAbove } from './sliding-window.js';
-import { type SummarizeExtra, SummarizeOptions, type SummaryReport, summarizeStrategy } from './summarize.js';
-import { allowedModel } from './summary-range.js';
+import { type SummarizeExtra, SummarizeOptions, type SummaryReport, summarizeStrategy } from './summarize/index.js';
+import { allowedModel } from './summarize/range.js';
 import {
   type BilledUsage,
   countWith,

@@ -1,7 +1,7 @@
 import { compactStrategy } from './compact.js';
 import { fitStrategy } from './fit.js';
 import { windowStrategy } from './sliding-window.js';
-import { summarizeStrategy } from './summarize.js';
+import { summarizeStrategy } from './summarize/index.js';
 
 /** Every strategy, by kind: the only list of them. Endpoint schemas are derived from it. */
 export const STRATEGIES = {

@@ -4,7 +4,7 @@ import { clearMergeCache as clearCl100k } from 'gpt-tokenizer/encoding/cl100k_ba
 import { clearMergeCache as clearO200k } from 'gpt-tokenizer/encoding/o200k_base';
 import t from 'tap';
 import { Compactor } from '../../src/compactor.js';
-import { SummarizeOptions, summarizeStrategy } from '../../src/strategies/summarize.js';
+import { SummarizeOptions, summarizeStrategy } from '../../src/strategies/summarize/index.js';
 import { ExtractiveSummarizer } from '../../src/summarizers/extractive.js';
 import { extractFacts } from '../../src/summarizers/facts.js';
 import { escapeContent, renderTranscript } from '../../src/summarizers/transcript.js';

@@ -5,7 +5,7 @@ import { Compactor } from '../../src/compactor.js';
 import { CompactorError } from '../../src/errors.js';
 import { parseSummary } from '../../src/history/vocabulary.js';
 import { MemoryStore } from '../../src/store/memory.js';
-import { SummarizeOptions, summarizeStrategy } from '../../src/strategies/summarize.js';
+import { SummarizeOptions, summarizeStrategy } from '../../src/strategies/summarize/index.js';
 import type { Summarizer, SummaryRequest } from '../../src/summarizers/types.js';
 import { TokenCounter } from '../../src/tokens/counter.js';
 import { histories } from '../support/histories.js';

@@ -1,11 +1,11 @@
-import { CompactorError, fieldError } from '../errors.js';
-import type { Address, Addresser } from '../history/address.js';
-import type { OriginalSpec, StorePolicy } from '../history/plan/types.js';
-import type { Item } from '../history/types.js';
-import { rangePayload } from '../history/vocabulary.js';
-import type { NewArtifact } from '../store/types.js';
-import { extractFacts, guardFacts } from '../summarizers/facts.js';
-import { PROMPT_VERSION } from '../summarizers/prompts.js';
+import { CompactorError, fieldError } from '../../errors.js';
+import type { Address, Addresser } from '../../history/address.js';
+import type { OriginalSpec, StorePolicy } from '../../history/plan/types.js';
+import type { Item } from '../../history/types.js';
+import { rangePayload } from '../../history/vocabulary.js';
+import type { NewArtifact } from '../../store/types.js';
+import { extractFacts, guardFacts } from '../../summarizers/facts.js';
+import { PROMPT_VERSION } from '../../summarizers/prompts.js';
 import {
   NO_SUMMARY_USAGE,
   type SettledSummary,
@@ -13,8 +13,8 @@ import {
   type SummaryRequest,
   type SummaryUsage,
   type TranscriptEntry,
-} from '../summarizers/types.js';
-import type { BilledUsage, PreparedHistory, StrategyContext } from './types.js';
+} from '../../summarizers/types.js';
+import type { BilledUsage, PreparedHistory, StrategyContext } from '../types.js';
 
 /** Where a history's tool calls are: for each id, the indexes of the messages making it, and its names. */
 type CallIndex = Map<string, { at: number[]; names: string[] }>;

@@ -1,8 +1,8 @@
-import type { Item, Warning } from '../history/types.js';
-import { parseSummary, SUMMARY_REQUEST, type SummaryPlacement } from '../history/vocabulary.js';
-import { requestedCut, safeCut } from './sliding-window.js';
-import type { SummarizeOptions } from './summarize.js';
-import type { PreparedHistory } from './types.js';
+import type { Item, Warning } from '../../history/types.js';
+import { parseSummary, SUMMARY_REQUEST, type SummaryPlacement } from '../../history/vocabulary.js';
+import { requestedCut, safeCut } from '../sliding-window.js';
+import type { PreparedHistory } from '../types.js';
+import type { SummarizeOptions } from './index.js';
 
 export interface Earlier {
   /** Messages the earlier summary occupies (own or pair), or the message it joined. */

@@ -1,11 +1,11 @@
-import type { CompactorError } from '../errors.js';
-import type { Warning } from '../history/types.js';
-import type { NewArtifact } from '../store/types.js';
-import type { SummaryUsage } from '../summarizers/types.js';
-import { windowStrategy } from './sliding-window.js';
-import type { SummarizeExtra, SummarizeOptions } from './summarize.js';
-import { billed } from './summary-range.js';
-import type { PreparedHistory, StrategyContext, StrategyResult } from './types.js';
+import type { CompactorError } from '../../errors.js';
+import type { Warning } from '../../history/types.js';
+import type { NewArtifact } from '../../store/types.js';
+import type { SummaryUsage } from '../../summarizers/types.js';
+import { windowStrategy } from '../sliding-window.js';
+import type { PreparedHistory, StrategyContext, StrategyResult } from '../types.js';
+import type { SummarizeExtra, SummarizeOptions } from './index.js';
+import { billed } from './range.js';
 
 /** Follows `on_failure` after a failed summary: unchanged, the sliding window, or the error itself. */
 export async function onFailure(

@@ -1,8 +1,8 @@
-import { insertItems } from '../history/plan/apply.js';
-import type { Insert } from '../history/plan/types.js';
-import { qaHeaderLine } from '../history/vocabulary.js';
-import type { Around, Pair, Section, SectionsOptions } from './summarize-sections-model.js';
-import type { PreparedHistory } from './types.js';
+import { insertItems } from '../../../history/plan/apply.js';
+import type { Insert } from '../../../history/plan/types.js';
+import { qaHeaderLine } from '../../../history/vocabulary.js';
+import type { PreparedHistory } from '../../types.js';
+import type { Around, Pair, Section, SectionsOptions } from './model.js';
 
 /** One sections run as the QA merge sees it: the history, the options, and `runSections`' helpers. */
 export interface SectionsRun {

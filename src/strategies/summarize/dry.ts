@@ -1,7 +1,7 @@
-import type { Plan } from '../history/plan/types.js';
-import type { Warning } from '../history/types.js';
-import type { SummaryPlan } from '../summarizers/types.js';
-import type { StrategyResult } from './types.js';
+import type { Plan } from '../../history/plan/types.js';
+import type { Warning } from '../../history/types.js';
+import type { SummaryPlan } from '../../summarizers/types.js';
+import type { StrategyResult } from '../types.js';
 
 /** What a summarize dry run knows besides its plan: the summaries it did not write. */
 export interface DryRun {

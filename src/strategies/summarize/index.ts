@@ -1,14 +1,14 @@
 import { z } from 'zod';
-import { CompactorError } from '../errors.js';
-import type { FactReport } from '../summarizers/facts.js';
-import type { SummaryPlan } from '../summarizers/types.js';
-import type { ArtifactRef } from './compact.js';
-import { KeepSchema } from './sliding-window.js';
-import { onFailure } from './summarize-failure.js';
-import { rolling } from './summarize-rolling.js';
-import { runSections } from './summarize-sections.js';
-import { allowedModel } from './summary-range.js';
-import type { PreparedHistory, Strategy, StrategyContext, StrategyResult } from './types.js';
+import { CompactorError } from '../../errors.js';
+import type { FactReport } from '../../summarizers/facts.js';
+import type { SummaryPlan } from '../../summarizers/types.js';
+import type { ArtifactRef } from '../compact.js';
+import { KeepSchema } from '../sliding-window.js';
+import type { PreparedHistory, Strategy, StrategyContext, StrategyResult } from '../types.js';
+import { onFailure } from './failure.js';
+import { allowedModel } from './range.js';
+import { rolling } from './rolling.js';
+import { runSections } from './sections/run.js';
 
 export const SummarizeOptions = z.strictObject({
   mode: z

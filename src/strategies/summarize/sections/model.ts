@@ -1,7 +1,7 @@
-import type { Insert } from '../history/plan/types.js';
-import type { Group, Item } from '../history/types.js';
-import { parseSectionSummary, SUMMARY_TOOL } from '../history/vocabulary.js';
-import type { PreparedHistory } from './types.js';
+import type { Insert } from '../../../history/plan/types.js';
+import type { Group, Item } from '../../../history/types.js';
+import { parseSectionSummary, SUMMARY_TOOL } from '../../../history/vocabulary.js';
+import type { PreparedHistory } from '../../types.js';
 
 /** The vocabulary of sections mode: sections, their pairs, and what a summary pair must fit between. */
 

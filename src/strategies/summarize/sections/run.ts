@@ -1,24 +1,16 @@
-import { sha256Hex } from '../history/address.js';
-import { insertItems, insertTokens } from '../history/plan/apply.js';
-import type { ArtifactRef, Entry, Insert, OriginalSpec, Removal } from '../history/plan/types.js';
-import type { Item, Warning } from '../history/types.js';
-import { sectionSummaryLine } from '../history/vocabulary.js';
-import type { NewArtifact } from '../store/types.js';
-import type { SettledSummary, SummaryPlan, SummaryRequest, SummaryUsage } from '../summarizers/types.js';
-import { addUsage, NO_SUMMARY_USAGE } from '../summarizers/types.js';
-import { dryRunResult } from './summarize-dry.js';
-import {
-  type Around,
-  isSummaryPair,
-  lastReasoning,
-  type Pair,
-  type Section,
-  type SectionsOptions,
-  sectionsOf,
-} from './summarize-sections-model.js';
-import { qaMerge } from './summarize-sections-qa.js';
-import { allowedModel, billed, cachedSummary, rangeArtifact, summaryKey, summaryRequest } from './summary-range.js';
-import { countWith, type PreparedHistory, type StrategyContext, type StrategyResult } from './types.js';
+import { sha256Hex } from '../../../history/address.js';
+import { insertItems, insertTokens } from '../../../history/plan/apply.js';
+import type { ArtifactRef, Entry, Insert, OriginalSpec, Removal } from '../../../history/plan/types.js';
+import type { Item, Warning } from '../../../history/types.js';
+import { sectionSummaryLine } from '../../../history/vocabulary.js';
+import type { NewArtifact } from '../../../store/types.js';
+import type { SettledSummary, SummaryPlan, SummaryRequest, SummaryUsage } from '../../../summarizers/types.js';
+import { addUsage, NO_SUMMARY_USAGE } from '../../../summarizers/types.js';
+import { countWith, type PreparedHistory, type StrategyContext, type StrategyResult } from '../../types.js';
+import { dryRunResult } from '../dry.js';
+import { allowedModel, billed, cachedSummary, rangeArtifact, summaryKey, summaryRequest } from '../range.js';
+import { type Around, isSummaryPair, lastReasoning, type Pair, type Section, type SectionsOptions, sectionsOf } from './model.js';
+import { qaMerge } from './qa.js';
 
 /**
  * Sections mode (PentAGI's chain summarization): (1) every section but the newest `keep_sections`

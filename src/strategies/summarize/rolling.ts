@@ -1,16 +1,16 @@
-import { CompactorError, fieldError } from '../errors.js';
-import { applyPlan } from '../history/plan/apply.js';
-import type { Edit, Entry, Insert, OriginalSpec, Plan, Removal } from '../history/plan/types.js';
-import type { Warning } from '../history/types.js';
-import { SUMMARY_REQUEST, summaryMarker } from '../history/vocabulary.js';
-import type { NewArtifact } from '../store/types.js';
-import type { SummaryPlan } from '../summarizers/types.js';
-import type { SummarizeExtra, SummarizeOptions, SummaryReport } from './summarize.js';
-import { dryRunResult } from './summarize-dry.js';
-import { onFailure } from './summarize-failure.js';
-import { planRolling, type RollingPlan } from './summarize-rolling-plan.js';
-import { billed, cachedSummary, type RangeArtifact, rangeArtifact, summaryKey, summaryRequest } from './summary-range.js';
-import { type BilledUsage, countWith, type PreparedHistory, type StrategyContext, type StrategyResult } from './types.js';
+import { CompactorError, fieldError } from '../../errors.js';
+import { applyPlan } from '../../history/plan/apply.js';
+import type { Edit, Entry, Insert, OriginalSpec, Plan, Removal } from '../../history/plan/types.js';
+import type { Warning } from '../../history/types.js';
+import { SUMMARY_REQUEST, summaryMarker } from '../../history/vocabulary.js';
+import type { NewArtifact } from '../../store/types.js';
+import type { SummaryPlan } from '../../summarizers/types.js';
+import { type BilledUsage, countWith, type PreparedHistory, type StrategyContext, type StrategyResult } from '../types.js';
+import { dryRunResult } from './dry.js';
+import { onFailure } from './failure.js';
+import type { SummarizeExtra, SummarizeOptions, SummaryReport } from './index.js';
+import { billed, cachedSummary, type RangeArtifact, rangeArtifact, summaryKey, summaryRequest } from './range.js';
+import { planRolling, type RollingPlan } from './rolling-plan.js';
 
 /**
  * The plan of a rolling summary: the prefix, the summary (its own message or pair, or joined to
