@@ -1,7 +1,8 @@
 import type { z } from 'zod';
 import type { Caller } from './artifacts.js';
 import type { Compactor, StrategyResponse } from './compactor.js';
-import { type ArtifactRefSchema, CompactRequest, CompactResponse, ExpandRequest, ExpandResponse } from './schemas/compact.js';
+import type { ArtifactRefSchema } from './contract/parts.js';
+import { CompactRequest, CompactResponse, ExpandRequest, ExpandResponse } from './schemas/compact.js';
 import { FitRequest, FitResponse } from './schemas/fit.js';
 import { SummarizeRequest, SummarizeResponse } from './schemas/summarize.js';
 import { TokensRequest, TokensResponse, ValidateRequest, ValidateResponse } from './schemas/tokens.js';

@@ -1,3 +1,6 @@
+import type { z } from 'zod';
+import type { ActionSchema, WarningSchema } from '../contract/parts.js';
+
 /**
  * The format-free history model. A format adapter turns each wire message into one `Item` that
  * records only what the strategies cut on (role, tool-call pairing, thinking) and keeps the
@@ -53,17 +56,9 @@ export interface Violation {
 }
 
 /** A warning in a response: something done differently from what was asked, and why. */
-export interface Warning {
-  readonly code: string;
-  readonly message: string;
-}
-
-export type ActionKind = 'keep' | 'rewrite' | 'clear' | 'offload' | 'truncate' | 'summarize' | 'drop';
+export type Warning = Readonly<z.output<typeof WarningSchema>>;
 
 /** One entry per input message: the record of what was lost. */
-export interface Action {
-  index: number;
-  action: ActionKind;
-  tokens_freed: number;
-  artifact_id?: string;
-}
+export type Action = z.output<typeof ActionSchema>;
+
+export type ActionKind = Action['action'];

@@ -1,13 +1,6 @@
 import { z } from 'zod';
+import { ActionSchema, BilledUsage, Fallback, Message, TokensReport, WarningSchema } from '../contract/parts.js';
 import { FORMAT_NAMES } from '../formats/registry.js';
-
-/** One message in the provider's own wire format; checked by the format adapter, not here. */
-export const Message = z.unknown().meta({
-  id: 'Message',
-  type: 'object',
-  description:
-    'One message exactly as the agent would send it to its provider: an OpenAI Chat Completions message, an Anthropic Messages message, an OpenAI Responses input item, or a Gemini content. Unknown fields are kept.',
-});
 
 /** Token counts a provider reports: whole, non-negative, and sane. */
 const count = z.number().int().min(0).max(1e12).nullable().optional();
@@ -94,42 +87,6 @@ export const HistoryFields = {
 
 export const HistoryRequest = z.strictObject(HistoryFields);
 export type HistoryRequest = z.output<typeof HistoryRequest>;
-
-export const TokensReport = z
-  .object({
-    before: z.number().int().describe('occupancy before: reported usage plus counted tokens after it, or all counted'),
-    after: z.number().int(),
-    saved: z.number().int(),
-    counting: z.enum(['exact', 'estimated', 'usage+exact', 'usage+estimated']),
-    tokenizer: z.string(),
-  })
-  .meta({ id: 'TokensReport' });
-
-export const BilledUsage = z
-  .object({
-    input_tokens: z.number().int(),
-    output_tokens: z.number().int(),
-    total_tokens: z.number().int(),
-    cached_input_tokens: z.number().int(),
-    calls: z.number().int(),
-    model: z.string().nullable(),
-  })
-  .meta({ id: 'BilledUsage', description: 'What this request was billed (all 0 when no LLM was called).' });
-
-export const ActionSchema = z
-  .object({
-    index: z.number().int(),
-    action: z.enum(['keep', 'rewrite', 'clear', 'offload', 'truncate', 'summarize', 'drop']),
-    tokens_freed: z.number().int(),
-    artifact_id: z.string().optional(),
-  })
-  .meta({ id: 'Action', description: 'What happened to one input message.' });
-
-export const WarningSchema = z.object({ code: z.string(), message: z.string() }).meta({ id: 'Warning' });
-
-export const Fallback = z
-  .object({ from: z.string(), to: z.string(), reason: z.string() })
-  .meta({ id: 'Fallback', description: 'A cheaper strategy stood in for a failed one.' });
 
 /** Fields every strategy response carries (API.md, "Common response fields"). */
 export const StrategyResponseFields = {

@@ -1,27 +1,12 @@
 import { z } from 'zod';
+import { ArtifactRefSchema, Message } from '../contract/parts.js';
 import { FORMAT_NAMES } from '../formats/registry.js';
 import { STRATEGIES } from '../strategies/registry.js';
-import { HistoryFields, Message, StrategyResponseFields } from './common.js';
+import { HistoryFields, StrategyResponseFields } from './common.js';
 
 export const CompactRequest = z
   .strictObject({ ...HistoryFields, ...STRATEGIES.compact.options.shape })
   .meta({ id: 'CompactRequest' });
-
-export const ArtifactRefSchema = z
-  .object({
-    id: z.string().describe('art_… content address of the original'),
-    message_index: z.number().int().describe('the input message the original came from'),
-    kind: z
-      .string()
-      .describe(
-        'tool_result, tool_result_duplicate, tool_result_truncated, tool_input, thinking, summary_range or section_range',
-      ),
-    tool_name: z.string().nullable(),
-    tokens: z.number().int().describe('tokens of the original content'),
-    sha256: z.string(),
-    content: z.unknown().optional().describe('the original JSON value (only with store: inline)'),
-  })
-  .meta({ id: 'ArtifactRef' });
 
 export const CompactResponse = z
   .object({ ...StrategyResponseFields, artifacts: z.array(ArtifactRefSchema) })

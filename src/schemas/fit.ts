@@ -1,24 +1,9 @@
 import { z } from 'zod';
+import { ArtifactRefSchema, Dropped, StageSchema, SummaryPlanSchema, SummaryReportSchema } from '../contract/parts.js';
 import { STRATEGIES } from '../strategies/registry.js';
-import { BilledUsage, HistoryFields, StrategyResponseFields } from './common.js';
-import { ArtifactRefSchema } from './compact.js';
-import { SummaryPlanSchema, SummaryReportSchema } from './summarize.js';
-import { Dropped } from './window.js';
+import { HistoryFields, StrategyResponseFields } from './common.js';
 
 export const FitRequest = z.strictObject({ ...HistoryFields, ...STRATEGIES.fit.options.shape }).meta({ id: 'FitRequest' });
-
-export const StageSchema = z
-  .object({
-    strategy: z.enum(['compact', 'summarize', 'window']),
-    applied: z.boolean(),
-    tokens_after: z.number().int(),
-    reason: z
-      .string()
-      .optional()
-      .describe('why the stage changed nothing: nothing_to_reduce, saving_too_small, summarizer_failed, …'),
-    usage: BilledUsage,
-  })
-  .meta({ id: 'Stage' });
 
 export const FitResponse = z
   .object({

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import type { StageSchema } from '../contract/parts.js';
 import { fieldError } from '../errors.js';
 import { type Applied, applyPlan, type Count } from '../history/plan/apply.js';
 import { compose, identity } from '../history/plan/compose.js';
@@ -46,13 +47,7 @@ export const FitOptions = z.strictObject({
 
 export type FitOptions = z.output<typeof FitOptions>;
 
-export interface Stage {
-  strategy: 'compact' | 'summarize' | 'window';
-  applied: boolean;
-  tokens_after: number;
-  reason?: string;
-  usage: BilledUsage & { total_tokens: number };
-}
+export type Stage = z.output<typeof StageSchema>;
 
 export interface FitExtra {
   stages: Stage[];

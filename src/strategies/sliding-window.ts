@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import type { Dropped as DroppedSchema } from '../contract/parts.js';
 import type { Entry, Removal } from '../history/plan/types.js';
 import type { Item, Warning } from '../history/types.js';
 import type { PreparedHistory, Strategy, StrategyResult } from './types.js';
@@ -27,12 +28,7 @@ export const WindowOptions = z.strictObject({
   keep_first_user: z.boolean().default(true).describe('keep the first user message (the original task)'),
 });
 
-export interface Dropped {
-  messages: number;
-  runs: number;
-  tokens: number;
-  last_dropped_run_id: string | null;
-}
+export type Dropped = z.output<typeof DroppedSchema>;
 
 const sum = (counts: readonly number[], from: number, to: number): number => {
   let total = 0;

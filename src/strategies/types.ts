@@ -1,4 +1,5 @@
 import type { z } from 'zod';
+import type { BilledUsage as BilledUsageSchema } from '../contract/parts.js';
 import type { Addresser } from '../history/address.js';
 import type { Applied, Count } from '../history/plan/apply.js';
 import type { Plan } from '../history/plan/types.js';
@@ -40,13 +41,7 @@ export interface CheckEnv {
 }
 
 /** What a strategy's LLM calls cost (summed). */
-export interface BilledUsage {
-  input_tokens: number;
-  output_tokens: number;
-  cached_input_tokens: number;
-  calls: number;
-  model: string | null;
-}
+export type BilledUsage = Omit<z.output<typeof BilledUsageSchema>, 'total_tokens'>;
 
 export const NO_BILLED: BilledUsage = { input_tokens: 0, output_tokens: 0, cached_input_tokens: 0, calls: 0, model: null };
 

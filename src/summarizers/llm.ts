@@ -3,8 +3,17 @@ import { CompactorError, type ErrorCode, fieldError } from '../errors.js';
 import { Limiter } from './limiter.js';
 import { chunkPrompt, mergePrompt, SYSTEM_PROMPT, summaryPrompt } from './prompts.js';
 import { renderEntry } from './transcript.js';
-import type { Summarizer, SummaryPlan, SummaryRequest, SummaryResult, SummaryUsage, TranscriptEntry } from './types.js';
-import { addUsage, NO_SUMMARY_USAGE } from './types.js';
+import {
+  addUsage,
+  NO_SUMMARY_USAGE,
+  type Summarizer,
+  SummarizerFailure,
+  type SummaryPlan,
+  type SummaryRequest,
+  type SummaryResult,
+  type SummaryUsage,
+  type TranscriptEntry,
+} from './types.js';
 
 export interface LlmSummarizerOptions {
   baseURL: string;
@@ -206,7 +215,7 @@ export class LlmSummarizer implements Summarizer {
   }
 
   /**
-   * Summarizes the range. On failure, rejects with a `CompactorError` whose `billed` holds the
+   * Summarizes the range. On failure, rejects with a `SummarizerFailure` whose `billed` holds the
    * usage of every answer received before the failure (a failed summary is still paid for).
    */
   async summarize(request: SummaryRequest): Promise<SummaryResult> {
@@ -215,7 +224,7 @@ export class LlmSummarizer implements Summarizer {
       const result = await this.run(request, ledger);
       return { ...result, usage: ledger.usage };
     } catch (error) {
-      throw Object.assign(error instanceof CompactorError ? error : translate(error).error, { billed: ledger.usage });
+      throw new SummarizerFailure(error instanceof CompactorError ? error : translate(error).error, ledger.usage);
     }
   }
 

@@ -1,3 +1,6 @@
+import type { z } from 'zod';
+import type { SummaryPlanSchema } from '../contract/parts.js';
+import { CompactorError } from '../errors.js';
 import type { FactReport } from './facts.js';
 
 /** One message of the range to summarize, as the summarizers read it (format-free). */
@@ -55,10 +58,7 @@ export interface SettledSummary {
 }
 
 /** The calls a summary would make (dry runs), with their input sizes. */
-export interface SummaryPlan {
-  calls: { purpose: 'chunk' | 'merge' | 'summary'; input_tokens: number }[];
-  model: string | null;
-}
+export type SummaryPlan = z.output<typeof SummaryPlanSchema>;
 
 /**
  * The Summarizer contract: `llm` (an OpenAI-compatible server) or `extractive` (no LLM, a
@@ -87,4 +87,29 @@ export function addUsage(a: SummaryUsage, b: SummaryUsage): SummaryUsage {
     cached_input_tokens: a.cached_input_tokens + b.cached_input_tokens,
     calls: a.calls + b.calls,
   };
+}
+
+/**
+ * A summary that failed, and what it was billed before it did (a failed summary is still paid
+ * for: every answer received, retries and chunks included). Its code, detail and `retry-after`
+ * are the cause's.
+ */
+export class SummarizerFailure extends CompactorError {
+  constructor(
+    cause: CompactorError,
+    readonly billed: SummaryUsage,
+  ) {
+    super(
+      cause.code,
+      cause.message,
+      cause.errors,
+      cause.retryAfterSeconds !== undefined ? { retryAfterSeconds: cause.retryAfterSeconds } : {},
+    );
+    this.name = 'SummarizerFailure';
+  }
+}
+
+/** What a failure was billed: a `SummarizerFailure`'s bill, nothing for any other error. */
+export function billedBy(error: unknown): SummaryUsage {
+  return error instanceof SummarizerFailure ? error.billed : NO_SUMMARY_USAGE;
 }

@@ -1,3 +1,5 @@
+import type { z } from 'zod';
+import type { ArtifactRefSchema } from '../../contract/parts.js';
 import type { ActionKind } from '../types.js';
 
 /** Where an original goes: persisted with a TTL, returned in the response, or nowhere. */
@@ -107,15 +109,7 @@ export function changes(plan: Plan): boolean {
 }
 
 /** An offloaded original as the response lists it (`artifacts`), with its content when inline. */
-export interface ArtifactRef {
-  id: string;
-  message_index: number;
-  kind: string;
-  tool_name: string | null;
-  tokens: number;
-  sha256: string;
-  content?: unknown;
-}
+export type ArtifactRef = z.output<typeof ArtifactRefSchema>;
 
 /** An original to persist (the store's `NewArtifact`). */
 export interface Offload {

@@ -1,11 +1,10 @@
 import type { CompactorError } from '../../errors.js';
 import type { Warning } from '../../history/types.js';
-import type { NewArtifact } from '../../store/types.js';
-import type { SummaryUsage } from '../../summarizers/types.js';
+import { billedBy } from '../../summarizers/types.js';
 import { windowStrategy } from '../sliding-window.js';
 import type { PreparedHistory, StrategyContext, StrategyResult } from '../types.js';
-import type { SummarizeExtra, SummarizeOptions } from './index.js';
-import { billed } from './range.js';
+import { billed, PaidFailure } from './cache.js';
+import type { SummarizeExtra, SummarizeOptions } from './options.js';
 
 /** Follows `on_failure` after a failed summary: unchanged, the sliding window, or the error itself. */
 export async function onFailure(
@@ -16,15 +15,9 @@ export async function onFailure(
   warnings: Warning[],
   model: string | null,
 ): Promise<StrategyResult<SummarizeExtra>> {
-  const spent = (error as CompactorError & { billed?: SummaryUsage }).billed ?? {
-    input_tokens: 0,
-    output_tokens: 0,
-    cached_input_tokens: 0,
-    calls: 0,
-  };
-  const cost = billed(spent, model);
+  const cost = billed(billedBy(error), model);
   // Summaries paid for before the failure (sections mode), cached all the same.
-  const bestEffort = (error as CompactorError & { bestEffort?: NewArtifact[] }).bestEffort ?? [];
+  const bestEffort = error instanceof PaidFailure ? [...error.paid] : [];
   // A request the summarizer refused as invalid (a model not allowed) is bad input, never a fallback.
   if (o.on_failure === 'error' || error.status < 500) throw error;
   warnings.push({ code: 'summarizer_failed', message: `${error.code}: ${error.message}` });

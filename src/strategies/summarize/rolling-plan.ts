@@ -2,7 +2,7 @@ import type { Item, Warning } from '../../history/types.js';
 import { parseSummary, SUMMARY_REQUEST, type SummaryPlacement } from '../../history/vocabulary.js';
 import { requestedCut, safeCut } from '../sliding-window.js';
 import type { PreparedHistory } from '../types.js';
-import type { SummarizeOptions } from './index.js';
+import type { SummarizeOptions } from './options.js';
 
 export interface Earlier {
   /** Messages the earlier summary occupies (own or pair), or the message it joined. */

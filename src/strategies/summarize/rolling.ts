@@ -6,10 +6,11 @@ import { SUMMARY_REQUEST, summaryMarker } from '../../history/vocabulary.js';
 import type { NewArtifact } from '../../store/types.js';
 import type { SummaryPlan } from '../../summarizers/types.js';
 import { type BilledUsage, countWith, type PreparedHistory, type StrategyContext, type StrategyResult } from '../types.js';
+import { billed, cachedSummary, summaryKey } from './cache.js';
 import { dryRunResult } from './dry.js';
 import { onFailure } from './failure.js';
-import type { SummarizeExtra, SummarizeOptions, SummaryReport } from './index.js';
-import { billed, cachedSummary, type RangeArtifact, rangeArtifact, summaryKey, summaryRequest } from './range.js';
+import type { SummarizeExtra, SummarizeOptions, SummaryReport } from './options.js';
+import { type RangeArtifact, rangeArtifact, summaryRequest } from './range.js';
 import { planRolling, type RollingPlan } from './rolling-plan.js';
 
 /**

@@ -5,17 +5,7 @@ import type { PreparedHistory } from '../../types.js';
 
 /** The vocabulary of sections mode: sections, their pairs, and what a summary pair must fit between. */
 
-export interface SectionsOptions {
-  keep_sections: number;
-  max_pair_tokens: number;
-  max_section_tokens: number;
-  qa: { enabled: boolean; max_sections: number; max_tokens: number };
-  summarize_user_messages: boolean;
-  summarizer: { model?: string | undefined; prompt?: string | undefined; max_tokens: number; temperature?: number | undefined };
-  max_input_tokens: number;
-  timeout_ms?: number | undefined;
-  store: 'server' | 'inline' | 'none';
-}
+export type { SectionsOptions } from '../options.js';
 
 /** The messages around a run of pairs: what a summary pair replacing them must fit between. */
 export interface Around {

@@ -1,3 +1,4 @@
+import { CompactorError } from '../../../errors.js';
 import { sha256Hex } from '../../../history/address.js';
 import { insertItems, insertTokens } from '../../../history/plan/apply.js';
 import type { ArtifactRef, Entry, Insert, OriginalSpec, Removal } from '../../../history/plan/types.js';
@@ -5,10 +6,11 @@ import type { Item, Warning } from '../../../history/types.js';
 import { sectionSummaryLine } from '../../../history/vocabulary.js';
 import type { NewArtifact } from '../../../store/types.js';
 import type { SettledSummary, SummaryPlan, SummaryRequest, SummaryUsage } from '../../../summarizers/types.js';
-import { addUsage, NO_SUMMARY_USAGE } from '../../../summarizers/types.js';
+import { addUsage, billedBy, NO_SUMMARY_USAGE } from '../../../summarizers/types.js';
 import { countWith, type PreparedHistory, type StrategyContext, type StrategyResult } from '../../types.js';
+import { billed, cachedSummary, PaidFailure, summaryKey } from '../cache.js';
 import { dryRunResult } from '../dry.js';
-import { allowedModel, billed, cachedSummary, rangeArtifact, summaryKey, summaryRequest } from '../range.js';
+import { allowedModel, rangeArtifact, summaryRequest } from '../range.js';
 import { type Around, isSummaryPair, lastReasoning, type Pair, type Section, type SectionsOptions, sectionsOf } from './model.js';
 import { qaMerge } from './qa.js';
 
@@ -227,10 +229,10 @@ export async function runSections(
     if (o.qa.enabled && !ctx.dryRun)
       await qaMerge({ h, o, sections, sizeOf, summarizePairs, around, summarizeUsers, offloadRange, indexesOf });
   } catch (error) {
-    // Everything answered before the failure was billed: the caller reports it with on_failure.
-    const before = (error as { billed?: SummaryUsage }).billed ?? NO_SUMMARY_USAGE;
-    // So are the summaries already paid for: they are cached even though this run fails.
-    throw Object.assign(error as object, { billed: addUsage(usage, before), bestEffort });
+    if (!(error instanceof CompactorError)) throw error;
+    // Everything answered before the failure was billed: the caller reports it with on_failure;
+    // and the summaries already paid for are cached even though this run fails.
+    throw new PaidFailure(error, addUsage(usage, billedBy(error)), bestEffort);
   }
   if (calls === 0) return unchanged('nothing_to_reduce');
 

@@ -1,0 +1,118 @@
+import { z } from 'zod';
+
+/**
+ * The pieces of the public contract that the core's own types are made from (`z.output` of each):
+ * a message, token and usage reports, actions, warnings, artifacts, summaries, fit's stages. The
+ * request and response schemas (`schemas/`) compose them; nothing here imports the rest of `src`.
+ */
+
+/** One message in the provider's own wire format; checked by the format adapter, not here. */
+export const Message = z.unknown().meta({
+  id: 'Message',
+  type: 'object',
+  description:
+    'One message exactly as the agent would send it to its provider: an OpenAI Chat Completions message, an Anthropic Messages message, an OpenAI Responses input item, or a Gemini content. Unknown fields are kept.',
+});
+
+export const TokensReport = z
+  .object({
+    before: z.number().int().describe('occupancy before: reported usage plus counted tokens after it, or all counted'),
+    after: z.number().int(),
+    saved: z.number().int(),
+    counting: z.enum(['exact', 'estimated', 'usage+exact', 'usage+estimated']),
+    tokenizer: z.string(),
+  })
+  .meta({ id: 'TokensReport' });
+
+export const BilledUsage = z
+  .object({
+    input_tokens: z.number().int(),
+    output_tokens: z.number().int(),
+    total_tokens: z.number().int(),
+    cached_input_tokens: z.number().int(),
+    calls: z.number().int(),
+    model: z.string().nullable(),
+  })
+  .meta({ id: 'BilledUsage', description: 'What this request was billed (all 0 when no LLM was called).' });
+
+export const ActionSchema = z
+  .object({
+    index: z.number().int(),
+    action: z.enum(['keep', 'rewrite', 'clear', 'offload', 'truncate', 'summarize', 'drop']),
+    tokens_freed: z.number().int(),
+    artifact_id: z.string().optional(),
+  })
+  .meta({ id: 'Action', description: 'What happened to one input message.' });
+
+export const WarningSchema = z.object({ code: z.string(), message: z.string() }).meta({ id: 'Warning' });
+
+export const Fallback = z
+  .object({ from: z.string(), to: z.string(), reason: z.string() })
+  .meta({ id: 'Fallback', description: 'A cheaper strategy stood in for a failed one.' });
+
+export const ArtifactRefSchema = z
+  .object({
+    id: z.string().describe('art_… content address of the original'),
+    message_index: z.number().int().describe('the input message the original came from'),
+    kind: z
+      .string()
+      .describe(
+        'tool_result, tool_result_duplicate, tool_result_truncated, tool_input, thinking, summary_range or section_range',
+      ),
+    tool_name: z.string().nullable(),
+    tokens: z.number().int().describe('tokens of the original content'),
+    sha256: z.string(),
+    content: z.unknown().optional().describe('the original JSON value (only with store: inline)'),
+  })
+  .meta({ id: 'ArtifactRef' });
+
+export const Dropped = z
+  .object({
+    messages: z.number().int(),
+    runs: z.number().int().describe('runs with at least one message dropped'),
+    tokens: z.number().int(),
+    last_dropped_run_id: z.string().nullable().describe('run id of the newest dropped message (null without run_ids)'),
+  })
+  .meta({ id: 'Dropped' });
+
+export const SummaryReportSchema = z
+  .object({
+    id: z.string().describe('the art_… artifact holding the summarized range (its content address with store none)'),
+    parent_id: z.string().nullable().describe('the earlier summary this one folded'),
+    text: z.string(),
+    role: z.string().describe('user, system, pair, or "<role> (joined)" when it joined a neighbour to keep roles alternating'),
+    message_index: z.number().int().describe('where the summary sits in the returned messages'),
+    covered_messages: z.number().int().describe('original messages it stands for, through every earlier summary'),
+    last_summarized_run_id: z.string().nullable(),
+    summarizer: z.enum(['llm', 'extractive']),
+    model: z.string().nullable(),
+    cached: z
+      .boolean()
+      .describe('nothing was billed for the summary: it came from the summary cache, or from an identical request in flight'),
+    facts: z.object({ found: z.number().int(), kept: z.number().int(), appended: z.number().int() }),
+  })
+  .meta({ id: 'SummaryReport' });
+
+export const SummaryPlanSchema = z
+  .object({
+    calls: z.array(z.object({ purpose: z.enum(['chunk', 'merge', 'summary']), input_tokens: z.number().int() })),
+    model: z.string().nullable(),
+  })
+  .meta({
+    id: 'SummaryPlan',
+    description:
+      "The summarizer calls a dry run would make (sections mode: those known in advance; merges past max_section_tokens and qa depend on the summaries written). The dry run's `actions` record what the real run would do to each message; `tokens.after` assumes each summary fills summarizer.max_tokens (`dry_run_estimate` warning).",
+  });
+
+export const StageSchema = z
+  .object({
+    strategy: z.enum(['compact', 'summarize', 'window']),
+    applied: z.boolean(),
+    tokens_after: z.number().int(),
+    reason: z
+      .string()
+      .optional()
+      .describe('why the stage changed nothing: nothing_to_reduce, saving_too_small, summarizer_failed, …'),
+    usage: BilledUsage,
+  })
+  .meta({ id: 'Stage' });
