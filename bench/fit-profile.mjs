@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs';
 import { Compactor, compactStrategy, fitStrategy, TokenCounter, windowStrategy } from '../dist/index.js';
 import { MemoryStore } from '../dist/store/memory.js';
 import { CompactOptions } from '../dist/strategies/compact.js';
-import { FitOptions } from '../dist/strategies/fit.js';
+import { FitOptions } from '../dist/strategies/fit/index.js';
 
 const messages = JSON.parse(
   readFileSync(

@@ -5,7 +5,7 @@ export { type Config, ConfigSchema, loadConfig } from './config.js';
 export { CompactorError, ERRORS, type ErrorCode } from './errors.js';
 export { FORMATS } from './formats/registry.js';
 export { compactStrategy } from './strategies/compact.js';
-export { fitStrategy } from './strategies/fit.js';
+export { fitStrategy } from './strategies/fit/index.js';
 export { STRATEGIES } from './strategies/registry.js';
 export { windowStrategy } from './strategies/sliding-window.js';
 export { summarizeStrategy } from './strategies/summarize/index.js';

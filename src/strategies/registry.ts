@@ -1,5 +1,5 @@
 import { compactStrategy } from './compact.js';
-import { fitStrategy } from './fit.js';
+import { fitStrategy } from './fit/index.js';
 import { windowStrategy } from './sliding-window.js';
 import { summarizeStrategy } from './summarize/index.js';
 

@@ -8,7 +8,7 @@ import t from 'tap';
 import { Compactor } from '../../src/compactor.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import type { ArtifactStore, NewArtifact } from '../../src/store/types.js';
-import { fitStrategy } from '../../src/strategies/fit.js';
+import { fitStrategy } from '../../src/strategies/fit/index.js';
 import { summarizeStrategy } from '../../src/strategies/summarize/index.js';
 import type { Summarizer, SummaryRequest } from '../../src/summarizers/types.js';
 import { TokenCounter } from '../../src/tokens/counter.js';

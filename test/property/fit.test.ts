@@ -4,7 +4,7 @@ import t from 'tap';
 import { Compactor } from '../../src/compactor.js';
 import { CompactorError } from '../../src/errors.js';
 import { MemoryStore } from '../../src/store/memory.js';
-import { FitOptions, fitStrategy } from '../../src/strategies/fit.js';
+import { FitOptions, fitStrategy } from '../../src/strategies/fit/index.js';
 import type { Summarizer, SummaryRequest } from '../../src/summarizers/types.js';
 import { TokenCounter } from '../../src/tokens/counter.js';
 import { histories } from '../support/histories.js';

@@ -1,0 +1,60 @@
+import { z } from 'zod';
+import type { StageSchema } from '../../contract/parts.js';
+import { fieldError } from '../../errors.js';
+import type { SummaryPlan } from '../../summarizers/types.js';
+import type { ModelProfile } from '../../tokens/models.js';
+import { type ArtifactRef, CompactOptions } from '../compact.js';
+import { type Dropped, WindowOptions } from '../sliding-window.js';
+import { SummarizeOptions, type SummaryReport } from '../summarize/options.js';
+
+export const FitOptions = z.strictObject({
+  target_tokens: z.number().int().min(0).optional().describe('the occupancy to get under (this or target_fraction is required)'),
+  target_fraction: z.number().gt(0).max(1).optional().describe("the target as a fraction of the model's context window"),
+  min_saving_fraction: z
+    .number()
+    .min(0)
+    .max(0.5)
+    .default(0.02)
+    .describe('a stage that would free less than this fraction of occupancy is skipped (no cache rewrite that does not pay)'),
+  compact: z
+    .strictObject(CompactOptions.partial().shape)
+    .optional()
+    .describe('options of the compaction stage (its target is the fit target)'),
+  summarize: z.strictObject(SummarizeOptions.partial().shape).optional().describe('options of the summarization stage'),
+  window: z
+    .strictObject(WindowOptions.partial().shape)
+    .optional()
+    .describe('options of the sliding-window stage (default: a token budget that meets the target)'),
+});
+
+export type FitOptions = z.output<typeof FitOptions>;
+
+export type Stage = z.output<typeof StageSchema>;
+
+export interface FitExtra {
+  stages: Stage[];
+  target: number;
+  artifacts: ArtifactRef[];
+  summary: SummaryReport | null;
+  dropped: Dropped | null;
+  /** The occupancy at which calling again is worth it. */
+  call_again_at: number;
+  /** Dry run: the calls the summarize stage would make. */
+  plan?: SummaryPlan;
+}
+
+/** The target in tokens; throws when none is given or a fraction has no known window to apply to. */
+export function targetOf(o: FitOptions, profile: ModelProfile): number {
+  const window = profile.contextWindow;
+  if (o.target_tokens === undefined && o.target_fraction === undefined) {
+    throw fieldError('CMP_ERR_REQUEST_VALIDATION', 'target_tokens', 'give target_tokens or target_fraction');
+  }
+  if (o.target_tokens === undefined && window === undefined) {
+    throw fieldError(
+      'CMP_ERR_OPTIONS_INVALID',
+      'target_fraction',
+      'the context window of this model is unknown; set context_window or target_tokens',
+    );
+  }
+  return o.target_tokens ?? Math.floor((o.target_fraction ?? 1) * (window ?? 0));
+}
