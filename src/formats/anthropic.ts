@@ -1,6 +1,7 @@
 import type { CallSite, Countable, Fit, FormatAdapter, ParseResult, ResultSite, UnitKind } from '../history/format.js';
 import { pairingViolations } from '../history/pairing.js';
 import type { Item, Violation, Warning } from '../history/types.js';
+import { type Foreign, hasForeignKey, type Shapes } from './shapes.js';
 import {
   alternates,
   CountableBuilder,
@@ -39,41 +40,20 @@ const KNOWN = new Set([
   ...ASSISTANT_ONLY,
   ...USER_ONLY,
 ]);
-/** Types only other formats use: a message holding one is not an Anthropic message. */
-const FOREIGN_TYPES = new Set([
-  'image_url',
-  'input_audio',
-  'file',
-  'refusal',
-  'input_text',
-  'output_text',
-  'input_image',
-  'input_file',
-]);
-/** Message keys of other formats; the Messages API rejects any key but `role` and `content`. */
-const FOREIGN_KEYS = [
-  'tool_calls',
-  'tool_call_id',
-  'function_call',
-  'name',
-  'refusal',
-  'audio',
-  'reasoning_content',
-  'parts',
-  'type',
-];
+/** What Anthropic messages carry: their keys and block types (the other formats learn them). */
+export const ANTHROPIC_SHAPES: Shapes = { keys: ['content'], types: [...KNOWN] };
 
-function classify(message: unknown): Fit {
+function classify(message: unknown, foreign: Foreign): Fit {
   if (!isRecord(message)) return 'no';
   if (message.role !== 'user' && message.role !== 'assistant') return 'no';
-  if (FOREIGN_KEYS.some((key) => key in message)) return 'no';
+  if (hasForeignKey(message, foreign)) return 'no';
   const content = message.content;
   if (typeof content === 'string') return 'maybe';
   if (!Array.isArray(content)) return 'no';
   let fit: Fit = 'maybe';
   for (const block of content) {
     if (!isRecord(block) || typeof block.type !== 'string') return 'no';
-    if (FOREIGN_TYPES.has(block.type)) return 'no';
+    if (foreign.types.has(block.type)) return 'no';
     if (block.type !== 'text' && KNOWN.has(block.type)) fit = 'yes';
   }
   return fit;
@@ -85,7 +65,7 @@ interface BlockScan {
   thinking: boolean;
 }
 
-function checkBlock(block: JsonObject, at: string, role: string, scan: BlockScan, warnings: Warning[]): void {
+function checkBlock(block: JsonObject, at: string, role: string, scan: BlockScan, warnings: Warning[], foreign: Foreign): void {
   const type = expectString(block.type, `${at}.type`);
   if (role === 'user' && ASSISTANT_ONLY.has(type)) malformed(`${at}.type`, `a ${type} block belongs in an assistant message`);
   if (role === 'assistant' && USER_ONLY.has(type)) malformed(`${at}.type`, `a ${type} block belongs in a user message`);
@@ -127,13 +107,13 @@ function checkBlock(block: JsonObject, at: string, role: string, scan: BlockScan
       } else if (SERVER_RESULTS.has(type)) {
         expectString(block.tool_use_id, `${at}.tool_use_id`);
       } else if (!KNOWN.has(type)) {
-        if (FOREIGN_TYPES.has(type)) malformed(`${at}.type`, `block type ${JSON.stringify(type)} is not an Anthropic block`);
+        if (foreign.types.has(type)) malformed(`${at}.type`, `block type ${JSON.stringify(type)} is not an Anthropic block`);
         warnings.push({ code: 'unknown_block_type', message: `${at}: unknown block type ${JSON.stringify(type)} kept verbatim` });
       }
   }
 }
 
-function parse(messages: readonly unknown[]): ParseResult {
+function parse(messages: readonly unknown[], foreign: Foreign): ParseResult {
   const warnings: Warning[] = [];
   const items = messages.map((message, index): Item => {
     const path = `messages[${index}]`;
@@ -147,7 +127,7 @@ function parse(messages: readonly unknown[]): ParseResult {
     if (typeof m.content !== 'string') {
       const blocks = expectArray(m.content, `${path}.content`);
       blocks.forEach((block, k) => {
-        checkBlock(expectRecord(block, `${path}.content[${k}]`), `${path}.content[${k}]`, role, scan, warnings);
+        checkBlock(expectRecord(block, `${path}.content[${k}]`), `${path}.content[${k}]`, role, scan, warnings, foreign);
       });
     }
     return {
@@ -316,10 +296,10 @@ const systemText = (system: unknown): string => systemTextOf(system, system);
  * tool exchange before it. Anthropic publishes no client tokenizer: counts are estimates, with an
  * image of unknown size counted as 1,600 tokens (about the largest image it accepts unscaled).
  */
-export const anthropic: FormatAdapter = {
+export const anthropic = (foreign: Foreign): FormatAdapter => ({
   name: 'anthropic',
-  classify,
-  parse,
+  classify: (message) => classify(message, foreign),
+  parse: (messages) => parse(messages, foreign),
   violations,
   canFollow: alternates,
   countable,
@@ -362,4 +342,4 @@ export const anthropic: FormatAdapter = {
   reasoningText: () => undefined,
   framing: { perMessage: 3, perRequest: 3 },
   media: { image: 1600, document: 1500, audio: 0 },
-};
+});

@@ -2,6 +2,7 @@ import type { CallSite, Countable, Fit, FormatAdapter, ParseResult, ResultSite, 
 import { pairingViolations } from '../history/pairing.js';
 import type { Item, Violation } from '../history/types.js';
 import { SUMMARY_TOOL } from '../history/vocabulary.js';
+import { type Foreign, hasForeignKey, type Shapes } from './shapes.js';
 import {
   alternates,
   CountableBuilder,
@@ -31,9 +32,12 @@ function field(part: JsonObject, camel: string, snake: string): [unknown, string
   return camel in part ? [part[camel], camel] : [part[snake], snake];
 }
 
-function classify(message: unknown): Fit {
+/** What Gemini contents carry (the other formats learn it): their parts. */
+export const GEMINI_SHAPES: Shapes = { keys: ['parts'], types: [] };
+
+function classify(message: unknown, foreign: Foreign): Fit {
   if (!isRecord(message)) return 'no';
-  if ('content' in message || 'type' in message || 'tool_calls' in message) return 'no';
+  if (hasForeignKey(message, foreign)) return 'no';
   // `parts` is Gemini's alone; a wrong role is then a malformed Gemini content, named by `parse`.
   return Array.isArray(message.parts) ? 'yes' : 'no';
 }
@@ -210,9 +214,9 @@ const systemText = (system: unknown): string => systemTextOf(system, isRecord(sy
  * the parts they came with: kept parts are never edited. Google publishes no client tokenizer:
  * counts are estimates; an image of unknown size counts as four 768-pixel tiles (1,032 tokens).
  */
-export const gemini: FormatAdapter = {
+export const gemini = (foreign: Foreign): FormatAdapter => ({
   name: 'gemini',
-  classify,
+  classify: (message) => classify(message, foreign),
   parse,
   violations,
   canFollow: alternates,
@@ -255,4 +259,4 @@ export const gemini: FormatAdapter = {
   reasoningText: () => undefined,
   framing: { perMessage: 3, perRequest: 3 },
   media: { image: 1032, document: 1500, audio: 960 },
-};
+});

@@ -2,6 +2,7 @@ import type { CallSite, Countable, Fit, FormatAdapter, ParseResult, ResultSite, 
 import { pairingViolations } from '../history/pairing.js';
 import type { Item, Role, Violation, Warning } from '../history/types.js';
 import { SUMMARY_TOOL } from '../history/vocabulary.js';
+import { type Foreign, hasForeignKey, type Shapes } from './shapes.js';
 import {
   CountableBuilder,
   carriesThoughtSignature,
@@ -36,30 +37,17 @@ const PART_TYPES: Record<string, Fit> = {
   refusal: 'yes',
 };
 
-/** Part or block types that belong to other formats: a message holding one is not Chat. */
-const FOREIGN_TYPES = new Set([
-  'image',
-  'document',
-  'search_result',
-  'thinking',
-  'redacted_thinking',
-  'tool_use',
-  'tool_result',
-  'server_tool_use',
-  'input_text',
-  'output_text',
-  'input_image',
-  'input_file',
-]);
+/** What Chat Completions messages carry: their keys and content part types (the other formats learn them). */
+export const CHAT_SHAPES: Shapes = {
+  keys: ['content', 'tool_calls', 'tool_call_id', 'function_call', 'name', 'refusal', 'audio', 'reasoning_content', 'reasoning'],
+  types: Object.keys(PART_TYPES),
+};
 
-/** Keys that only other formats put on a message. */
-const FOREIGN_KEYS = ['parts', 'type'];
-
-function classify(message: unknown): Fit {
+function classify(message: unknown, foreign: Foreign): Fit {
   if (!isRecord(message)) return 'no';
   const role = message.role;
   if (typeof role !== 'string' || lookup(ROLES, role) === undefined) return 'no';
-  if (FOREIGN_KEYS.some((key) => key in message)) return 'no';
+  if (hasForeignKey(message, foreign)) return 'no';
   let fit: Fit = role === 'user' || role === 'assistant' ? 'maybe' : 'yes';
   if ('tool_calls' in message || 'function_call' in message || 'tool_call_id' in message) fit = 'yes';
   if ('name' in message || 'refusal' in message || 'audio' in message) fit = 'yes';
@@ -68,7 +56,7 @@ function classify(message: unknown): Fit {
   if (Array.isArray(content)) {
     for (const part of content) {
       if (!isRecord(part) || typeof part.type !== 'string') return 'no';
-      if (FOREIGN_TYPES.has(part.type)) return 'no';
+      if (foreign.types.has(part.type)) return 'no';
       if (lookup(PART_TYPES, part.type) === 'yes') fit = 'yes';
     }
   }
@@ -87,7 +75,7 @@ function checkTextParts(content: unknown, path: string, allowRefusal: boolean): 
   });
 }
 
-function checkUserParts(content: unknown, path: string, warnings: Warning[]): void {
+function checkUserParts(content: unknown, path: string, warnings: Warning[], foreign: Foreign): void {
   if (typeof content === 'string') return;
   const parts = expectArray(content, path);
   parts.forEach((part, k) => {
@@ -98,7 +86,7 @@ function checkUserParts(content: unknown, path: string, warnings: Warning[]): vo
     else if (type === 'image_url') expectString(expectRecord(p.image_url, `${at}.image_url`).url, `${at}.image_url.url`);
     else if (type === 'input_audio') expectRecord(p.input_audio, `${at}.input_audio`);
     else if (type === 'file') expectRecord(p.file, `${at}.file`);
-    else if (FOREIGN_TYPES.has(type)) malformed(`${at}.type`, `part type ${JSON.stringify(type)} is not a Chat Completions part`);
+    else if (foreign.types.has(type)) malformed(`${at}.type`, `part type ${JSON.stringify(type)} is not a Chat Completions part`);
     else warnings.push({ code: 'unknown_part_type', message: `${at}: unknown part type ${JSON.stringify(type)} kept verbatim` });
   });
 }
@@ -125,7 +113,7 @@ function parseToolCalls(value: unknown, path: string): string[] {
   });
 }
 
-function parse(messages: readonly unknown[]): ParseResult {
+function parse(messages: readonly unknown[], foreign: Foreign): ParseResult {
   const warnings: Warning[] = [];
   let lastFunctionCall = -1;
   const items = messages.map((message, index): Item => {
@@ -144,7 +132,7 @@ function parse(messages: readonly unknown[]): ParseResult {
         checkTextParts(m.content, `${path}.content`, false);
         break;
       case 'user':
-        checkUserParts(m.content, `${path}.content`, warnings);
+        checkUserParts(m.content, `${path}.content`, warnings, foreign);
         break;
       case 'assistant':
         if (m.content !== null && m.content !== undefined) checkTextParts(m.content, `${path}.content`, true);
@@ -273,10 +261,10 @@ function withoutThinking(message: unknown): unknown | undefined {
  * message, 3 to prime the reply); an image of unknown size is counted as one 1024x1024
  * high-detail image (765 tokens).
  */
-export const openaiChat: FormatAdapter = {
+export const openaiChat = (foreign: Foreign): FormatAdapter => ({
   name: 'openai-chat',
-  classify,
-  parse,
+  classify: (message) => classify(message, foreign),
+  parse: (messages) => parse(messages, foreign),
   violations,
   canFollow: () => true,
   countable,
@@ -336,4 +324,4 @@ export const openaiChat: FormatAdapter = {
   },
   framing: { perMessage: 3, perRequest: 3 },
   media: { image: 765, document: 1500, audio: 500 },
-};
+});

@@ -3,6 +3,7 @@ import { pairingViolations } from '../history/pairing.js';
 import type { Item, Role, Violation, Warning } from '../history/types.js';
 import { SUMMARY_TOOL } from '../history/vocabulary.js';
 import { orphanReasoning, reasoningTie } from './openai-responses-reasoning.js';
+import { type Foreign, hasForeignKey, type Shapes } from './shapes.js';
 import {
   CountableBuilder,
   carriesThoughtSignature,
@@ -79,12 +80,16 @@ const PART_TYPES = new Set([
   'summary_text',
   'reasoning_text',
 ]);
-const FOREIGN_PARTS = new Set(['text', 'image_url', 'tool_use', 'tool_result', 'thinking', 'image', 'document']);
+/** What Responses items carry: their keys and content part types (the other formats learn them). */
+export const RESPONSES_SHAPES: Shapes = {
+  keys: ['type', 'content', 'call_id', 'arguments', 'output', 'summary', 'encrypted_content', 'name'],
+  types: [...PART_TYPES],
+};
 const MESSAGE_ROLES: Record<string, Role> = { user: 'user', assistant: 'assistant', system: 'system', developer: 'system' };
 
-function classify(message: unknown): Fit {
+function classify(message: unknown, foreign: Foreign): Fit {
   if (!isRecord(message)) return 'no';
-  if ('parts' in message || 'tool_calls' in message || 'tool_call_id' in message) return 'no';
+  if (hasForeignKey(message, foreign)) return 'no';
   const type = message.type;
   if (typeof type === 'string') return KNOWN.has(type) ? 'yes' : 'maybe';
   if (typeof message.role !== 'string' || lookup(MESSAGE_ROLES, message.role) === undefined) return 'no';
@@ -92,7 +97,7 @@ function classify(message: unknown): Fit {
   if (!Array.isArray(message.content)) return 'no';
   let fit: Fit = 'maybe';
   for (const part of message.content) {
-    if (!isRecord(part) || typeof part.type !== 'string' || FOREIGN_PARTS.has(part.type)) return 'no';
+    if (!isRecord(part) || typeof part.type !== 'string' || foreign.types.has(part.type)) return 'no';
     if (PART_TYPES.has(part.type)) fit = 'yes';
   }
   return fit;
@@ -102,21 +107,21 @@ function itemType(m: JsonObject): string {
   return typeof m.type === 'string' ? m.type : 'message';
 }
 
-function checkMessage(m: JsonObject, path: string): Role {
+function checkMessage(m: JsonObject, path: string, foreign: Foreign): Role {
   const roleName = expectString(m.role, `${path}.role`);
   const role = lookup(MESSAGE_ROLES, roleName);
   if (!role) malformed(`${path}.role`, `must be user, assistant, system or developer, got ${JSON.stringify(roleName)}`);
   if (typeof m.content !== 'string') {
     expectArray(m.content, `${path}.content`).forEach((part, k) => {
       const type = expectString(expectRecord(part, `${path}.content[${k}]`).type, `${path}.content[${k}].type`);
-      if (FOREIGN_PARTS.has(type))
+      if (foreign.types.has(type))
         malformed(`${path}.content[${k}].type`, `${JSON.stringify(type)} is not a Responses content part`);
     });
   }
   return role;
 }
 
-function parse(messages: readonly unknown[]): ParseResult {
+function parse(messages: readonly unknown[], foreign: Foreign): ParseResult {
   const warnings: Warning[] = [];
   let previousModel = false;
   const items = messages.map((message, index): Item => {
@@ -133,7 +138,7 @@ function parse(messages: readonly unknown[]): ParseResult {
     const spec = lookup(CALLS, type);
     const answers = lookup(OUTPUTS, type);
     if (type === 'message') {
-      role = checkMessage(m, path);
+      role = checkMessage(m, path, foreign);
       model = role === 'assistant';
     } else if (spec) {
       calls = [expectString(m[spec.id], `${path}.${spec.id}`)];
@@ -242,10 +247,10 @@ function resultSites(message: unknown): ResultSite[] {
  * message, calls) form one unit: a reasoning item is never separated from what follows it. Item
  * ids are kept as they came. Counted with the model's tokenizer and Chat's framing costs.
  */
-export const openaiResponses: FormatAdapter = {
+export const openaiResponses = (foreign: Foreign): FormatAdapter => ({
   name: 'openai-responses',
-  classify,
-  parse,
+  classify: (message) => classify(message, foreign),
+  parse: (messages) => parse(messages, foreign),
   violations,
   canFollow: () => true,
   countable,
@@ -294,4 +299,4 @@ export const openaiResponses: FormatAdapter = {
   reasoningText: () => undefined,
   framing: { perMessage: 3, perRequest: 3 },
   media: { image: 765, document: 1500, audio: 500 },
-};
+});

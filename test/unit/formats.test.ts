@@ -1,9 +1,13 @@
 import t from 'tap';
 import { CompactorError } from '../../src/errors.js';
-import { anthropic } from '../../src/formats/anthropic.js';
 import { detectFormat } from '../../src/formats/detect.js';
-import { openaiChat } from '../../src/formats/openai-chat.js';
+import { formatByName } from '../../src/formats/registry.js';
+import type { FormatAdapter } from '../../src/history/format.js';
 import { buildGroups, runStarts } from '../../src/history/groups.js';
+
+const adapterOf = (name: string) => formatByName(name) as FormatAdapter;
+const anthropic = adapterOf('anthropic');
+const openaiChat = adapterOf('openai-chat');
 
 const code = (fn: () => unknown): string => {
   try {
@@ -257,4 +261,18 @@ t.test('runs: from run_ids or user turns', async (t) => {
   t.same(runStarts(items, 1), [1, 3]);
   t.same(runStarts(items, 1, ['x', 'r1', 'r1', 'r1', 'r2']), [1, 4]);
   t.same(runStarts(items, 1, ['x', 'r1', 'r2', 'r1', 'r1']), [1, 2, 3], 'a run id that reappears starts a new run');
+});
+
+t.test("each format's foreign shapes are the others' own declarations", async (t) => {
+  const { foreignTo } = await import('../../src/formats/shapes.js');
+  const chat = { keys: ['content', 'tool_calls'], types: ['text', 'image_url'] };
+  const blocks = { keys: ['content'], types: ['text', 'tool_use'] };
+  const parts = { keys: ['parts'], types: [] };
+  const newcomer = { keys: ['frames'], types: ['frame'] };
+  const all = [chat, blocks, parts, newcomer];
+  const f = foreignTo(chat, all);
+  t.same([...f.keys].sort(), ['frames', 'parts'], 'a key shared with another format is not foreign');
+  t.same([...f.types].sort(), ['frame', 'tool_use'], 'neither is a shared part type');
+  t.ok(foreignTo(parts, all).keys.has('content'), 'every other format’s keys are foreign to one that declares none of them');
+  t.ok(foreignTo(blocks, all).types.has('frame'), 'a new format’s shapes become foreign to every other one, with no edit to them');
 });

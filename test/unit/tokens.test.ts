@@ -2,13 +2,17 @@ import { countTokens as countCl100k } from 'gpt-tokenizer/encoding/cl100k_base';
 import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
 import t from 'tap';
 import { CompactorError } from '../../src/errors.js';
-import { anthropic } from '../../src/formats/anthropic.js';
-import { openaiChat } from '../../src/formats/openai-chat.js';
+import { formatByName } from '../../src/formats/registry.js';
+import type { FormatAdapter } from '../../src/history/format.js';
 import { checkDepth, MAX_DEPTH } from '../../src/limits.js';
 import { countText, TokenCounter } from '../../src/tokens/counter.js';
 import { resolveModel } from '../../src/tokens/models.js';
 import { occupancyFromUsage, reportedTotal } from '../../src/tokens/occupancy.js';
 import { loadCorpus } from '../support/corpus.js';
+
+const adapterOf = (name: string) => formatByName(name) as FormatAdapter;
+const anthropic = adapterOf('anthropic');
+const openaiChat = adapterOf('openai-chat');
 
 t.test('model table', async (t) => {
   t.match(resolveModel('gpt-4o-2024-08-06'), { encoding: 'o200k_base', exact: true, contextWindow: 128_000 });
