@@ -1,8 +1,11 @@
 import type { FormatAdapter } from '../history/format.js';
-import { ANTHROPIC_SHAPES, anthropic } from './anthropic.js';
+import { anthropic } from './anthropic.js';
+import { ANTHROPIC_SHAPES } from './anthropic-parse.js';
 import { GEMINI_SHAPES, gemini } from './gemini.js';
-import { CHAT_SHAPES, openaiChat } from './openai-chat.js';
-import { openaiResponses, RESPONSES_SHAPES } from './openai-responses.js';
+import { openaiChat } from './openai-chat.js';
+import { CHAT_SHAPES } from './openai-chat-parse.js';
+import { openaiResponses } from './openai-responses.js';
+import { RESPONSES_SHAPES } from './openai-responses-parse.js';
 import { foreignTo } from './shapes.js';
 
 /**

@@ -1,0 +1,191 @@
+import type { Fit, ParseResult } from '../history/format.js';
+import { pairingViolations } from '../history/pairing.js';
+import type { Item, Violation, Warning } from '../history/types.js';
+import { type Foreign, hasForeignKey, type Shapes } from './shapes.js';
+import {
+  alternates,
+  expectArray,
+  expectRecord,
+  expectString,
+  isEmptyContent,
+  isRecord,
+  type JsonObject,
+  malformed,
+} from './shared.js';
+
+/** Results of server-side tools: they answer a `server_tool_use` in the same assistant message. */
+export const SERVER_RESULTS = new Set([
+  'web_search_tool_result',
+  'web_fetch_tool_result',
+  'code_execution_tool_result',
+  'bash_code_execution_tool_result',
+  'text_editor_code_execution_tool_result',
+  'tool_search_tool_result',
+  'mcp_tool_result',
+]);
+export const SERVER_CALLS = new Set(['server_tool_use', 'mcp_tool_use']);
+export const ASSISTANT_ONLY = new Set(['tool_use', 'thinking', 'redacted_thinking', ...SERVER_CALLS, ...SERVER_RESULTS]);
+export const USER_ONLY = new Set(['tool_result']);
+export const KNOWN = new Set([
+  'text',
+  'image',
+  'document',
+  'search_result',
+  'container_upload',
+  'tool_reference',
+  ...ASSISTANT_ONLY,
+  ...USER_ONLY,
+]);
+/** What Anthropic messages carry: their keys and block types (the other formats learn them). */
+export const ANTHROPIC_SHAPES: Shapes = { keys: ['content'], types: [...KNOWN] };
+
+export function classify(message: unknown, foreign: Foreign): Fit {
+  if (!isRecord(message)) return 'no';
+  if (message.role !== 'user' && message.role !== 'assistant') return 'no';
+  if (hasForeignKey(message, foreign)) return 'no';
+  const content = message.content;
+  if (typeof content === 'string') return 'maybe';
+  if (!Array.isArray(content)) return 'no';
+  let fit: Fit = 'maybe';
+  for (const block of content) {
+    if (!isRecord(block) || typeof block.type !== 'string') return 'no';
+    if (foreign.types.has(block.type)) return 'no';
+    if (block.type !== 'text' && KNOWN.has(block.type)) fit = 'yes';
+  }
+  return fit;
+}
+
+interface BlockScan {
+  calls: string[];
+  results: string[];
+  thinking: boolean;
+}
+
+function checkBlock(block: JsonObject, at: string, role: string, scan: BlockScan, warnings: Warning[], foreign: Foreign): void {
+  const type = expectString(block.type, `${at}.type`);
+  if (role === 'user' && ASSISTANT_ONLY.has(type)) malformed(`${at}.type`, `a ${type} block belongs in an assistant message`);
+  if (role === 'assistant' && USER_ONLY.has(type)) malformed(`${at}.type`, `a ${type} block belongs in a user message`);
+  switch (type) {
+    case 'text':
+      expectString(block.text, `${at}.text`);
+      return;
+    case 'image':
+    case 'document':
+      expectRecord(block.source, `${at}.source`);
+      return;
+    case 'thinking':
+      expectString(block.thinking, `${at}.thinking`);
+      expectString(block.signature, `${at}.signature`);
+      scan.thinking = true;
+      return;
+    case 'redacted_thinking':
+      expectString(block.data, `${at}.data`);
+      scan.thinking = true;
+      return;
+    case 'tool_use':
+      scan.calls.push(expectString(block.id, `${at}.id`));
+      expectString(block.name, `${at}.name`);
+      expectRecord(block.input, `${at}.input`);
+      return;
+    case 'tool_result':
+      scan.results.push(expectString(block.tool_use_id, `${at}.tool_use_id`));
+      if (block.content !== undefined && typeof block.content !== 'string') {
+        expectArray(block.content, `${at}.content`).forEach((inner, k) => {
+          expectString(expectRecord(inner, `${at}.content[${k}]`).type, `${at}.content[${k}].type`);
+        });
+      }
+      if (block.is_error !== undefined && typeof block.is_error !== 'boolean') malformed(`${at}.is_error`, 'must be a boolean');
+      return;
+    default:
+      if (SERVER_CALLS.has(type)) {
+        expectString(block.id, `${at}.id`);
+        expectString(block.name, `${at}.name`);
+      } else if (SERVER_RESULTS.has(type)) {
+        expectString(block.tool_use_id, `${at}.tool_use_id`);
+      } else if (!KNOWN.has(type)) {
+        if (foreign.types.has(type)) malformed(`${at}.type`, `block type ${JSON.stringify(type)} is not an Anthropic block`);
+        warnings.push({ code: 'unknown_block_type', message: `${at}: unknown block type ${JSON.stringify(type)} kept verbatim` });
+      }
+  }
+}
+
+export function parse(messages: readonly unknown[], foreign: Foreign): ParseResult {
+  const warnings: Warning[] = [];
+  const items = messages.map((message, index): Item => {
+    const path = `messages[${index}]`;
+    const m = expectRecord(message, path);
+    const role = expectString(m.role, `${path}.role`);
+    if (role !== 'user' && role !== 'assistant') {
+      const hint = role === 'system' ? ' (Anthropic takes the system prompt in the top-level `system` field)' : '';
+      malformed(`${path}.role`, `must be "user" or "assistant", got ${JSON.stringify(role)}${hint}`);
+    }
+    const scan: BlockScan = { calls: [], results: [], thinking: false };
+    if (typeof m.content !== 'string') {
+      const blocks = expectArray(m.content, `${path}.content`);
+      blocks.forEach((block, k) => {
+        checkBlock(expectRecord(block, `${path}.content[${k}]`), `${path}.content[${k}]`, role, scan, warnings, foreign);
+      });
+    }
+    return {
+      index,
+      role,
+      userTurn: role === 'user' && scan.results.length === 0,
+      calls: scan.calls,
+      results: scan.results,
+      thinking: scan.thinking,
+      original: message,
+    };
+  });
+  return { items, warnings };
+}
+
+function serverToolViolations(item: Item): Violation[] {
+  const content = (item.original as JsonObject).content;
+  if (!Array.isArray(content)) return [];
+  const out: Violation[] = [];
+  const started = new Set<string>();
+  for (const block of content as JsonObject[]) {
+    if (SERVER_CALLS.has(block.type as string)) started.add(block.id as string);
+    else if (SERVER_RESULTS.has(block.type as string) && !started.has(block.tool_use_id as string)) {
+      out.push({
+        index: item.index,
+        rule: 'orphan_server_tool_result',
+        message: `${String(block.type)} for ${JSON.stringify(block.tool_use_id)} has no server_tool_use before it in the same message`,
+      });
+    }
+  }
+  return out;
+}
+
+export function violations(items: readonly Item[]): Violation[] {
+  const out = pairingViolations(items);
+  const seen = new Set<string>();
+  items.forEach((item, i) => {
+    const prev = items[i - 1];
+    if (!alternates(prev, item)) {
+      out.push(
+        prev
+          ? { index: i, rule: 'roles_must_alternate', message: `two ${item.role} messages in a row (${i - 1} and ${i})` }
+          : { index: i, rule: 'must_start_with_user', message: 'the first message must have role "user"' },
+      );
+    }
+    const content = (item.original as JsonObject).content;
+    if (isEmptyContent(content) && i !== items.length - 1) {
+      out.push({ index: i, rule: 'empty_content', message: 'only the final assistant message may have empty content' });
+    }
+    if (item.results.length > 0 && Array.isArray(content)) {
+      const firstOther = content.findIndex((b) => (b as JsonObject).type !== 'tool_result');
+      const lastResult = content.findLastIndex((b) => (b as JsonObject).type === 'tool_result');
+      if (firstOther !== -1 && firstOther < lastResult) {
+        out.push({ index: i, rule: 'tool_results_first', message: 'tool_result blocks must come before any other block' });
+      }
+    }
+    for (const id of item.calls) {
+      if (seen.has(id))
+        out.push({ index: i, rule: 'duplicate_tool_call_id', message: `tool_use id ${JSON.stringify(id)} is used twice` });
+      seen.add(id);
+    }
+    out.push(...serverToolViolations(item));
+  });
+  return out.sort((a, b) => a.index - b.index);
+}

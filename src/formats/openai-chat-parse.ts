@@ -1,0 +1,168 @@
+import type { Fit, ParseResult } from '../history/format.js';
+import { pairingViolations } from '../history/pairing.js';
+import type { Item, Role, Violation, Warning } from '../history/types.js';
+import { type Foreign, hasForeignKey, type Shapes } from './shapes.js';
+import {
+  expectArray,
+  expectOptionalString,
+  expectRecord,
+  expectString,
+  isRecord,
+  type JsonObject,
+  lookup,
+  malformed,
+} from './shared.js';
+
+const ROLES: Record<string, Role> = {
+  system: 'system',
+  developer: 'system',
+  user: 'user',
+  assistant: 'assistant',
+  tool: 'tool',
+  function: 'tool',
+};
+
+/** Content part types of Chat Completions, and whether each is distinctive of it. */
+const PART_TYPES: Record<string, Fit> = {
+  text: 'maybe',
+  image_url: 'yes',
+  input_audio: 'yes',
+  file: 'yes',
+  refusal: 'yes',
+};
+
+/** What Chat Completions messages carry: their keys and content part types (the other formats learn them). */
+export const CHAT_SHAPES: Shapes = {
+  keys: ['content', 'tool_calls', 'tool_call_id', 'function_call', 'name', 'refusal', 'audio', 'reasoning_content', 'reasoning'],
+  types: Object.keys(PART_TYPES),
+};
+
+export function classify(message: unknown, foreign: Foreign): Fit {
+  if (!isRecord(message)) return 'no';
+  const role = message.role;
+  if (typeof role !== 'string' || lookup(ROLES, role) === undefined) return 'no';
+  if (hasForeignKey(message, foreign)) return 'no';
+  let fit: Fit = role === 'user' || role === 'assistant' ? 'maybe' : 'yes';
+  if ('tool_calls' in message || 'function_call' in message || 'tool_call_id' in message) fit = 'yes';
+  if ('name' in message || 'refusal' in message || 'audio' in message) fit = 'yes';
+  const content = message.content;
+  if (content === null) fit = 'yes';
+  if (Array.isArray(content)) {
+    for (const part of content) {
+      if (!isRecord(part) || typeof part.type !== 'string') return 'no';
+      if (foreign.types.has(part.type)) return 'no';
+      if (lookup(PART_TYPES, part.type) === 'yes') fit = 'yes';
+    }
+  }
+  return fit;
+}
+
+function checkTextParts(content: unknown, path: string, allowRefusal: boolean): void {
+  if (typeof content === 'string') return;
+  const parts = expectArray(content, path);
+  parts.forEach((part, k) => {
+    const p = expectRecord(part, `${path}[${k}]`);
+    const type = expectString(p.type, `${path}[${k}].type`);
+    if (type === 'text') expectString(p.text, `${path}[${k}].text`);
+    else if (type === 'refusal' && allowRefusal) expectString(p.refusal, `${path}[${k}].refusal`);
+    else malformed(`${path}[${k}].type`, `part type ${JSON.stringify(type)} is not allowed in this message`);
+  });
+}
+
+function checkUserParts(content: unknown, path: string, warnings: Warning[], foreign: Foreign): void {
+  if (typeof content === 'string') return;
+  const parts = expectArray(content, path);
+  parts.forEach((part, k) => {
+    const at = `${path}[${k}]`;
+    const p = expectRecord(part, at);
+    const type = expectString(p.type, `${at}.type`);
+    if (type === 'text') expectString(p.text, `${at}.text`);
+    else if (type === 'image_url') expectString(expectRecord(p.image_url, `${at}.image_url`).url, `${at}.image_url.url`);
+    else if (type === 'input_audio') expectRecord(p.input_audio, `${at}.input_audio`);
+    else if (type === 'file') expectRecord(p.file, `${at}.file`);
+    else if (foreign.types.has(type)) malformed(`${at}.type`, `part type ${JSON.stringify(type)} is not a Chat Completions part`);
+    else warnings.push({ code: 'unknown_part_type', message: `${at}: unknown part type ${JSON.stringify(type)} kept verbatim` });
+  });
+}
+
+function parseToolCalls(value: unknown, path: string): string[] {
+  const calls = expectArray(value, path);
+  return calls.map((call, k) => {
+    const at = `${path}[${k}]`;
+    const c = expectRecord(call, at);
+    const id = expectString(c.id, `${at}.id`);
+    const type = c.type ?? 'function';
+    if (type === 'function') {
+      const fn = expectRecord(c.function, `${at}.function`);
+      expectString(fn.name, `${at}.function.name`);
+      expectString(fn.arguments, `${at}.function.arguments`);
+    } else if (type === 'custom') {
+      const custom = expectRecord(c.custom, `${at}.custom`);
+      expectString(custom.name, `${at}.custom.name`);
+      expectString(custom.input, `${at}.custom.input`);
+    } else {
+      malformed(`${at}.type`, `must be "function" or "custom", got ${JSON.stringify(type)}`);
+    }
+    return id;
+  });
+}
+
+export function parse(messages: readonly unknown[], foreign: Foreign): ParseResult {
+  const warnings: Warning[] = [];
+  let lastFunctionCall = -1;
+  const items = messages.map((message, index): Item => {
+    const path = `messages[${index}]`;
+    const m = expectRecord(message, path);
+    const roleName = expectString(m.role, `${path}.role`);
+    const role = lookup(ROLES, roleName);
+    if (!role)
+      malformed(`${path}.role`, `unknown role ${JSON.stringify(roleName)} (expected one of ${Object.keys(ROLES).join(', ')})`);
+    expectOptionalString(m.name, `${path}.name`);
+    let calls: string[] = [];
+    let results: string[] = [];
+    switch (roleName) {
+      case 'system':
+      case 'developer':
+        checkTextParts(m.content, `${path}.content`, false);
+        break;
+      case 'user':
+        checkUserParts(m.content, `${path}.content`, warnings, foreign);
+        break;
+      case 'assistant':
+        if (m.content !== null && m.content !== undefined) checkTextParts(m.content, `${path}.content`, true);
+        if (m.tool_calls !== undefined && m.tool_calls !== null) calls = parseToolCalls(m.tool_calls, `${path}.tool_calls`);
+        if (m.function_call !== undefined && m.function_call !== null) {
+          const fn = expectRecord(m.function_call, `${path}.function_call`);
+          expectString(fn.name, `${path}.function_call.name`);
+          expectString(fn.arguments, `${path}.function_call.arguments`);
+          calls = [...calls, `function_call@${index}`];
+          lastFunctionCall = index;
+        }
+        break;
+      case 'tool':
+        results = [expectString(m.tool_call_id, `${path}.tool_call_id`)];
+        checkTextParts(m.content, `${path}.content`, false);
+        break;
+      default:
+        expectString(m.name, `${path}.name`);
+        if (m.content !== null) expectString(m.content, `${path}.content`);
+        results = [`function_call@${lastFunctionCall >= 0 ? lastFunctionCall : 'none'}`];
+    }
+    const thinking = typeof m.reasoning_content === 'string' || typeof m.reasoning === 'string';
+    return { index, role, userTurn: role === 'user', calls, results, thinking, original: message };
+  });
+  return { items, warnings };
+}
+
+export function violations(items: readonly Item[]): Violation[] {
+  const out = pairingViolations(items);
+  for (const item of items) {
+    const m = item.original as JsonObject;
+    if (item.role !== 'assistant') continue;
+    const empty = (m.content === null || m.content === undefined || m.content === '') && item.calls.length === 0;
+    if (empty && typeof m.refusal !== 'string' && !isRecord(m.audio)) {
+      out.push({ index: item.index, rule: 'empty_assistant', message: 'an assistant message needs content or tool calls' });
+    }
+  }
+  return out.sort((a, b) => a.index - b.index);
+}
