@@ -274,5 +274,8 @@ t.test("each format's foreign shapes are the others' own declarations", async (t
   t.same([...f.keys].sort(), ['frames', 'parts'], 'a key shared with another format is not foreign');
   t.same([...f.types].sort(), ['frame', 'tool_use'], 'neither is a shared part type');
   t.ok(foreignTo(parts, all).keys.has('content'), 'every other format’s keys are foreign to one that declares none of them');
-  t.ok(foreignTo(blocks, all).types.has('frame'), 'a new format’s shapes become foreign to every other one, with no edit to them');
+  t.ok(
+    foreignTo(blocks, all).types.has('frame'),
+    'a new format’s shapes become foreign to every other one, with no edit to them',
+  );
 });
