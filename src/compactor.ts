@@ -1,57 +1,33 @@
 import { randomBytes } from 'node:crypto';
 import type { z } from 'zod';
 import { ArtifactService, type ArtifactView, type Caller } from './artifacts.js';
-import { CompactorError, fieldError } from './errors.js';
-import { detectFormat } from './formats/detect.js';
-import { formatByName } from './formats/registry.js';
+import type { BilledUsage as BilledUsageSchema, Fallback, TokensReport } from './contract/parts.js';
+import { CompactorError } from './errors.js';
 import { addresser, scopeOf } from './history/address.js';
 import type { ExpandResult } from './history/expand.js';
 import type { FormatAdapter } from './history/format.js';
 import { applyPlan } from './history/plan/apply.js';
-import { prepareHistory } from './history/prepared.js';
-import type { Action, Item, Violation, Warning } from './history/types.js';
+import type { Action, Violation, Warning } from './history/types.js';
 import { checkDepth } from './limits.js';
-import type { HistoryRequest } from './schemas/common.js';
+import { checkParallel, type HistoryInput, parseHistory, prepareRequest, triggered } from './request-history.js';
 import type { ArtifactStore } from './store/types.js';
-import { type BilledUsage, keepAll, type PreparedHistory, type Strategy, withTotal } from './strategies/types.js';
+import { type BilledUsage, keepAll, type Strategy, withTotal } from './strategies/types.js';
 import { ExtractiveSummarizer } from './summarizers/extractive.js';
 import { SingleFlight } from './summarizers/single-flight.js';
 import type { SettledSummary, Summarizer } from './summarizers/types.js';
 import type { TokenCounter } from './tokens/counter.js';
-import { type ModelProfile, resolveModel } from './tokens/models.js';
-import { checkUsage, occupancyFromUsage } from './tokens/occupancy.js';
 
-type Request = Omit<HistoryRequest, 'trigger' | 'dry_run'> & Partial<Pick<HistoryRequest, 'trigger' | 'dry_run'>>;
-
-export type Counting = 'exact' | 'estimated' | 'usage+exact' | 'usage+estimated';
-
-export interface Prepared extends PreparedHistory {
-  readonly profile: ModelProfile;
-  readonly system: number;
-  readonly tools: number;
-  /** Counted tokens of everything: messages, system, tools and request framing. */
-  readonly total: number;
-  readonly counting: Counting;
-  readonly warnings: Warning[];
-}
-
+/** A strategy endpoint's answer (the contract's common response fields), with the strategy's own fields in `extra`. */
 export interface StrategyResponse<Extra> {
   messages: unknown[];
   format: string;
   applied: boolean;
   reason?: string;
-  tokens: { before: number; after: number; saved: number; counting: Counting; tokenizer: string };
-  usage: {
-    input_tokens: number;
-    output_tokens: number;
-    total_tokens: number;
-    cached_input_tokens: number;
-    calls: number;
-    model: string | null;
-  };
+  tokens: z.output<typeof TokensReport>;
+  usage: z.output<typeof BilledUsageSchema>;
   actions: Action[];
   warnings: Warning[];
-  fallback?: { from: string; to: string; reason: string };
+  fallback?: z.output<typeof Fallback>;
   extra: Extra;
 }
 
@@ -134,7 +110,7 @@ export class Compactor {
     },
     caller: Caller = this.shared,
   ): Promise<ExpandResult & { format: string }> {
-    const { format } = this.parse(req);
+    const { format } = parseHistory(req);
     req.artifacts?.forEach((a, i) => {
       checkDepth(a.content, `artifacts[${i}].content`);
     });
@@ -146,72 +122,17 @@ export class Compactor {
     return this.artifacts.get(caller, id);
   }
 
-  /** Detects (or takes) the format and parses every message; a malformed one is a 400. */
-  parse(req: Pick<Request, 'messages' | 'format'>): { format: FormatAdapter; items: Item[]; warnings: Warning[] } {
-    const format = req.format ? formatByName(req.format) : detectFormat(req.messages);
-    if (!format) throw fieldError('CMP_ERR_REQUEST_VALIDATION', 'format', `unknown format ${JSON.stringify(req.format)}`);
-    // Nothing else walks a message recursively before the response is serialized: guard it here.
-    req.messages.forEach((m, i) => {
-      checkDepth(m, `messages[${i}]`);
-    });
-    const { items, warnings } = format.parse(req.messages);
-    return { format, items, warnings };
-  }
-
-  /**
-   * The fields that run parallel to `messages` must match it, on every endpoint that takes a
-   * history (whether or not it reads them): `run_ids` one per message, `usage` with a total and
-   * `messages_covered` within the history. 400 `CMP_ERR_OPTIONS_INVALID` naming the field.
-   */
-  private checkParallel(req: Pick<Request, 'run_ids' | 'usage'>, length: number): void {
-    if (req.run_ids && req.run_ids.length !== length) {
-      throw fieldError('CMP_ERR_OPTIONS_INVALID', 'run_ids', `has ${req.run_ids.length} entries for ${length} messages`);
-    }
-    if (req.usage) checkUsage(req.usage, length);
-  }
-
   /** The structural-rule check of `/v1/validate`: violations are reported, not thrown; bad request fields are a 400. */
-  validate(req: Request): { valid: boolean; format: string; violations: Violation[]; warnings: Warning[] } {
-    const { format, items, warnings } = this.parse(req);
-    this.checkParallel(req, items.length);
+  validate(req: HistoryInput): { valid: boolean; format: string; violations: Violation[]; warnings: Warning[] } {
+    const { format, items, warnings } = parseHistory(req);
+    checkParallel(req, items.length);
     const violations = format.violations(items);
     return { valid: violations.length === 0, format: format.name, violations, warnings };
   }
 
-  /** Parses, rejects a history that breaks its format's rules, groups and counts it. */
-  prepare(req: Request): Prepared {
-    const { format, items, warnings } = this.parse(req);
-    const violations = format.violations(items);
-    if (violations.length > 0) {
-      throw new CompactorError(
-        'CMP_ERR_HISTORY_STRUCTURE',
-        `the history breaks ${violations.length} structural rule(s) of ${format.name}; first: messages[${violations[0]?.index}] ${violations[0]?.rule}`,
-        violations.map((v) => ({ path: `messages[${v.index}]`, message: `${v.rule}: ${v.message}` })),
-      );
-    }
-    this.checkParallel(req, items.length);
-    const profile = resolveModel(req.model, req.context_window);
-    const counts = this.counter.countMessages(format, profile, req.messages);
-    const system = this.counter.countSystem(format, profile, req.system);
-    const tools = this.counter.countTools(profile, req.tools);
-    let total = system + tools + format.framing.perRequest;
-    for (const c of counts) total += c;
-    const occupancy = req.usage ? occupancyFromUsage(req.usage, counts) : total;
-    const base = profile.exact ? 'exact' : 'estimated';
-    return {
-      ...prepareHistory({ format, messages: req.messages, items, counts, runIds: req.run_ids, occupancy }),
-      profile,
-      system,
-      tools,
-      total,
-      counting: req.usage ? `usage+${base}` : base,
-      warnings,
-    };
-  }
-
   /** `/v1/tokens`: counts per message and in total, as the strategies count them. */
-  tokens(req: Request) {
-    const h = this.prepare(req);
+  tokens(req: HistoryInput) {
+    const h = prepareRequest(req, this.counter);
     return {
       total: h.total,
       messages: [...h.counts],
@@ -225,38 +146,19 @@ export class Compactor {
     };
   }
 
-  private triggered(req: Request, h: Prepared): boolean {
-    const t = req.trigger;
-    if (!t) return true;
-    if (t.tokens !== undefined && h.occupancy >= t.tokens) return true;
-    if (t.messages !== undefined && h.items.length >= t.messages) return true;
-    if (t.fraction !== undefined) {
-      const window = h.profile.contextWindow;
-      if (window === undefined) {
-        throw fieldError(
-          'CMP_ERR_OPTIONS_INVALID',
-          'trigger.fraction',
-          `the context window of model ${JSON.stringify(req.model ?? null)} is unknown; set context_window`,
-        );
-      }
-      if (h.occupancy >= t.fraction * window) return true;
-    }
-    return false;
-  }
-
   /**
    * Runs a strategy: trigger check, the strategy itself, then the format's rules over its output.
    * An output that breaks a rule is never returned (500 `CMP_ERR_INTERNAL_INVALID_OUTPUT`).
    */
   async run<O extends z.ZodObject, E>(
     strategy: Strategy<O, E>,
-    req: Request,
+    req: HistoryInput,
     options: z.output<O>,
     call: RunOptions = {},
   ): Promise<StrategyResponse<E>> {
     const { signal } = call;
     const caller = call.caller ?? this.shared;
-    const h = this.prepare(req);
+    const h = prepareRequest(req, this.counter);
     const tokens = (saved: number) => ({
       before: h.occupancy,
       after: h.occupancy - saved,
@@ -276,7 +178,7 @@ export class Compactor {
       extra,
     });
     strategy.check?.(options, { profile: h.profile, summarizer: this.summarizer });
-    if (!this.triggered(req, h)) return unchanged('below_trigger', h.warnings, strategy.idle(h));
+    if (!triggered(req, h)) return unchanged('below_trigger', h.warnings, strategy.idle(h));
 
     const dryRun = req.dry_run === true;
     const out = await strategy.run(h, options, {
