@@ -16,8 +16,9 @@ import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
 import sjson from 'secure-json-parse';
 import { detectFormat } from '../dist/formats/detect.js';
 import { Compactor, TokenCounter, windowStrategy } from '../dist/index.js';
-import { WindowRequest, WindowResponse } from '../dist/schemas/window.js';
-import { checkDepth, countText } from '../dist/tokens/counter.js';
+import { checkDepth } from '../dist/limits.js';
+import { STRATEGY_SCHEMAS } from '../dist/schemas/strategies.js';
+import { countText } from '../dist/tokens/counter.js';
 import { resolveModel } from '../dist/tokens/models.js';
 import { generateHistory, nextAssistantMessage } from './lib/generate.mjs';
 import { fmt, median } from './lib/stats.mjs';
@@ -71,8 +72,8 @@ async function timeAsync(fn) {
   return median(xs);
 }
 
-const validate = validatorCompiler({ schema: WindowRequest, method: 'POST', url: '/v1/window' });
-const serialize = serializerCompiler({ schema: WindowResponse, method: 'POST', url: '/v1/window' });
+const validate = validatorCompiler({ schema: STRATEGY_SCHEMAS.window.request, method: 'POST', url: '/v1/window' });
+const serialize = serializerCompiler({ schema: STRATEGY_SCHEMAS.window.response, method: 'POST', url: '/v1/window' });
 const profile = resolveModel('gpt-4o');
 const parseBody = (text) => sjson.parse(text, null, { protoAction: 'error', constructorAction: 'error' });
 

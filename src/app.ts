@@ -15,11 +15,9 @@ import queuePlugin from './plugins/queue.js';
 import swaggerPlugin from './plugins/swagger.js';
 import { clientErrorHandler, frameworkErrors } from './plugins/wire-errors.js';
 import { parseJsonBody } from './request-body.js';
-import compactRoutes from './routes/compact.js';
-import fitRoutes from './routes/fit.js';
+import artifactRoutes from './routes/artifacts.js';
 import inspectRoutes from './routes/inspect.js';
-import summarizeRoutes from './routes/summarize.js';
-import windowRoutes from './routes/window.js';
+import strategyRoutes from './routes/strategies.js';
 import type { ArtifactStore } from './store/types.js';
 import { createSummarizer } from './summarizers/index.js';
 import { Limiter } from './summarizers/limiter.js';
@@ -150,10 +148,8 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   // Readiness asks the store: after the plugin that opens it.
   await app.register(healthPlugin);
 
-  await app.register(windowRoutes);
-  await app.register(compactRoutes);
-  await app.register(summarizeRoutes);
-  await app.register(fitRoutes);
+  await app.register(strategyRoutes);
+  await app.register(artifactRoutes);
   await app.register(inspectRoutes);
   return app;
 }

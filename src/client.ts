@@ -1,10 +1,8 @@
 import type { z } from 'zod';
+import type { ArtifactResponse, ExpandRequest, ExpandResponse } from './schemas/artifacts.js';
 import type { Problem } from './schemas/common.js';
-import type { ArtifactResponse, CompactRequest, CompactResponse, ExpandRequest, ExpandResponse } from './schemas/compact.js';
-import type { FitRequest, FitResponse } from './schemas/fit.js';
-import type { SummarizeRequest, SummarizeResponse } from './schemas/summarize.js';
+import type { StrategyAnswer, StrategyRequest } from './schemas/strategies.js';
 import type { TokensRequest, TokensResponse, ValidateRequest, ValidateResponse } from './schemas/tokens.js';
-import type { WindowRequest, WindowResponse } from './schemas/window.js';
 
 /** A problem document the service answered with, as an error. */
 export class CompactorHttpError extends Error {
@@ -82,16 +80,16 @@ export class CompactorClient {
     return parsed as T;
   }
 
-  window(req: z.input<typeof WindowRequest>): Promise<z.output<typeof WindowResponse>> {
+  window(req: StrategyRequest<'window'>): Promise<StrategyAnswer<'window'>> {
     return this.call('POST', '/v1/window', req);
   }
-  compact(req: z.input<typeof CompactRequest>): Promise<z.output<typeof CompactResponse>> {
+  compact(req: StrategyRequest<'compact'>): Promise<StrategyAnswer<'compact'>> {
     return this.call('POST', '/v1/compact', req);
   }
-  summarize(req: z.input<typeof SummarizeRequest>): Promise<z.output<typeof SummarizeResponse>> {
+  summarize(req: StrategyRequest<'summarize'>): Promise<StrategyAnswer<'summarize'>> {
     return this.call('POST', '/v1/summarize', req);
   }
-  fit(req: z.input<typeof FitRequest>): Promise<z.output<typeof FitResponse>> {
+  fit(req: StrategyRequest<'fit'>): Promise<StrategyAnswer<'fit'>> {
     return this.call('POST', '/v1/fit', req);
   }
   tokens(req: z.input<typeof TokensRequest>): Promise<z.output<typeof TokensResponse>> {

@@ -2,11 +2,9 @@ import type { z } from 'zod';
 import type { Caller } from './artifacts.js';
 import type { Compactor, StrategyResponse } from './compactor.js';
 import type { ArtifactRefSchema } from './contract/parts.js';
-import { CompactRequest, CompactResponse, ExpandRequest, ExpandResponse } from './schemas/compact.js';
-import { FitRequest, FitResponse } from './schemas/fit.js';
-import { SummarizeRequest, SummarizeResponse } from './schemas/summarize.js';
+import { ExpandRequest, ExpandResponse } from './schemas/artifacts.js';
+import { STRATEGY_SCHEMAS } from './schemas/strategies.js';
 import { TokensRequest, TokensResponse, ValidateRequest, ValidateResponse } from './schemas/tokens.js';
-import { WindowRequest, WindowResponse } from './schemas/window.js';
 import { STRATEGIES, type StrategyKind } from './strategies/registry.js';
 
 /** What one call runs with: its deadline and who is asking. */
@@ -82,31 +80,31 @@ async function runStrategy(compactor: Compactor, kind: StrategyKind, body: never
   return { value: { ...result, ...extra }, report };
 }
 
-const strategy = (kind: StrategyKind, url: string, body: z.ZodType, response: z.ZodType): Operation => ({
-  url,
-  body,
-  response,
-  run: (compactor, request, call) => runStrategy(compactor, kind, request, call),
-});
+/** `/v1/{kind}` for each strategy of the registry. */
+export type StrategyUrl = `/v1/${StrategyKind}`;
+
+export const strategyUrl = (kind: StrategyKind): StrategyUrl => `/v1/${kind}`;
+
+const STRATEGY_OPERATIONS = Object.fromEntries(
+  (Object.keys(STRATEGIES) as StrategyKind[]).map((kind): [StrategyUrl, Operation] => [
+    strategyUrl(kind),
+    {
+      url: strategyUrl(kind),
+      body: STRATEGY_SCHEMAS[kind].request,
+      response: STRATEGY_SCHEMAS[kind].response,
+      run: (compactor, request, call) => runStrategy(compactor, kind, request, call),
+    },
+  ]),
+) as Record<StrategyUrl, Operation>;
 
 /**
  * Every POST endpoint, by URL: the routes are registered from this table, and a worker thread
  * runs the same entries for large bodies, so both paths validate, run and answer alike.
  */
-export type OperationUrl =
-  | '/v1/window'
-  | '/v1/compact'
-  | '/v1/summarize'
-  | '/v1/fit'
-  | '/v1/tokens'
-  | '/v1/validate'
-  | '/v1/expand';
+export type OperationUrl = StrategyUrl | '/v1/tokens' | '/v1/validate' | '/v1/expand';
 
 export const OPERATIONS: Readonly<Record<OperationUrl, Operation>> = {
-  '/v1/window': strategy('window', '/v1/window', WindowRequest, WindowResponse),
-  '/v1/compact': strategy('compact', '/v1/compact', CompactRequest, CompactResponse),
-  '/v1/summarize': strategy('summarize', '/v1/summarize', SummarizeRequest, SummarizeResponse),
-  '/v1/fit': strategy('fit', '/v1/fit', FitRequest, FitResponse),
+  ...STRATEGY_OPERATIONS,
   '/v1/tokens': {
     url: '/v1/tokens',
     body: TokensRequest,

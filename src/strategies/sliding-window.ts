@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { Dropped as DroppedSchema } from '../contract/parts.js';
+import { Dropped as DroppedSchema } from '../contract/parts.js';
 import type { Entry, Removal } from '../history/plan/types.js';
 import type { Item, Warning } from '../history/types.js';
 import type { PreparedHistory, Strategy, StrategyResult } from './types.js';
@@ -158,9 +158,17 @@ export function windowAbove(
   return { plan: { entries, removed, artifacts: [] }, warnings, extra };
 }
 
-export const windowStrategy: Strategy<typeof WindowOptions, { dropped: Dropped }> = {
+const WINDOW_RESPONSE = { dropped: DroppedSchema };
+
+export const windowStrategy: Strategy<typeof WindowOptions, { dropped: Dropped }, typeof WINDOW_RESPONSE> = {
   kind: 'window',
   options: WindowOptions,
+  response: WINDOW_RESPONSE,
+  docs: {
+    summary: 'Sliding window: keep the newest runs, messages or tokens',
+    description:
+      'Keeps the head (leading system messages), the first user message (unless `keep_first_user` is false) and the newest `keep` runs, messages or tokens; drops the rest. The cut moves back to the nearest safe boundary (never inside a tool exchange, never below the newest group, never where the format would reject the seam). `{runs: 0}` still keeps the run in flight. Never calls an LLM.',
+  },
   idle: () => ({ dropped: { messages: 0, runs: 0, tokens: 0, last_dropped_run_id: null } }),
   run,
 };

@@ -82,12 +82,19 @@ export interface StrategyResult<Extra> {
 /**
  * One strategy, one file, one registry line (ARCHITECTURE.md). `options` is a strict zod object
  * (an unknown option is an error, never dropped: parsed alone, nested in fit, or as request
- * fields) whose fields join the common request fields in the endpoint's schema; `idle` gives the extra fields
- * for a response where the strategy did not run (below the trigger).
+ * fields) whose fields join the common request fields in the endpoint's schema, as `response`'s
+ * join the common response fields; `idle` gives the extra fields for a response where the strategy
+ * did not run (below the trigger). Its endpoint, `/v1/{kind}`, is made from these alone.
  */
-export interface Strategy<Options extends z.ZodObject, Extra> {
+export interface Strategy<Options extends z.ZodObject, Extra, Response extends z.ZodRawShape = z.ZodRawShape> {
   readonly kind: string;
   readonly options: Options;
+  /** The strategy's own response fields (joined to the common ones in its endpoint's response schema). */
+  readonly response: Response;
+  /** How its endpoint describes itself (the OpenAPI document). */
+  readonly docs: { readonly summary: string; readonly description: string };
+  /** Failures it may answer besides the common ones: the summarizer's upstream (502, 504), the store's cap (507). */
+  readonly answers?: readonly ('summarizer' | 'store')[];
   idle(history: PreparedHistory): Extra;
   /**
    * Throws when the options cannot apply: to this model, or with this summarizer (a summarizer

@@ -3,7 +3,7 @@ import { type Dropped, WindowOptions, windowAbove } from '../sliding-window.js';
 import { type SummarizeExtra, SummarizeOptions, summarizeStrategy } from '../summarize/index.js';
 import { allowedModel } from '../summarize/range.js';
 import type { PreparedHistory, Strategy, StrategyContext, StrategyResult } from '../types.js';
-import { type FitExtra, FitOptions, targetOf } from './options.js';
+import { FIT_RESPONSE, type FitExtra, FitOptions, targetOf } from './options.js';
 import { Pipeline, writtenEnd } from './pipeline.js';
 
 export { type FitExtra, FitOptions, type Stage } from './options.js';
@@ -124,9 +124,16 @@ async function run(h: PreparedHistory, o: FitOptions, ctx: StrategyContext): Pro
   };
 }
 
-export const fitStrategy: Strategy<typeof FitOptions, FitExtra> = {
+export const fitStrategy: Strategy<typeof FitOptions, FitExtra, typeof FIT_RESPONSE> = {
   kind: 'fit',
   options: FitOptions,
+  response: FIT_RESPONSE,
+  docs: {
+    summary: 'Fit: compact, then summarize if still over target, window as the last resort',
+    description:
+      'Gets occupancy under `target_tokens` (or `target_fraction` of the context window; below it, nothing is done: the target is the trigger). Stages, each with its own options object: `compact` (aimed at the target), `summarize` only if still above (a failure leaves the history as it was; with `summarize.on_failure: error` it is answered as the error), `window` only if the summarizer failed (reported as `fallback`) or the history is still above (by default a token budget that meets the target; it never drops the summary just written, only what follows it). A stage that would free less than `min_saving_fraction` of occupancy is skipped and said so. `stages` reports each; billed `usage` is their sum; `call_again_at` suggests when another call pays. Always a valid history: when the target cannot be met, `warnings` says `target_not_met` with the irreducible size.',
+  },
+  answers: ['summarizer', 'store'],
   idle: (h) => ({ stages: [], target: 0, artifacts: [], summary: null, dropped: null, call_again_at: h.occupancy }),
   check: (o, env) => {
     targetOf(o, env.profile);

@@ -1,5 +1,12 @@
 import { z } from 'zod';
-import type { StageSchema } from '../../contract/parts.js';
+import {
+  ArtifactRefSchema,
+  Dropped as DroppedSchema,
+  type StageSchema,
+  StageSchema as StageSchemaValue,
+  SummaryPlanSchema,
+  SummaryReportSchema,
+} from '../../contract/parts.js';
 import { fieldError } from '../../errors.js';
 import type { SummaryPlan } from '../../summarizers/types.js';
 import type { ModelProfile } from '../../tokens/models.js';
@@ -28,6 +35,19 @@ export const FitOptions = z.strictObject({
 });
 
 export type FitOptions = z.output<typeof FitOptions>;
+
+/** Fit's own response fields. */
+export const FIT_RESPONSE = {
+  stages: z.array(StageSchemaValue),
+  target: z.number().int().describe('the occupancy aimed at'),
+  artifacts: z.array(ArtifactRefSchema),
+  summary: SummaryReportSchema.nullable(),
+  dropped: DroppedSchema.nullable(),
+  call_again_at: z.number().int().describe('the occupancy at which calling again is worth it (guards against thrashing)'),
+  plan: SummaryPlanSchema.optional().describe(
+    "dry run: the summarizer calls the summarize stage would make; `actions` record what it would summarize, `tokens.after` estimates the summary at its max_tokens budget, and the window stage, which depends on the summary's real size, is not predicted",
+  ),
+};
 
 export type Stage = z.output<typeof StageSchema>;
 

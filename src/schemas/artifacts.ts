@@ -1,16 +1,7 @@
 import { z } from 'zod';
-import { ArtifactRefSchema, Message } from '../contract/parts.js';
+import { Message } from '../contract/parts.js';
 import { FORMAT_NAMES } from '../formats/registry.js';
-import { STRATEGIES } from '../strategies/registry.js';
-import { HistoryFields, StrategyResponseFields } from './common.js';
-
-export const CompactRequest = z
-  .strictObject({ ...HistoryFields, ...STRATEGIES.compact.options.shape })
-  .meta({ id: 'CompactRequest' });
-
-export const CompactResponse = z
-  .object({ ...StrategyResponseFields, artifacts: z.array(ArtifactRefSchema) })
-  .meta({ id: 'CompactResponse' });
+import { HistoryFields } from './common.js';
 
 export const ExpandRequest = z
   .strictObject({

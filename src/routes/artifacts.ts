@@ -1,0 +1,31 @@
+import type { FastifyInstance } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { ArtifactParams, ArtifactResponse } from '../schemas/artifacts.js';
+import { operationRoute, PROBLEMS } from './operation-route.js';
+
+/** `/v1/expand` and `/v1/artifacts/{id}`: the originals that compaction and summaries offloaded. */
+export default async function artifactRoutes(app: FastifyInstance): Promise<void> {
+  operationRoute(app, {
+    url: '/v1/expand',
+    tags: ['strategies'],
+    summary: 'Restore every offloaded original in a compacted history, byte-exact',
+    description:
+      'Finds the placeholders Compactor wrote (`[compactor:art_…]`) and puts each original back, from the store or from the `artifacts` a `store: "inline"` compaction returned. Unknown or expired ids are listed in `missing` and their placeholders stay; the rest of the history is still restored.',
+  });
+
+  const zapp = app.withTypeProvider<ZodTypeProvider>();
+  zapp.get(
+    '/v1/artifacts/:id',
+    {
+      schema: {
+        tags: ['strategies'],
+        summary: 'One offloaded original',
+        description:
+          'The original JSON value a placeholder replaced, for an agent-side "recall" tool. 404 when the id is unknown or the artifact has expired (`COMPACTOR_ARTIFACT_TTL_SECONDS`).',
+        params: ArtifactParams,
+        response: { 200: ArtifactResponse, 404: PROBLEMS[400], ...PROBLEMS },
+      },
+    },
+    async (request) => app.compactor.artifact(request.params.id, app.compactor.caller(request.apiKeyDigest)),
+  );
+}
