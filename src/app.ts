@@ -51,13 +51,9 @@ function requestLine(req: { method?: string; url?: string; ip?: string; socket?:
   };
 }
 
-/**
- * Builds the Fastify app: plugins first (errors, metrics, health, docs, the service core), then
- * routes. It never listens; `server.ts` does, and the tests use `inject()` or their own port.
- */
-export async function buildApp(config: Config, deps: AppDeps = {}): Promise<FastifyInstance> {
-  const logger: FastifyBaseLogger = (deps.logger ?? createLogger(config)).child({}, { serializers: { req: requestLine } });
-  const app = Fastify({
+/** Fastify's and Node's server options: limits, timeouts, framework errors and request ids. */
+function serverOptions(config: Config, logger: FastifyBaseLogger) {
+  return {
     loggerInstance: logger,
     bodyLimit: config.COMPACTOR_BODY_LIMIT,
     keepAliveTimeout: config.COMPACTOR_KEEP_ALIVE_TIMEOUT_MS,
@@ -75,15 +71,21 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
     return503OnClosing: false,
     frameworkErrors,
     clientErrorHandler: clientErrorHandler(config.COMPACTOR_REQUEST_TIMEOUT_MS),
-    forceCloseConnections: 'idle',
-    requestIdHeader: false,
-    genReqId: (req) => {
+    forceCloseConnections: 'idle' as const,
+    requestIdHeader: false as const,
+    genReqId: (req: { headers: Record<string, string | string[] | undefined> }) => {
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
     },
-  });
+  };
+}
+
+/**
+ * JSON bodies: parsed here, or, when large, left raw for a worker thread that parses, validates
+ * and runs them (offload.ts); the validators let a raw body through to that worker.
+ */
+function handleBodies(app: FastifyInstance): void {
   app.removeAllContentTypeParsers();
-  // A large body is left unparsed here: a worker thread parses, validates and runs it (offload.ts).
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_request, body, done) => {
     const bytes = body as Buffer;
     if (app.offload.accepts(bytes.length)) {
@@ -101,12 +103,17 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
     return (data: unknown) => (data instanceof RawBody ? { value: data } : validate(data));
   });
   app.setSerializerCompiler(serializerCompiler);
+}
+
+/**
+ * Every answer names its request id; while draining, an answer still in the works closes its
+ * connection: Node reaps only the connections that are idle when the server closes, and a
+ * keep-alive client would otherwise hold the drain open until its keep-alive timeout.
+ */
+function answerHooks(app: FastifyInstance): void {
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
-  // While draining, an answer still in the works closes its connection: Node reaps only the
-  // connections that are idle when the server closes, and a keep-alive client would otherwise
-  // hold the drain open until its keep-alive timeout.
   let draining = false;
   app.addHook('preClose', async () => {
     draining = true;
@@ -114,7 +121,10 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   app.addHook('onSend', async (_request, reply) => {
     if (draining) reply.header('connection', 'close');
   });
+}
 
+/** The plugins, in order: errors, guard, docs, metrics, admission, the service core, workers, health. */
+async function registerPlugins(app: FastifyInstance, config: Config, deps: AppDeps): Promise<void> {
   // Summarizer calls in flight, counted across the main thread and the worker pool.
   const summarizerSlots = Limiter.shared();
   await app.register(problemPlugin);
@@ -147,7 +157,18 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   });
   // Readiness asks the store: after the plugin that opens it.
   await app.register(healthPlugin);
+}
 
+/**
+ * Builds the Fastify app: plugins first (errors, metrics, health, docs, the service core), then
+ * routes. It never listens; `server.ts` does, and the tests use `inject()` or their own port.
+ */
+export async function buildApp(config: Config, deps: AppDeps = {}): Promise<FastifyInstance> {
+  const logger: FastifyBaseLogger = (deps.logger ?? createLogger(config)).child({}, { serializers: { req: requestLine } });
+  const app = Fastify(serverOptions(config, logger));
+  handleBodies(app);
+  answerHooks(app);
+  await registerPlugins(app, config, deps);
   await app.register(strategyRoutes);
   await app.register(artifactRoutes);
   await app.register(inspectRoutes);

@@ -7,6 +7,7 @@ import { addresser, scopeOf } from './history/address.js';
 import type { ExpandResult } from './history/expand.js';
 import type { FormatAdapter } from './history/format.js';
 import { applyPlan } from './history/plan/apply.js';
+import { evaluatePlan } from './history/plan/evaluate.js';
 import type { Action, Violation, Warning } from './history/types.js';
 import { checkDepth } from './limits.js';
 import { checkParallel, type HistoryInput, parseHistory, prepareRequest, triggered } from './request-history.js';
@@ -201,7 +202,7 @@ export class Compactor {
     const applied = applyPlan(h, out.plan, (m) => this.counter.countMessage(h.format, h.profile, m));
     this.checkOutput(strategy.kind, h.format, applied.messages);
     if (!dryRun) await this.artifacts.persist(caller, applied.offload);
-    const saved = Math.max(0, applied.freed - applied.added - (out.estimated ?? 0));
+    const saved = Math.max(0, evaluatePlan(out.plan, applied).saved);
     return {
       messages: dryRun ? req.messages : applied.messages,
       format: h.format.name,

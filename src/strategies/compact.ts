@@ -96,89 +96,116 @@ function headAndTail(text: string, tokens: number, keep: number): { head: string
   return { head: text.slice(0, chars), tail: text.slice(text.length - chars) };
 }
 
+/** One compaction in progress: its draft, the results it changed, their sizes, and whether it is done. */
+class Compaction {
+  readonly draft: Draft;
+  /** Results already replaced (by a pointer, a placeholder or a truncation). */
+  readonly done = new Set<ResultSiteInfo>();
+  private readonly sizes = new Map<ResultSiteInfo, number>();
+
+  constructor(
+    readonly h: PreparedHistory,
+    readonly o: CompactOptions,
+    readonly ctx: StrategyContext,
+  ) {
+    this.draft = new Draft(h, countWith(h, ctx), ctx.address, o.store);
+  }
+
+  /** Whether occupancy is at or under `target_tokens` (never, without one). */
+  readonly underTarget = (): boolean =>
+    this.o.target_tokens !== undefined && this.h.occupancy - this.draft.freed <= this.o.target_tokens;
+
+  sizeOf(s: ResultSiteInfo): number {
+    let t = this.sizes.get(s);
+    if (t === undefined) {
+      t = tokensOf(this.ctx, s.text);
+      this.sizes.set(s, t);
+    }
+    return t;
+  }
+
+  /** Replaces a result by `text`, its original offloaded (or cleared, with store none). */
+  replace(s: ResultSiteInfo, kind: string, text: (id: string | null, tokens: number) => string): void {
+    const original = this.draft.original(s.index, 'result', s.slot, { kind, tool: s.tool, tokens: this.sizeOf(s) });
+    const action: ActionKind = kind === 'tool_result_truncated' ? 'truncate' : original.id ? 'offload' : 'clear';
+    if (this.draft.replaceResult(s.index, s.slot, text(original.id, original.spec.tokens), action, original)) this.done.add(s);
+  }
+
+  /** Whether a result may still be replaced whole. */
+  replaceable(s: ResultSiteInfo): boolean {
+    return !s.protected && !this.done.has(s) && !this.underTarget() && this.sizeOf(s) >= this.o.min_tokens;
+  }
+}
+
+const recall = (id: string | null, tokens: number) =>
+  id ? `(${tokens} tokens offloaded; recall artifact ${id} to see them)` : `(${tokens} tokens cleared)`;
+
+/** Step 1: an older copy of a newer result becomes a pointer to the newest copy. */
+function dedupe(c: Compaction, sites: readonly ResultSiteInfo[]): void {
+  const newestByText = new Map<string, ResultSiteInfo>();
+  for (let i = sites.length - 1; i >= 0; i--) {
+    const s = sites[i] as ResultSiteInfo;
+    const newer = newestByText.get(s.text);
+    if (!newer) {
+      newestByText.set(s.text, s);
+      continue;
+    }
+    if (!c.replaceable(s)) continue;
+    c.replace(
+      s,
+      'tool_result_duplicate',
+      (id, tokens) =>
+        `${marker(id)} Identical to the output of the later call ${newer.callId} (${s.tool}). ${recall(id, tokens)}`,
+    );
+  }
+}
+
+/** Step 2: old results become placeholders, oldest first (those a rule keeps stay). */
+function clearResults(c: Compaction, sites: readonly ResultSiteInfo[]): void {
+  for (const s of sites) {
+    if (s.kept || !c.replaceable(s)) continue;
+    c.replace(s, 'tool_result', (id, tokens) => {
+      const body = render(placeholderFor(s.tool, c.o.rules), { tool: s.tool, id, tokens, args: s.args });
+      return `${marker(id)} ${body} ${recall(id, tokens)}`;
+    });
+  }
+}
+
+/** Step 4: old results that stayed but are over `limit` tokens keep only their head and tail. */
+function truncateResults(c: Compaction, sites: readonly ResultSiteInfo[], limit: number): void {
+  for (const s of sites) {
+    if (s.protected || c.done.has(s) || c.underTarget() || c.sizeOf(s) <= limit) continue;
+    c.replace(s, 'tool_result_truncated', (id, tokens) => {
+      const { head, tail } = headAndTail(s.text, tokens, limit);
+      const note = id ? `the full output is artifact ${id}` : 'the full output was not kept';
+      return `${head}\n\n${marker(id)} … ${tokens - limit} of ${tokens} tokens omitted; ${note} …\n\n${tail}`;
+    });
+  }
+}
+
 /**
  * Compaction (Manning 6.2.4; Anthropic's tool-result clearing; SWE-agent observation masking):
  * deterministic, reversible reduction of old tool traffic. In order, each step stopping once
  * occupancy is under `target_tokens`: identical older results become pointers to the newest copy,
  * old results are replaced by placeholders (oldest first), large arguments of old calls are
  * cleared, results that stay but are over `truncate_tokens` keep only their head and tail, and old
- * thinking is removed whole. Originals are offloaded as content-addressed artifacts. Results that
+ * thinking is removed whole (the newest keep_turns assistant turns, the turn in progress and the
+ * newest group keep theirs). Originals are offloaded as content-addressed artifacts. Results that
  * carry a marker were compacted before and are left alone, so running it on its own output
  * changes nothing.
  */
 function run(h: PreparedHistory, o: CompactOptions, ctx: StrategyContext): StrategyResult<{ artifacts: ArtifactRef[] }> {
-  const w = new Draft(h, countWith(h, ctx), ctx.address, o.store);
+  const c = new Compaction(h, o, ctx);
+  const w = c.draft;
   const warnings: Warning[] = [];
-  const underTarget = () => o.target_tokens !== undefined && h.occupancy - w.freed <= o.target_tokens;
   const sites = resultSites(h, o);
-  const done = new Set<ResultSiteInfo>();
-  const unitTokens = new Map<ResultSiteInfo, number>();
-  const sizeOf = (s: ResultSiteInfo) => {
-    let t = unitTokens.get(s);
-    if (t === undefined) {
-      t = tokensOf(ctx, s.text);
-      unitTokens.set(s, t);
-    }
-    return t;
-  };
-  const offloadResult = (s: ResultSiteInfo, kind: string, text: (id: string | null, tokens: number) => string) => {
-    const original = w.original(s.index, 'result', s.slot, { kind, tool: s.tool, tokens: sizeOf(s) });
-    const action: ActionKind = kind === 'tool_result_truncated' ? 'truncate' : original.id ? 'offload' : 'clear';
-    if (w.replaceResult(s.index, s.slot, text(original.id, original.spec.tokens), action, original)) done.add(s);
-  };
-  const recall = (id: string | null, tokens: number) =>
-    id ? `(${tokens} tokens offloaded; recall artifact ${id} to see them)` : `(${tokens} tokens cleared)`;
+  if (o.dedupe) dedupe(c, sites);
+  clearResults(c, sites);
+  if (o.clear_tool_inputs) clearInputs(c, sites);
+  if (o.truncate_tokens !== undefined) truncateResults(c, sites, o.truncate_tokens);
+  if (o.clear_thinking) warnings.push(...clearThinking(h, o.clear_thinking.keep_turns, w, c.underTarget));
 
-  // 1. Dedupe: an older copy of a newer result becomes a pointer to the newest copy.
-  if (o.dedupe) {
-    const newestByText = new Map<string, ResultSiteInfo>();
-    for (let i = sites.length - 1; i >= 0; i--) {
-      const s = sites[i] as ResultSiteInfo;
-      const newer = newestByText.get(s.text);
-      if (!newer) {
-        newestByText.set(s.text, s);
-        continue;
-      }
-      if (s.protected || underTarget() || sizeOf(s) < o.min_tokens) continue;
-      offloadResult(
-        s,
-        'tool_result_duplicate',
-        (id, tokens) =>
-          `${marker(id)} Identical to the output of the later call ${newer.callId} (${s.tool}). ${recall(id, tokens)}`,
-      );
-    }
-  }
-
-  // 2. Clear old results, oldest first.
-  for (const s of sites) {
-    if (s.protected || s.kept || done.has(s) || underTarget() || sizeOf(s) < o.min_tokens) continue;
-    offloadResult(s, 'tool_result', (id, tokens) => {
-      const body = render(placeholderFor(s.tool, o.rules), { tool: s.tool, id, tokens, args: s.args });
-      return `${marker(id)} ${body} ${recall(id, tokens)}`;
-    });
-  }
-
-  // 3. Clear large arguments of old calls (write/edit tools' contents, any large string).
-  if (o.clear_tool_inputs) clearInputs(h, o, ctx, w, sites, underTarget);
-
-  // 4. Truncate old results that stayed but are large.
-  if (o.truncate_tokens !== undefined) {
-    const limit = o.truncate_tokens;
-    for (const s of sites) {
-      if (s.protected || done.has(s) || underTarget() || sizeOf(s) <= limit) continue;
-      offloadResult(s, 'tool_result_truncated', (id, tokens) => {
-        const { head, tail } = headAndTail(s.text, tokens, limit);
-        const note = id ? `the full output is artifact ${id}` : 'the full output was not kept';
-        return `${head}\n\n${marker(id)} … ${tokens - limit} of ${tokens} tokens omitted; ${note} …\n\n${tail}`;
-      });
-    }
-  }
-
-  // 5. Remove old thinking whole, keeping the newest keep_turns assistant turns, the turn in
-  // progress and the newest group.
-  if (o.clear_thinking) warnings.push(...clearThinking(h, o.clear_thinking.keep_turns, w, underTarget));
-
-  if (o.target_tokens !== undefined && !underTarget()) {
+  if (o.target_tokens !== undefined && !c.underTarget()) {
     warnings.push({
       code: 'target_not_met',
       message: `occupancy is ${h.occupancy - w.freed}, over the target ${o.target_tokens}: the remaining tool traffic is protected or small`,
@@ -196,14 +223,10 @@ function run(h: PreparedHistory, o: CompactOptions, ctx: StrategyContext): Strat
   return { plan: w.plan(), warnings, extra: listed };
 }
 
-function clearInputs(
-  h: PreparedHistory,
-  o: CompactOptions,
-  ctx: StrategyContext,
-  w: Draft,
-  sites: readonly ResultSiteInfo[],
-  underTarget: () => boolean,
-): void {
+/** Step 3: large arguments of old calls (write/edit tools' contents, any large `content`) are cleared. */
+function clearInputs(c: Compaction, sites: readonly ResultSiteInfo[]): void {
+  const { h, o, ctx, draft: w } = c;
+  const underTarget = c.underTarget;
   const protectedCalls = new Set(sites.filter((s) => s.protected || s.kept).map((s) => s.callId));
   h.items.forEach((item, index) => {
     if (item.calls.length === 0 || underTarget()) return;

@@ -66,8 +66,6 @@ export interface StrategyResult<Extra> {
   warnings: Warning[];
   /** Set when nothing changes: a code such as `nothing_to_reduce`. */
   reason?: string;
-  /** Dry run: tokens the summaries not written would add, on top of what the plan adds (an estimate). */
-  estimated?: number;
   /** Entries to store if the store answers (the summary cache); a failure is only logged. */
   bestEffort?: NewArtifact[];
   /** What the strategy's LLM calls were billed, failed ones included. */

@@ -1,5 +1,10 @@
 import type { Applied } from './apply.js';
-import type { Entry, Plan, Removal } from './types.js';
+import type { Entry, Plan, Removal, Unwritten } from './types.js';
+
+function sumUnwritten(a: Unwritten | undefined, b: Unwritten | undefined): Unwritten | undefined {
+  if (!a || !b) return a ?? b;
+  return { calls: a.calls + b.calls, tokens: a.tokens + b.tokens };
+}
 
 /**
  * Plans composed on one index space: `plan` is over the input, and `entryOfView[v]` names the
@@ -72,6 +77,13 @@ export function compose(inner: Composed, outer: Plan, outerApplied: Applied): Co
     ...inner.plan.artifacts,
     ...outer.artifacts.map((a) => ({ ...a, message_index: inputIndex(a.message_index) })),
   ];
-  const plan: Plan = { entries, removed, artifacts, ...(inner.plan.memo ? { memo: inner.plan.memo } : {}) };
+  const unwritten = sumUnwritten(inner.plan.unwritten, outer.unwritten);
+  const plan: Plan = {
+    entries,
+    removed,
+    artifacts,
+    ...(inner.plan.memo ? { memo: inner.plan.memo } : {}),
+    ...(unwritten ? { unwritten } : {}),
+  };
   return { plan, entryOfView: outerApplied.entryOf.map((k) => entryMap[k] as number) };
 }

@@ -84,6 +84,17 @@ export interface Plan {
    * from there.
    */
   readonly memo?: ReadonlyMap<number, Memo>;
+  /** Summaries the plan stands for but that were not written (a dry run): see `Unwritten`. */
+  readonly unwritten?: Unwritten;
+}
+
+/**
+ * Summaries a dry run's plan leaves empty: the summarizer calls writing them would take, and the
+ * tokens they would add (estimated at their budget), on top of what the plan itself adds.
+ */
+export interface Unwritten {
+  readonly calls: number;
+  readonly tokens: number;
 }
 
 /** An input message as its first `edits` edits left it. */

@@ -108,7 +108,6 @@ async function run(h: PreparedHistory, o: FitOptions, ctx: StrategyContext): Pro
   return {
     plan: p.composed.plan,
     warnings: p.warnings,
-    estimated: summarized.planned ? (summarized.result?.estimated ?? 0) : 0,
     bestEffort: p.bestEffort,
     usage: p.usage,
     ...(fallback ? { fallback } : {}),

@@ -1,5 +1,6 @@
 import { type Applied, applyPlan, type Count } from '../../history/plan/apply.js';
 import { type Composed, compose, identity } from '../../history/plan/compose.js';
+import { type Evaluation, evaluatePlan } from '../../history/plan/evaluate.js';
 import type { Plan } from '../../history/plan/types.js';
 import { viewOf } from '../../history/plan/view.js';
 import type { Warning } from '../../history/types.js';
@@ -22,6 +23,7 @@ export interface Measured<E> {
   readonly applied: Applied | undefined;
   /** Tokens the stage frees, net of what it writes (summaries estimated at their budget in a dry run). */
   readonly freed: number;
+  readonly evaluation: Evaluation | undefined;
 }
 
 /** Two stages' usage summed; the model is the last one billed. */
@@ -60,9 +62,10 @@ export class Pipeline {
 
   /** A stage's result measured on the current view. */
   measure<E>(result: StrategyResult<E>): Measured<E> {
-    if (!result.plan || result.reason) return { result, applied: undefined, freed: 0 };
+    if (!result.plan || result.reason) return { result, applied: undefined, freed: 0, evaluation: undefined };
     const applied = applyPlan(this.view, result.plan, this.count);
-    return { result, applied, freed: applied.freed - applied.added - (result.estimated ?? 0) };
+    const evaluation = evaluatePlan(result.plan, applied);
+    return { result, applied, freed: evaluation.saved, evaluation };
   }
 
   /** Takes a stage if it frees enough (composing its plan), records it either way; returns whether it was taken. */

@@ -32,9 +32,8 @@ export function dryRunResult(
     message: `tokens.after assumes ${each} its summarizer.max_tokens budget (${dry.budget} tokens); a real run's may be shorter, or longer by the exact facts it keeps${dry.unpredicted ? `. Not predicted: ${dry.unpredicted}` : ''}`,
   });
   return {
-    plan: planned,
+    plan: { ...planned, unwritten: { calls: dry.plan.calls.length, tokens: dry.summaries * dry.budget } },
     warnings,
-    estimated: dry.summaries * dry.budget,
     extra: () => ({ summary: null, plan: dry.plan }),
   };
 }

@@ -82,6 +82,63 @@ function dryRolling(
   return dryRunResult(dry, { summaries: 1, budget: o.summarizer.max_tokens, plan }, warnings);
 }
 
+/** A response without a summary (nothing committed), with what was billed if anything. */
+function noSummary(warnings: Warning[], reason: string, usage?: BilledUsage): StrategyResult<SummarizeExtra> {
+  return { warnings, reason, ...(usage ? { usage } : {}), extra: () => ({ summary: null }) };
+}
+
+type Written = Awaited<ReturnType<typeof cachedSummary>>;
+
+/**
+ * Steps 5–6: the summary written, put in place. The summarized range is offloaded and the summary
+ * names it: prefix, opaque items kept, the summary, the tail. A summary not smaller than what it
+ * replaces is not committed (but stays cached: the same request again costs nothing).
+ */
+function commit(
+  h: PreparedHistory,
+  ctx: StrategyContext,
+  p: RollingPlan,
+  ranged: RangeArtifact,
+  cacheId: string,
+  got: Written,
+  warnings: Warning[],
+): StrategyResult<SummarizeExtra> {
+  const { text, facts, model, usage, cached } = got;
+  const bestEffort: NewArtifact[] = got.entry ? [got.entry] : [];
+  const { earlier, range, cut } = p;
+  const covers = range.length + (earlier?.marker.covers ?? 0);
+  const plan = summaryPlan(h, p, `${summaryMarker(ranged.id, p.placement, covers)}${text}`, ranged.specs);
+  const { freed, added } = applyPlan(h, plan, countWith(h, ctx));
+  if (freed - added <= 0) {
+    warnings.push({
+      code: 'summary_not_smaller',
+      message: `the summary (${added} tokens) would not be smaller than what it replaces (${freed})`,
+    });
+    return { ...noSummary(warnings, 'summary_not_smaller', billed(usage, model)), bestEffort };
+  }
+  const role = p.placement === 'pair' ? 'pair' : p.placement === 'own' ? p.summaryRole : `${p.left?.role ?? 'user'} (joined)`;
+  const rest: Omit<SummaryReport, 'id' | 'parent_id' | 'text' | 'role' | 'message_index'> = {
+    covered_messages: covers,
+    last_summarized_run_id: h.runIds?.[cut - 1] ?? null,
+    summarizer: (ctx.summarizer as NonNullable<StrategyContext['summarizer']>).kind,
+    model,
+    cached,
+    facts,
+  };
+  const head = { id: ranged.id ?? cacheId, parent_id: earlier?.marker.id ?? null, text, role };
+  return {
+    plan,
+    warnings,
+    bestEffort,
+    usage: billed(usage, model),
+    // The response's field order: where the summary sits comes after its role.
+    extra: (applied) => ({
+      summary: { ...head, message_index: applied?.positions.get(SUMMARY_KEY) ?? -1, ...rest },
+      artifacts: applied?.artifacts ?? [],
+    }),
+  };
+}
+
 /**
  * Rolling summary (Manning 6.2.5; hastekit's LLM summarizer; sagents): keeps the head, the first
  * user message and the tail (`keep`, moved back to a safe boundary, never forward), and replaces
@@ -96,28 +153,21 @@ export async function rolling(
   o: SummarizeOptions,
   ctx: StrategyContext,
 ): Promise<StrategyResult<SummarizeExtra>> {
-  const { format } = h;
   const summarizer = ctx.summarizer;
   if (!summarizer) throw new CompactorError('CMP_ERR_INTERNAL', 'no summarizer configured');
-  if (o.summary_role === 'system' && !format.systemMessages) {
+  if (o.summary_role === 'system' && !h.format.systemMessages) {
     throw fieldError(
       'CMP_ERR_OPTIONS_INVALID',
       'summary_role',
-      `${format.name} takes no system message inside the history; use user or pair`,
+      `${h.format.name} takes no system message inside the history; use user or pair`,
     );
   }
   const warnings: Warning[] = [];
-  const none = (reason: string, usage?: BilledUsage): StrategyResult<SummarizeExtra> => ({
-    warnings,
-    reason,
-    ...(usage ? { usage } : {}),
-    extra: () => ({ summary: null }),
-  });
 
   // 1–2. The prefix, where the summary goes, and the tail's start, at a safe boundary.
   const p = planRolling(h, o, warnings);
-  const { earlier, range, cut } = p;
-  if (range.length === 0) return none('nothing_to_reduce');
+  const { earlier, range } = p;
+  if (range.length === 0) return noSummary(warnings, 'nothing_to_reduce');
 
   // 3. What to summarize: the range as transcript entries, the earlier summary, the exact facts.
   const previous = earlier?.marker.text ?? null;
@@ -130,54 +180,12 @@ export async function rolling(
   if (ctx.dryRun) return dryRolling(h, o, ctx, p, ranged, summarizer.plan(request()), warnings);
 
   // 4. The summary: from the cache, or from the summarizer (following on_failure when it fails).
-  let got: Awaited<ReturnType<typeof cachedSummary>>;
+  let got: Written;
   try {
     got = await cachedSummary(ctx, summarizer, cache, o.timeout_ms, request);
   } catch (error) {
     if (!(error instanceof CompactorError)) throw error;
     return onFailure(h, o, ctx, error, warnings, o.summarizer.model ?? null);
   }
-  const { text, facts: factReport, model, usage, cached } = got;
-  const bestEffort: NewArtifact[] = got.entry ? [got.entry] : [];
-
-  // 5–6. The summarized range is offloaded and the summary names it: prefix, opaque items kept,
-  // the summary, the tail.
-  const { id } = ranged;
-  const covers = range.length + (earlier?.marker.covers ?? 0);
-  const plan = summaryPlan(h, p, `${summaryMarker(id, p.placement, covers)}${text}`, ranged.specs);
-  const { freed, added } = applyPlan(h, plan, countWith(h, ctx));
-  if (freed - added <= 0) {
-    warnings.push({
-      code: 'summary_not_smaller',
-      message: `the summary (${added} tokens) would not be smaller than what it replaces (${freed})`,
-    });
-    // Not committed, but cached: the same request again costs nothing.
-    return { ...none('summary_not_smaller', billed(usage, model)), bestEffort };
-  }
-  const role = p.placement === 'pair' ? 'pair' : p.placement === 'own' ? p.summaryRole : `${p.left?.role ?? 'user'} (joined)`;
-  const report: Omit<SummaryReport, 'message_index'> = {
-    id: id ?? cache.id,
-    parent_id: earlier?.marker.id ?? null,
-    text,
-    role,
-    covered_messages: covers,
-    last_summarized_run_id: h.runIds?.[cut - 1] ?? null,
-    summarizer: summarizer.kind,
-    model,
-    cached,
-    facts: factReport,
-  };
-  return {
-    plan,
-    warnings,
-    bestEffort,
-    usage: billed(usage, model),
-    extra: (applied) => {
-      const { id: summaryId, parent_id, text: summaryText, role: summaryRole, ...rest } = report;
-      // The response's field order: where the summary sits comes after its role.
-      const message_index = applied?.positions.get(SUMMARY_KEY) ?? -1;
-      const summary = { id: summaryId, parent_id, text: summaryText, role: summaryRole, message_index, ...rest };
-      return { summary, artifacts: applied?.artifacts ?? [] };
-    },
-  };
+  return commit(h, ctx, p, ranged, cache.id, got, warnings);
 }

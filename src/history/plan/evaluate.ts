@@ -1,0 +1,49 @@
+import type { Applied } from './apply.js';
+import type { Plan } from './types.js';
+
+/**
+ * What a plan would do, measured before anything is committed: what the cost decision compares
+ * between candidate reductions. The provider's prompt cache keeps the longest unchanged prefix of
+ * a request, so where a plan first changes the history matters as much as what it saves.
+ */
+export interface Evaluation {
+  /** Input messages the plan edits or removes, ascending. */
+  readonly edited: readonly number[];
+  /**
+   * The first output position that differs from the input (`messages.length` when nothing does):
+   * every message before it is the very one that came in, still a cache hit.
+   */
+  readonly firstChange: number;
+  /** Tokens of the messages before `firstChange` (those the prompt cache still holds). */
+  readonly unchangedPrefixTokens: number;
+  /** Tokens the plan frees (removed messages whole, reductions of edited ones). */
+  readonly freed: number;
+  /** Tokens the plan writes (summaries, joined text), the unwritten summaries' estimate included. */
+  readonly added: number;
+  /** `freed - added`: what the history shrinks by. */
+  readonly saved: number;
+  /** Summarizer calls the plan still needs (a dry run's unwritten summaries); 0 once written. */
+  readonly calls: number;
+}
+
+/** Measures a plan from its rendering over the history it was made for (`applyPlan`'s result). */
+export function evaluatePlan(plan: Plan, applied: Applied): Evaluation {
+  const edited = applied.actions.filter((a) => a.action !== 'keep').map((a) => a.index);
+  let firstChange = 0;
+  let unchangedPrefixTokens = 0;
+  for (const entry of plan.entries) {
+    if (!('index' in entry) || entry.index !== firstChange || entry.edits.length > 0) break;
+    unchangedPrefixTokens += applied.counts[firstChange] as number;
+    firstChange++;
+  }
+  const added = applied.added + (plan.unwritten?.tokens ?? 0);
+  return {
+    edited,
+    firstChange,
+    unchangedPrefixTokens,
+    freed: applied.freed,
+    added,
+    saved: applied.freed - added,
+    calls: plan.unwritten?.calls ?? 0,
+  };
+}
