@@ -5,15 +5,12 @@ import { MemoryStore } from '../../src/store/memory.js';
 import type { ArtifactStore } from '../../src/store/types.js';
 import { StoreFailedError, StoreUnavailableError } from '../../src/store/types.js';
 import { build, testConfig } from '../support/app.js';
+import { callMessage, toolResult } from '../support/messages.js';
 
 const big = (label: string) =>
   `${label}\n${Array.from({ length: 80 }, (_, i) => `line ${i}: ${label} output value ${i * 13}`).join('\n')}`;
-const call = (id: string, name: string, args: Record<string, unknown>) => ({
-  role: 'assistant',
-  content: null,
-  tool_calls: [{ id, type: 'function', function: { name, arguments: JSON.stringify(args) } }],
-});
-const result = (id: string, content: string) => ({ role: 'tool', tool_call_id: id, content });
+const call = callMessage;
+const result = toolResult;
 
 const history = [
   { role: 'system', content: 'You are a coding agent.' },

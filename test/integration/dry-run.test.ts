@@ -12,9 +12,8 @@ import { fitStrategy } from '../../src/strategies/fit/index.js';
 import { summarizeStrategy } from '../../src/strategies/summarize/index.js';
 import type { Summarizer, SummaryRequest } from '../../src/summarizers/types.js';
 import { TokenCounter } from '../../src/tokens/counter.js';
-import { build } from '../support/app.js';
+import { buildWithLlm } from '../support/app.js';
 import { loadCorpus } from '../support/corpus.js';
-import { FakeOpenAI } from '../support/fake-openai.js';
 
 /** A summarizer that counts its calls and answers a short summary. */
 class Counting implements Summarizer {
@@ -154,13 +153,7 @@ const django = loadCorpus().find((x) => x.file.includes('django__django-11138'))
 
 t.test('a fit dry run over HTTP on a real transcript: the actions of the real run, no call', async (t) => {
   if (!django) throw new Error('corpus missing');
-  const server = await new FakeOpenAI().start();
-  t.teardown(() => server.stop());
-  const app = await build(t, {
-    COMPACTOR_STORE_URL: 'memory:',
-    OPENAI_BASE_URL: server.url,
-    COMPACTOR_SUMMARIZER_MODEL: 'small',
-  });
+  const { app, server } = await buildWithLlm(t, { COMPACTOR_SUMMARIZER_MODEL: 'small' });
   const payload = { messages: django.messages, model: django.model, target_tokens: 20_000 };
   const dry = (await app.inject({ method: 'POST', url: '/v1/fit', payload: { ...payload, dry_run: true } })).json();
   t.equal(server.requests.length, 0);

@@ -1,29 +1,14 @@
-import t, { type Test } from 'tap';
-import type { Config } from '../../src/config.js';
-import { build } from '../support/app.js';
+import t from 'tap';
+import { build, buildWithLlm } from '../support/app.js';
 import { loadCorpus } from '../support/corpus.js';
-import { FakeOpenAI } from '../support/fake-openai.js';
 import { violationsOf } from '../support/invariants.js';
 
 const corpus = loadCorpus();
 const django = corpus.find((x) => x.file.includes('django__django-11138'));
 
-/** The app with a memory store and the fake OpenAI-compatible server as its summarizer. */
-async function withLlm(t: Test, extra: Partial<Record<keyof Config, string>> = {}) {
-  const server = await new FakeOpenAI().start();
-  t.teardown(() => server.stop());
-  const app = await build(t, {
-    COMPACTOR_STORE_URL: 'memory:',
-    OPENAI_BASE_URL: server.url,
-    COMPACTOR_SUMMARIZER_MODEL: 'summarizer-small',
-    ...extra,
-  });
-  return { server, app };
-}
-
 t.test('fit stages on a real transcript: compaction alone, then summarization, then the window when the LLM fails', async (t) => {
   if (!django) throw new Error('corpus missing');
-  const { server, app } = await withLlm(t, { COMPACTOR_SUMMARIZER_MAX_RETRIES: '0' });
+  const { server, app } = await buildWithLlm(t, { COMPACTOR_SUMMARIZER_MAX_RETRIES: '0' });
   const fit = async (payload: Record<string, unknown>) =>
     (
       await app.inject({
@@ -131,7 +116,7 @@ t.test('fit on the corpus: valid output, at or under target or target_not_met', 
 });
 
 t.test('fit: when the window must still cut after a summary, it keeps the summary and drops what follows', async (t) => {
-  const { server, app } = await withLlm(t);
+  const { server, app } = await buildWithLlm(t);
   server.fallback = () => ({
     content: '## Goal and constraints\nWrite the essay.\n## Current state\nParagraphs 1 to 20 drafted.',
   });
@@ -176,7 +161,7 @@ t.test('fit: when the window must still cut after a summary, it keeps the summar
 
 t.test('fit dry run: reports the stages it can predict and the summarizer calls it would make, calls nothing', async (t) => {
   if (!django) throw new Error('corpus missing');
-  const { server, app } = await withLlm(t);
+  const { server, app } = await buildWithLlm(t);
   const payload = { messages: django.messages, model: django.model, target_tokens: 20_000 };
   const dry = (await app.inject({ method: 'POST', url: '/v1/fit', payload: { ...payload, dry_run: true } })).json();
   t.equal(server.requests.length, 0, 'no LLM call');

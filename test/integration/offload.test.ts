@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import t, { type Test } from 'tap';
-import { build } from '../support/app.js';
+import { build, fakeLlm } from '../support/app.js';
 import { loadCorpus } from '../support/corpus.js';
 import { FakeOpenAI } from '../support/fake-openai.js';
 
@@ -94,8 +94,7 @@ t.test('bad input on a worker is the same problem as on the main thread', async 
 });
 
 t.test('on a worker, with an LLM and an SQLite store the threads share: summaries, the cache, failures', async (t) => {
-  const server = await new FakeOpenAI().start();
-  t.teardown(() => server.stop());
+  const server = await fakeLlm(t);
   server.fallback = () => ({ content: '## Goal and constraints\nFix the bug.\n## Current state\nDone.' });
   const dir = mkdtempSync(join(tmpdir(), 'compactor-offload-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));

@@ -6,8 +6,7 @@
 import type { FastifyInstance } from 'fastify';
 import t from 'tap';
 import { STRATEGIES } from '../../src/strategies/registry.js';
-import { build } from '../support/app.js';
-import { FakeOpenAI } from '../support/fake-openai.js';
+import { build, buildWithLlm } from '../support/app.js';
 
 const post = (app: FastifyInstance, url: string, payload: unknown) =>
   app.inject({ method: 'POST', url, payload: payload as Record<string, unknown> });
@@ -69,13 +68,7 @@ t.test('a summarizer model is a 400 when no LLM is configured, in every mode, sa
 });
 
 t.test('a model off the allowed list is a 400 in every mode, fit included, before any call', async (t) => {
-  const server = await new FakeOpenAI().start();
-  t.teardown(() => server.stop());
-  const app = await build(t, {
-    COMPACTOR_STORE_URL: 'memory:',
-    OPENAI_BASE_URL: server.url,
-    COMPACTOR_SUMMARIZER_MODEL: 'summarizer-small',
-  });
+  const { app, server } = await buildWithLlm(t);
   const cases: [string, string, Record<string, unknown>][] = [
     ...MODEL_CASES.map(([n, url, o]): [string, string, Record<string, unknown>] => [
       n,

@@ -9,6 +9,7 @@ import { pino } from 'pino';
 import t from 'tap';
 import { buildApp } from '../../src/app.js';
 import { testConfig } from '../support/app.js';
+import { toolCall } from '../support/messages.js';
 import { listen } from '../support/net.js';
 
 async function start(): Promise<{ app: FastifyInstance; base: string; port: number }> {
@@ -16,11 +17,7 @@ async function start(): Promise<{ app: FastifyInstance; base: string; port: numb
   return { app, ...(await listen(app)) };
 }
 
-const call = (id: string, name: string, args: Record<string, unknown>) => ({
-  id,
-  type: 'function',
-  function: { name, arguments: JSON.stringify(args) },
-});
+const call = toolCall;
 
 /** A coding agent's history: system prompt, three user runs, parallel tool calls and their results. */
 const HISTORY = [

@@ -3,10 +3,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { parseSummary } from '../../src/history/vocabulary.js';
-import { build } from '../support/app.js';
+import { build, fakeLlm } from '../support/app.js';
 import { loadConverted } from '../support/convert.js';
 import { loadCorpus } from '../support/corpus.js';
-import { FakeOpenAI, type Reply } from '../support/fake-openai.js';
+import type { FakeOpenAI, Reply } from '../support/fake-openai.js';
 import { adapter, violationsOf } from '../support/invariants.js';
 import { schemaErrors } from '../support/schemas.js';
 
@@ -30,12 +30,6 @@ const history = (n: number) => [
   ...Array.from({ length: n }, (_, i) => step(i)).flat(),
 ];
 
-async function withLlm(t: { teardown: (f: () => unknown) => void }) {
-  const server = await new FakeOpenAI().start();
-  t.teardown(() => server.stop());
-  return server;
-}
-
 async function appWith(t: { teardown: (f: () => unknown) => void }, server: FakeOpenAI, extra: Record<string, string> = {}) {
   return build(
     t as never,
@@ -52,7 +46,7 @@ async function appWith(t: { teardown: (f: () => unknown) => void }, server: Fake
 }
 
 t.test('an LLM summary, then a fold: one call over the old summary and only the new range', async (t) => {
-  const server = await withLlm(t);
+  const server = await fakeLlm(t);
   const app = await appWith(t, server);
   server.enqueue({ content: '## Goal and constraints\nBuild the project.\n## Done and found\nBuilt target_0.o … target_9.o.' });
   const first = await app.inject({
@@ -135,7 +129,7 @@ t.test('every fault, for each on_failure', async (t) => {
     ['empty content', [{ content: '' }, { content: ' ' }], 'CMP_ERR_SUMMARIZER_EMPTY', 502],
     ['connection reset', [{ fault: 'reset' }, { fault: 'reset' }], 'CMP_ERR_SUMMARIZER_UNAVAILABLE', 503],
   ];
-  const server = await withLlm(t);
+  const server = await fakeLlm(t);
   const app = await appWith(t, server);
   for (const [name, script, code, status] of faults) {
     for (const onFailure of ['keep', 'window', 'error'] as const) {
@@ -181,7 +175,7 @@ t.test('every fault, for each on_failure', async (t) => {
 });
 
 t.test('options: dry run, model allow-list, summary roles, prompt injection stays data', async (t) => {
-  const server = await withLlm(t);
+  const server = await fakeLlm(t);
   const app = await appWith(t, server, { COMPACTOR_SUMMARIZER_MODELS: 'summarizer-large' });
   const dry = await app.inject({
     method: 'POST',
@@ -301,7 +295,7 @@ t.test('extractive summaries of the real corpus: valid, facts reported', async (
 });
 
 t.test('sections mode on the real corpus: valid, idempotent three times running with no LLM call', async (t) => {
-  const server = await withLlm(t);
+  const server = await fakeLlm(t);
   const app = await appWith(t, server);
   const post = async (messages: unknown[], model?: string) =>
     app.inject({
@@ -353,7 +347,7 @@ t.test('sections mode: expand restores summarized pairs', async (t) => {
 t.test(
   'a tool result is rendered once in the summarizer transcript; a summary that does not pay is cached, not billed twice',
   async (t) => {
-    const server = await withLlm(t);
+    const server = await fakeLlm(t);
     const app = await appWith(t, server);
     await app.inject({ method: 'POST', url: '/v1/summarize', payload: { messages: history(6), keep: { messages: 2 } } });
     const prompt = server.requests[0]?.messages[1]?.content ?? '';
@@ -443,7 +437,7 @@ t.test(
 );
 
 t.test('sections mode, QA merge: the merged header joins the user messages, or summarizes them', async (t) => {
-  const server = await withLlm(t);
+  const server = await fakeLlm(t);
   const app = await appWith(t, server);
   const sections = Array.from({ length: 5 }, (_, k) => [
     { role: 'user', content: `Request number ${k}: build part ${k}.` },
@@ -506,7 +500,7 @@ t.test('sections mode, QA merge: the merged header joins the user messages, or s
 t.test(
   'identical requests at once share one summarizer call, and bill it once; a shared failure is not billed twice',
   async (t) => {
-    const server = await withLlm(t);
+    const server = await fakeLlm(t);
     const app = await appWith(t, server, { COMPACTOR_SUMMARIZER_TIMEOUT_MS: '2000' });
     server.fallback = () => ({ delayMs: 150, content: '## Goal and constraints\nBuild the project.\n## Current state\nBuilt.' });
     const burst = (payload: object, n: number) =>
@@ -565,7 +559,7 @@ t.test(
 );
 
 t.test('requests with different timeout_ms asking for one summary at once: each keeps its own deadline', async (t) => {
-  const server = await withLlm(t);
+  const server = await fakeLlm(t);
   const app = await appWith(t, server, { COMPACTOR_SUMMARIZER_TIMEOUT_MS: '5000' });
   // The summary takes 2.5 s: a short request would have to start that late to find it cached.
   server.fallback = () => ({ delayMs: 2500, content: '## Goal and constraints\nBuild the project.\n## Current state\nBuilt.' });
@@ -592,7 +586,7 @@ t.test('requests with different timeout_ms asking for one summary at once: each 
 });
 
 t.test('a summarizer model that is not allowed is a 400 whatever on_failure says', async (t) => {
-  const server = await withLlm(t);
+  const server = await fakeLlm(t);
   const app = await appWith(t, server);
   const variants: [string, object][] = [
     ['on_failure keep', { on_failure: 'keep' }],
@@ -620,7 +614,7 @@ t.test('a summarizer model that is not allowed is a 400 whatever on_failure says
 });
 
 t.test('a model taken off the allowed list is a 400 even when a summary of it is cached', async (t) => {
-  const server = await withLlm(t);
+  const server = await fakeLlm(t);
   server.fallback = () => ({ content: '## Goal and constraints\nBuild the project.\n## Current state\nBuilt.' });
   const dir = mkdtempSync(join(tmpdir(), 'compactor-allowed-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
@@ -637,7 +631,7 @@ t.test('a model taken off the allowed list is a 400 even when a summary of it is
 t.test(
   'store inline: the summarized ranges come back in artifacts, and expand restores the history from them alone',
   async (t) => {
-    const server = await withLlm(t);
+    const server = await fakeLlm(t);
     server.fallback = () => ({ content: '## Goal and constraints\nBuild the project.\n## Current state\nBuilt.' });
     // A second service with a store of its own (and the same secret, which keys artifact ids):
     // what it restores can only come from the request.
@@ -679,7 +673,7 @@ t.test(
 );
 
 t.test('sections mode: the same history summarized again costs nothing, from the summary cache', async (t) => {
-  const server = await withLlm(t);
+  const server = await fakeLlm(t);
   server.fallback = () => ({ content: '## Goal and constraints\nBuild the project.\n## Current state\nBuilt.' });
   const dir = mkdtempSync(join(tmpdir(), 'compactor-sections-cache-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
@@ -715,7 +709,7 @@ t.test('sections mode: the same history summarized again costs nothing, from the
 t.test(
   'a request sharing a summary keeps its own deadline: when the first request runs out of time, it asks on its own',
   async (t) => {
-    const server = await withLlm(t);
+    const server = await fakeLlm(t);
     const app = await appWith(t, server, { COMPACTOR_SUMMARIZER_TIMEOUT_MS: '5000' });
     // The first call is too slow for its request's 1 s; the second answers at once.
     server.enqueue({ delayMs: 2500, content: '## Goal and constraints\nLate.\n## Current state\nLate.' });
@@ -741,7 +735,7 @@ t.test(
 );
 
 t.test('sections mode: summaries paid for before a failure are cached, and not paid for again', async (t) => {
-  const server = await withLlm(t);
+  const server = await fakeLlm(t);
   const dir = mkdtempSync(join(tmpdir(), 'compactor-partial-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const config = { COMPACTOR_SUMMARIZER_TIMEOUT_MS: '5000', COMPACTOR_STORE_URL: `sqlite:${join(dir, 'store.db')}` };
@@ -775,7 +769,7 @@ t.test('sections mode: summaries paid for before a failure are cached, and not p
 });
 
 t.test('sections dry run: plans the older sections and the kept section’s oversized pairs, as the run makes them', async (t) => {
-  const server = await withLlm(t);
+  const server = await fakeLlm(t);
   server.fallback = () => ({ content: '## Goal and constraints\nBuild.\n## Current state\nBuilt.' });
   const app = await appWith(t, server);
   const payload = {

@@ -6,7 +6,8 @@ import { extractFacts, guardFacts } from '../../src/summarizers/facts.js';
 import { LlmSummarizer } from '../../src/summarizers/llm.js';
 import { escapeContent, renderTranscript } from '../../src/summarizers/transcript.js';
 import type { SummaryRequest, SummaryUsage, TranscriptEntry } from '../../src/summarizers/types.js';
-import { FakeOpenAI, type Reply } from '../support/fake-openai.js';
+import { fakeLlm } from '../support/app.js';
+import type { FakeOpenAI, Reply } from '../support/fake-openai.js';
 
 const count = (text: string) => countTokens(text, { disallowedSpecial: new Set() });
 
@@ -25,12 +26,6 @@ const entries: TranscriptEntry[] = [
 
 function request(overrides: Partial<SummaryRequest> = {}): SummaryRequest {
   return { entries, previous: null, facts: [], maxTokens: 300, ...overrides };
-}
-
-async function fake(t: { teardown: (fn: () => unknown) => void }): Promise<FakeOpenAI> {
-  const server = await new FakeOpenAI().start();
-  t.teardown(() => server.stop());
-  return server;
 }
 
 function llm(server: FakeOpenAI, overrides: Partial<ConstructorParameters<typeof LlmSummarizer>[0]> = {}) {
@@ -59,7 +54,7 @@ async function failure(promise: Promise<unknown>): Promise<CompactorError & { bi
 }
 
 t.test('llm: a summary through the real SDK, usage read from the answer', async (t) => {
-  const server = await fake(t);
+  const server = await fakeLlm(t);
   server.enqueue({
     content: '## Goal\nFix tests/test_api.py',
     usage: { prompt_tokens: 120, completion_tokens: 30, cached_tokens: 100 },
@@ -76,7 +71,7 @@ t.test('llm: a summary through the real SDK, usage read from the answer', async 
 });
 
 t.test('llm: the model allow-list', async (t) => {
-  const server = await fake(t);
+  const server = await fakeLlm(t);
   await llm(server).summarize(request({ model: 'summarizer-large' }));
   t.equal(server.requests[0]?.model, 'summarizer-large');
   const error = await failure(llm(server).summarize(request({ model: 'gpt-5-expensive' })));
@@ -85,7 +80,7 @@ t.test('llm: the model allow-list', async (t) => {
 });
 
 t.test('llm: retries honour retry-after, then succeed', async (t) => {
-  const server = await fake(t);
+  const server = await fakeLlm(t);
   server.enqueue({ fault: 'status', status: 429, retryAfter: 1 }, { fault: 'status', status: 500 }, { content: 'ok' });
   const started = Date.now();
   const result = await llm(server).summarize(request());
@@ -129,7 +124,7 @@ t.test('llm: faults become our codes, with what was billed', async (t) => {
     ['connection reset', () => [{ fault: 'reset' }, { fault: 'reset' }], 'CMP_ERR_SUMMARIZER_UNAVAILABLE', 2],
   ];
   for (const [name, script, code, calls] of cases) {
-    const server = await fake(t);
+    const server = await fakeLlm(t);
     server.enqueue(...script());
     const error = await failure(llm(server, { timeoutMs: 300, maxRetries: 1 }).summarize(request()));
     t.equal(error.code, code, `${name}: ${code}`);
@@ -140,7 +135,7 @@ t.test('llm: faults become our codes, with what was billed', async (t) => {
 });
 
 t.test('llm: a range over the input budget is chunked, summarized concurrently, merged; no call over budget', async (t) => {
-  const server = await fake(t);
+  const server = await fakeLlm(t);
   const long: TranscriptEntry[] = Array.from({ length: 60 }, (_, i) => ({
     role: 'tool' as const,
     text: `output ${i}: ${'result value '.repeat(60)}`,

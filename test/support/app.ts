@@ -3,6 +3,7 @@ import { pino } from 'pino';
 import type { Test } from 'tap';
 import { buildApp } from '../../src/app.js';
 import { type Config, loadConfig } from '../../src/config.js';
+import { FakeOpenAI } from './fake-openai.js';
 
 /** A config from defaults plus overrides, never from the test process's environment. */
 export function testConfig(overrides: Partial<Record<keyof Config, string>> = {}): Config {
@@ -22,4 +23,29 @@ export async function build(t: Test, overrides: Partial<Record<keyof Config, str
   t.teardown(() => app.close());
   await app.ready();
   return app;
+}
+
+/** A fake OpenAI-compatible server (real HTTP) for one test, stopped when the test ends. */
+export async function fakeLlm(t: Pick<Test, 'teardown'>): Promise<FakeOpenAI> {
+  const server = await new FakeOpenAI().start();
+  t.teardown(() => server.stop());
+  return server;
+}
+
+/**
+ * The real app for one test with a memory store and a fake OpenAI-compatible server as its
+ * summarizer (default model `summarizer-small`); both close when the test ends.
+ */
+export async function buildWithLlm(
+  t: Test,
+  overrides: Partial<Record<keyof Config, string>> = {},
+): Promise<{ app: FastifyInstance; server: FakeOpenAI }> {
+  const server = await fakeLlm(t);
+  const app = await build(t, {
+    COMPACTOR_STORE_URL: 'memory:',
+    OPENAI_BASE_URL: server.url,
+    COMPACTOR_SUMMARIZER_MODEL: 'summarizer-small',
+    ...overrides,
+  });
+  return { app, server };
 }

@@ -6,14 +6,11 @@ import { keepPlan, type Plan } from '../../src/history/plan/types.js';
 import { viewOf } from '../../src/history/plan/view.js';
 import { prepareRequest } from '../../src/request-history.js';
 import { TokenCounter } from '../../src/tokens/counter.js';
+import { callMessage, toolResult } from '../support/messages.js';
 
 const counter = new TokenCounter(1000);
-const call = (id: string) => ({
-  role: 'assistant',
-  content: null,
-  tool_calls: [{ id, type: 'function', function: { name: 'bash', arguments: '{"command":"ls"}' } }],
-});
-const result = (id: string, content: string) => ({ role: 'tool', tool_call_id: id, content });
+const call = (id: string) => callMessage(id);
+const result = toolResult;
 const messages = [
   { role: 'system', content: 'you are an agent' },
   { role: 'user', content: 'task one' },

@@ -2,6 +2,7 @@ import t from 'tap';
 import { Compactor } from '../../src/compactor.js';
 import { windowStrategy } from '../../src/strategies/sliding-window.js';
 import { TokenCounter } from '../../src/tokens/counter.js';
+import { callMessage, toolResult } from '../support/messages.js';
 
 const compactor = new Compactor(new TokenCounter(1000));
 const window = (req: Record<string, unknown>, keep: Record<string, number>, keepFirstUser = true) =>
@@ -10,12 +11,8 @@ const window = (req: Record<string, unknown>, keep: Record<string, number>, keep
     keep_first_user: keepFirstUser,
   });
 
-const call = (id: string) => ({
-  role: 'assistant',
-  content: null,
-  tool_calls: [{ id, type: 'function', function: { name: 'bash', arguments: '{"command":"ls"}' } }],
-});
-const result = (id: string, content = 'out') => ({ role: 'tool', tool_call_id: id, content });
+const call = (id: string) => callMessage(id);
+const result = toolResult;
 
 const chat = [
   { role: 'system', content: 'you are an agent' },
