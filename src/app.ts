@@ -4,6 +4,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import { type Logger, pino } from 'pino';
 import type { Config } from './config.js';
+import { installedPrices } from './cost/prices.js';
 import admissionPlugin from './plugins/admission.js';
 import compactorPlugin from './plugins/compactor.js';
 import guardPlugin from './plugins/guard.js';
@@ -146,6 +147,7 @@ async function registerPlugins(app: FastifyInstance, config: Config, deps: AppDe
     summarizer: await createSummarizer(config, summarizerSlots),
     deadlineMs: config.COMPACTOR_DEADLINE_MS,
     secret: config.COMPACTOR_ARTIFACT_SECRET,
+    prices: installedPrices(config.COMPACTOR_PRICES_FILE, config.COMPACTOR_SUMMARIZER_PRICING),
     ...(deps.store ? { store: deps.store } : {}),
   });
   await app.register(offloadPlugin, {

@@ -2,6 +2,8 @@ import { randomBytes } from 'node:crypto';
 import type { z } from 'zod';
 import { ArtifactService, type ArtifactView, type Caller } from './artifacts.js';
 import type { BilledUsage as BilledUsageSchema, Fallback, TokensReport } from './contract/parts.js';
+import type { Prices } from './cost/prices.js';
+import { PriceTable } from './cost/prices.js';
 import { CompactorError } from './errors.js';
 import { addresser, scopeOf } from './history/address.js';
 import type { ExpandResult } from './history/expand.js';
@@ -52,6 +54,10 @@ export interface CompactorOptions {
    * store keeps). Default: random, so ids and cached summaries last as long as this instance.
    */
   secret?: string;
+  /** Model prices (the built-in table plus COMPACTOR_PRICES_FILE's rows). */
+  prices?: PriceTable;
+  /** The summarizer's prices when configured (COMPACTOR_SUMMARIZER_PRICING). */
+  summarizerPrices?: Prices;
 }
 
 /** Per call: its deadline and who is asking (default: the shared scope of a service without keys). */
@@ -72,12 +78,14 @@ export class Compactor {
   private readonly flights = new SingleFlight<SettledSummary>();
   private readonly secret: string;
   private readonly shared: Caller;
+  private readonly prices: PriceTable;
 
   constructor(
     private readonly counter: TokenCounter,
     private readonly options: CompactorOptions = {},
   ) {
     this.summarizer = options.summarizer ?? new ExtractiveSummarizer();
+    this.prices = options.prices ?? new PriceTable();
     this.secret = options.secret ?? randomBytes(32).toString('hex');
     this.shared = this.caller(null);
     this.artifacts = new ArtifactService({
@@ -179,7 +187,14 @@ export class Compactor {
       extra,
     });
     strategy.check?.(options, { profile: h.profile, summarizer: this.summarizer });
-    if (!triggered(req, h)) return unchanged('below_trigger', h.warnings, strategy.idle(h));
+    const cost = {
+      table: this.prices,
+      summarizerPrices: this.options.summarizerPrices,
+      usage: req.usage,
+      fixed: h.system + h.tools + h.format.framing.perRequest,
+      model: req.model,
+    };
+    if (!triggered(req, h)) return unchanged('below_trigger', h.warnings, strategy.idle(h, options, cost));
 
     const dryRun = req.dry_run === true;
     const out = await strategy.run(h, options, {
@@ -190,6 +205,7 @@ export class Compactor {
       flights: this.flights,
       recall: (ids) => this.artifacts.recall(caller, ids),
       dryRun,
+      cost,
       ...(signal ? { signal } : {}),
     });
     const warnings = [...h.warnings, ...out.warnings];

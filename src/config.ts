@@ -1,4 +1,7 @@
+import { readFileSync } from 'node:fs';
 import { z } from 'zod';
+import { PricingSchema } from './cost/fields.js';
+import { PriceFileSchema, type PriceRow } from './cost/prices.js';
 
 const intFromEnv = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
 
@@ -90,7 +93,60 @@ export const ConfigSchema = z.object({
   COMPACTOR_MAX_INFLIGHT_BYTES: intFromEnv(0, 64 * 1024 * 1024 * 1024).default(64 * 1024 * 1024),
   /** Deadline of one strategy request once received (summarizer calls included). */
   COMPACTOR_DEADLINE_MS: intFromEnv(1000, 3_600_000).default(120_000),
+  /** A JSON price file whose rows replace or extend the built-in price table (read at boot). */
+  COMPACTOR_PRICES_FILE: z
+    .string()
+    .max(4096)
+    .transform((path, ctx) => {
+      const rows = readPriceFile(path);
+      if (typeof rows === 'string') {
+        ctx.addIssue({ code: 'custom', message: rows });
+        return z.NEVER;
+      }
+      return rows;
+    })
+    .optional(),
+  /** The summarizer's own prices, JSON `{input, cached_input, output, currency?}` per million tokens. */
+  COMPACTOR_SUMMARIZER_PRICING: z
+    .string()
+    .max(4096)
+    .transform((text, ctx) => {
+      const parsed = PricingSchema.safeParse(parseJson(text));
+      if (!parsed.success) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `expected JSON {input, cached_input, output, currency?}: ${parsed.error.issues[0]?.message}`,
+        });
+        return z.NEVER;
+      }
+      return parsed.data;
+    })
+    .optional(),
 });
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+/** A price file's rows, or what is wrong with it. */
+function readPriceFile(path: string): PriceRow[] | string {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    return `cannot read the file: ${(error as NodeJS.ErrnoException).code ?? 'error'}`;
+  }
+  const parsed = PriceFileSchema.safeParse(parseJson(text));
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    return `expected JSON {as_of?, models: [{prefix, input, cached_input, cache_write?, output, currency?}]}: ${issue?.path.join('.')} ${issue?.message}`;
+  }
+  return parsed.data.models;
+}
 
 export type Config = z.output<typeof ConfigSchema>;
 
@@ -124,11 +180,15 @@ export const CONFIG_DOCS: Record<keyof Config, string> = {
   COMPACTOR_MAX_QUEUE_WAIT_MS:
     '/v1 requests take turns, one per event-loop iteration; one that would wait longer than this many ms gets 503 with retry-after (0 = off)',
   COMPACTOR_WORKERS:
-    'Worker threads that run large requests off the main thread, so health probes answer during them (0 = all on the main thread; each thread adds about 150 MiB)',
+    'Worker threads that run large requests off the main thread, so health probes answer during them (0 = all on the main thread; each thread adds about 200 MiB)',
   COMPACTOR_WORKER_MIN_BYTES: 'Request bodies of at least this many bytes run on a worker thread',
   COMPACTOR_MAX_INFLIGHT_BYTES:
-    'Request body bytes worked on at once; a request past it gets 503 with retry-after (0 = no limit; at least COMPACTOR_BODY_LIMIT). Size memory as about 6 times this plus 150 MiB',
+    'Request body bytes worked on at once; a request past it gets 503 with retry-after (0 = no limit; at least COMPACTOR_BODY_LIMIT). Size memory as about 7 times this, plus 150 MiB, plus 200 MiB per worker',
   COMPACTOR_DEADLINE_MS: 'Deadline of one strategy request once received, summarizer calls and retries included',
+  COMPACTOR_PRICES_FILE:
+    'JSON price file, {"models": [{"prefix", "input", "cached_input", "cache_write"?, "output", "currency"?}]} per million tokens, whose rows replace or extend the built-in table (read at boot)',
+  COMPACTOR_SUMMARIZER_PRICING:
+    'The summarizer\'s prices, JSON {"input", "cached_input", "output", "currency"?} per million tokens; unset: the table\'s row for its model, else the agent\'s prices',
 };
 
 /** Thrown at boot when a variable is invalid; its message names every offending variable. */

@@ -2,6 +2,7 @@ import type { z } from 'zod';
 import type { Caller } from './artifacts.js';
 import type { Compactor, StrategyResponse } from './compactor.js';
 import type { ArtifactRefSchema } from './contract/parts.js';
+import type { CostReport } from './cost/model.js';
 import { ExpandRequest, ExpandResponse } from './schemas/artifacts.js';
 import { STRATEGY_SCHEMAS } from './schemas/strategies.js';
 import { TokensRequest, TokensResponse, ValidateRequest, ValidateResponse } from './schemas/tokens.js';
@@ -34,6 +35,8 @@ export interface Report {
   summaryCached: boolean | null;
   /** Kinds of the artifacts stored on the server (inline ones excluded). */
   storedKinds: string[];
+  /** What an applied reduction was priced at: the net it is expected to save over the horizon, and its summarizer's bill. */
+  cost?: { unit: string; avoided: number; summarizer: number };
 }
 
 export interface Outcome {
@@ -57,7 +60,7 @@ async function runStrategy(compactor: Compactor, kind: StrategyKind, body: never
   const request = body as Parameters<Compactor['run']>[1] & { messages: unknown[] };
   const answer = await compactor.run(strategy, request, body, call);
   const { extra, ...result } = answer;
-  const x = extra as { summary?: { cached?: boolean } | null; artifacts?: ArtifactRef[] };
+  const x = extra as { summary?: { cached?: boolean } | null; artifacts?: ArtifactRef[]; cost?: CostReport };
   const dryRun = request.dry_run === true;
   const report: Report = {
     strategy: kind,
@@ -77,6 +80,14 @@ async function runStrategy(compactor: Compactor, kind: StrategyKind, body: never
     // An artifact returned inline (with its content) was not stored.
     storedKinds: result.applied && !dryRun ? (x.artifacts ?? []).filter((a) => !('content' in a)).map((a) => a.kind) : [],
   };
+  if (x.cost && result.applied) {
+    const c = x.cost;
+    report.cost = {
+      unit: c.unit,
+      avoided: c.saving_per_call * c.horizon_calls - c.rewrite_cost - c.summarizer_cost,
+      summarizer: c.summarizer_cost,
+    };
+  }
   return { value: { ...result, ...extra }, report };
 }
 

@@ -7,6 +7,7 @@ import { pino } from 'pino';
 import { Piscina } from 'piscina';
 import { Compactor } from './compactor.js';
 import type { Config } from './config.js';
+import { installedPrices } from './cost/prices.js';
 import { CompactorError, type ErrorCode, type FieldError, type ValidationIssue, validationError } from './errors.js';
 import { OPERATIONS, type OperationUrl, type Report } from './operations.js';
 import { parseJsonBody } from './request-body.js';
@@ -84,6 +85,7 @@ async function build(): Promise<Compactor> {
     summarizer: await createSummarizer(config, init.summarizerSlots),
     secret: init.secret,
     logger,
+    ...installedPrices(config.COMPACTOR_PRICES_FILE, config.COMPACTOR_SUMMARIZER_PRICING),
   });
 }
 

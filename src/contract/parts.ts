@@ -116,3 +116,56 @@ export const StageSchema = z
     usage: BilledUsage,
   })
   .meta({ id: 'Stage' });
+
+export const CostSchema = z
+  .object({
+    unit: z.string().describe('the currency of the prices (USD, …), or `relative` when only their ratios are known'),
+    decision: z
+      .enum(['reduce', 'defer', 'forced'])
+      .describe('reduce: it pays; defer: it does not pay yet (nothing applied); forced: the history was over `limit`'),
+    pricing: z.enum(['request', 'table', 'default']).describe("where the agent's prices came from"),
+    cache: z.object({
+      source: z
+        .enum(['usage', 'assumed', 'disabled'])
+        .describe(
+          "usage: the previous call's usage; assumed: no usage, its prompt taken as cached; disabled: cache.enabled false",
+        ),
+      cached_tokens: z.number().int().describe('tokens of the prefix the provider holds for the coming call'),
+      ttl_seconds: z.number().int().optional(),
+    }),
+    tokens_removed: z.number().int().describe('tokens the reduction removes from every call from the coming one on'),
+    batch_tokens: z
+      .number()
+      .int()
+      .describe(
+        'the economic batch: below this saving, waiting until more can be cleared at once costs less per call than breaking the cache now',
+      ),
+    rewrite_tokens: z
+      .number()
+      .int()
+      .describe(
+        'tokens the coming call writes to the cache that as is it would have read from it (from the first edited message on)',
+      ),
+    rewrite_cost: z.number().describe('what the coming call pays more for them, net of the tokens it no longer reads'),
+    summarizer_cost: z.number().describe("the summarizer's bill for the reduction (estimated for a reduction not made)"),
+    saving_per_call: z.number().describe('what every call from the coming one on pays less: tokens removed × the cached price'),
+    payback_calls: z.number().int().nullable().describe('calls until the reduction has paid for itself; null: never'),
+    horizon_calls: z
+      .number()
+      .int()
+      .describe('expected calls left, the coming one included (`horizon`, or estimated from the history)'),
+    next_call: z
+      .object({ as_is: z.number(), reduced: z.number() })
+      .describe("the coming call's input bill without and with the reduction"),
+    limit: z.number().int().optional().describe('fit: the occupancy that forces a reduction'),
+    break_even_tokens: z
+      .number()
+      .int()
+      .optional()
+      .describe('compact with `clear_at_least: "auto"`: the smallest saving that pays for the rewrite this compaction makes'),
+  })
+  .meta({
+    id: 'Cost',
+    description:
+      'What a reduction costs and saves with the provider\'s prompt cache in view (STRATEGIES.md, "Cost"); for a deferred fit, the best reduction found, not made.',
+  });

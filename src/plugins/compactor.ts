@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { Counter, Gauge } from 'prom-client';
 import { Compactor } from '../compactor.js';
+import type { installedPrices } from '../cost/prices.js';
 import { bootStep, openWritableStore } from '../store/boot.js';
 import type { ArtifactStore } from '../store/types.js';
 import type { Summarizer } from '../summarizers/types.js';
@@ -33,6 +34,8 @@ export interface CompactorPluginOptions {
   store?: ArtifactStore;
   /** `COMPACTOR_ARTIFACT_SECRET`; unset: the one the store keeps (created on first use). */
   secret?: string | undefined;
+  /** The price table and the summarizer's prices (`installedPrices`). */
+  prices: ReturnType<typeof installedPrices>;
 }
 
 /**
@@ -73,6 +76,7 @@ export default fp<CompactorPluginOptions>(
         logger: app.log,
         summarizer: options.summarizer,
         secret,
+        ...options.prices,
       }),
     );
     const stat = (name: string, help: string, read: () => number) =>

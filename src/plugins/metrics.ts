@@ -50,6 +50,18 @@ function strategyCounters(registry: Registry) {
       labelNames: ['kind'],
       registers,
     }),
+    spendAvoided: new Counter({
+      name: 'compactor_estimated_spend_avoided_total',
+      help: 'Estimated provider spend avoided by applied reductions (their saving over the expected remaining calls, net of the cache rewrite and the summarizer), by unit (a currency or relative)',
+      labelNames: ['unit'],
+      registers,
+    }),
+    summarizerSpend: new Counter({
+      name: 'compactor_summarizer_spend_total',
+      help: 'Estimated spend on summarizer calls of applied reductions priced with the cost fields, by unit',
+      labelNames: ['unit'],
+      registers,
+    }),
   };
 }
 
@@ -68,6 +80,11 @@ function count(counters: StrategyCounters, report: Report): void {
   for (const code of report.summarizerFailures) counters.summarizerErrors.inc({ code });
   if (report.summaryCached !== null) counters.summaryCache.inc({ result: report.summaryCached ? 'hit' : 'miss' });
   for (const kind of report.storedKinds) counters.artifactsStored.inc({ kind });
+  if (report.cost) {
+    // A counter only goes up: a reduction that was forced at a loss adds nothing to what was avoided.
+    if (report.cost.avoided > 0) counters.spendAvoided.inc({ unit: report.cost.unit }, report.cost.avoided);
+    if (report.cost.summarizer > 0) counters.summarizerSpend.inc({ unit: report.cost.unit }, report.cost.summarizer);
+  }
 }
 
 /** The "strategy done" log line: counts and codes only, never message content, prompts or keys. */

@@ -1,11 +1,17 @@
 import { z } from 'zod';
-import { ArtifactRefSchema } from '../contract/parts.js';
+import { ArtifactRefSchema, CostSchema } from '../contract/parts.js';
+import { breakEvenTokens, estimate, worthIt } from '../cost/estimate.js';
+import { COST_FIELDS } from '../cost/fields.js';
+import type { CostReport } from '../cost/model.js';
+import { applyPlan } from '../history/plan/apply.js';
 import { Draft } from '../history/plan/draft.js';
+import { evaluatePlan } from '../history/plan/evaluate.js';
 import type { ArtifactRef } from '../history/plan/types.js';
 import type { ActionKind, Warning } from '../history/types.js';
 import { hasMarker, marker } from '../history/vocabulary.js';
 import { INPUT_PLACEHOLDER, placeholderFor, RuleSchema, render, WRITE_TOOLS } from './compact-rules.js';
 import { clearThinking } from './compact-thinking.js';
+import { costAsked, modelFor, pricedResult } from './priced.js';
 import { countWith, type PreparedHistory, type Strategy, type StrategyContext, type StrategyResult } from './types.js';
 
 export const CompactOptions = z.strictObject({
@@ -28,16 +34,24 @@ export const CompactOptions = z.strictObject({
       'remove thinking/reasoning from all but the newest N assistant turns. A turn is everything after a real user message (a tool-use loop is one turn); the turn in progress always keeps its thinking, as providers require, even with keep_turns 0. Whole blocks, parts or reasoning_content; OpenAI Responses reasoning items whole, and only those no item of their response names by id (the others are reported in warnings). Not restorable by expand',
     ),
   target_tokens: z.number().int().min(0).optional().describe('stop once occupancy is at or under this'),
-  clear_at_least: z.number().int().min(0).optional().describe('do nothing unless at least this many tokens would be freed'),
+  clear_at_least: z
+    .union([z.number().int().min(0), z.literal('auto')])
+    .optional()
+    .describe(
+      'do nothing unless at least this many tokens would be freed; "auto": unless the saving pays, over the expected remaining calls, for the cached tokens the compaction rewrites (the cost rule of STRATEGIES.md; `cost.break_even_tokens` says how much would)',
+    ),
   store: z
     .enum(['server', 'inline', 'none'])
     .default('server')
     .describe('server: originals persisted with a TTL; inline: returned in `artifacts`; none: lossy clearing'),
+  ...COST_FIELDS,
 });
 
 export type CompactOptions = z.output<typeof CompactOptions>;
 
 export type { ArtifactRef } from '../history/plan/types.js';
+
+type CompactExtra = { artifacts: ArtifactRef[]; cost?: CostReport };
 
 interface ResultSiteInfo {
   index: number;
@@ -194,7 +208,7 @@ function truncateResults(c: Compaction, sites: readonly ResultSiteInfo[], limit:
  * carry a marker were compacted before and are left alone, so running it on its own output
  * changes nothing.
  */
-function run(h: PreparedHistory, o: CompactOptions, ctx: StrategyContext): StrategyResult<{ artifacts: ArtifactRef[] }> {
+function run(h: PreparedHistory, o: CompactOptions, ctx: StrategyContext): StrategyResult<CompactExtra> {
   const c = new Compaction(h, o, ctx);
   const w = c.draft;
   const warnings: Warning[] = [];
@@ -211,16 +225,52 @@ function run(h: PreparedHistory, o: CompactOptions, ctx: StrategyContext): Strat
       message: `occupancy is ${h.occupancy - w.freed}, over the target ${o.target_tokens}: the remaining tool traffic is protected or small`,
     });
   }
-  const listed = (applied: { artifacts: ArtifactRef[] } | undefined) => ({ artifacts: applied?.artifacts ?? [] });
-  if (!w.touched) return { warnings, reason: 'nothing_to_reduce', extra: listed };
-  if (o.clear_at_least !== undefined && w.freed < o.clear_at_least) {
+  return finish(c, warnings);
+}
+
+/**
+ * What compaction answers once its steps are done: nothing to reduce; nothing because the saving
+ * is under `clear_at_least` (in tokens, or with "auto" by the cost rule: the saving over the
+ * horizon must pay for the cached tokens it rewrites); or its plan. With pricing or usage given,
+ * what it costs (`cost`).
+ */
+function finish(c: Compaction, warnings: Warning[]): StrategyResult<CompactExtra> {
+  const { h, o, ctx, draft: w } = c;
+  const auto = o.clear_at_least === 'auto';
+  const model = auto || costAsked(o, ctx) ? modelFor(h, o, ctx) : undefined;
+  const idle = (reason: string, more: { break_even_tokens?: number } = {}): StrategyResult<CompactExtra> => ({
+    warnings,
+    reason,
+    extra: () => ({ artifacts: [], ...(model ? { cost: pricedResult(model, o, undefined, more) } : {}) }),
+  });
+  if (!w.touched) return idle('nothing_to_reduce');
+  const plan = w.plan();
+  let more: { break_even_tokens?: number } = {};
+  if (auto && model) {
+    const e = estimate(model, evaluatePlan(plan, applyPlan(h, plan, countWith(h, ctx))), 0);
+    more = { break_even_tokens: Math.max(breakEvenTokens(model, e.rewriteTokens), e.batch) };
+    if (!worthIt(e)) {
+      warnings.push({
+        code: 'saving_below_clear_at_least',
+        message: `compaction would free ${w.freed} tokens; rewriting ${e.rewriteTokens} cached tokens pays over ${model.horizon} calls from about ${more.break_even_tokens}: nothing was changed`,
+      });
+      return idle('below_clear_at_least', more);
+    }
+  } else if (typeof o.clear_at_least === 'number' && w.freed < o.clear_at_least) {
     warnings.push({
       code: 'saving_below_clear_at_least',
       message: `compaction would free ${w.freed} tokens, under clear_at_least ${o.clear_at_least}: nothing was changed`,
     });
-    return { warnings, reason: 'below_clear_at_least', extra: () => ({ artifacts: [] }) };
+    return idle('below_clear_at_least');
   }
-  return { plan: w.plan(), warnings, extra: listed };
+  return {
+    plan,
+    warnings,
+    extra: (applied) => ({
+      artifacts: applied?.artifacts ?? [],
+      ...(model && applied ? { cost: pricedResult(model, o, { plan, applied }, more) } : {}),
+    }),
+  };
 }
 
 /** Step 3: large arguments of old calls (write/edit tools' contents, any large `content`) are cleared. */
@@ -253,9 +303,12 @@ function clearInputs(c: Compaction, sites: readonly ResultSiteInfo[]): void {
   });
 }
 
-const COMPACT_RESPONSE = { artifacts: z.array(ArtifactRefSchema) };
+const COMPACT_RESPONSE = {
+  artifacts: z.array(ArtifactRefSchema),
+  cost: CostSchema.optional().describe('when pricing or usage is given, or clear_at_least is "auto"'),
+};
 
-export const compactStrategy: Strategy<typeof CompactOptions, { artifacts: ArtifactRef[] }, typeof COMPACT_RESPONSE> = {
+export const compactStrategy: Strategy<typeof CompactOptions, CompactExtra, typeof COMPACT_RESPONSE> = {
   kind: 'compact',
   options: CompactOptions,
   response: COMPACT_RESPONSE,

@@ -1,5 +1,6 @@
 import type { z } from 'zod';
 import type { BilledUsage as BilledUsageSchema } from '../contract/parts.js';
+import type { CostEnv } from '../cost/model.js';
 import type { Addresser } from '../history/address.js';
 import type { Applied, Count } from '../history/plan/apply.js';
 import type { Plan } from '../history/plan/types.js';
@@ -31,6 +32,8 @@ export interface StrategyContext {
   readonly flights?: SingleFlight<SettledSummary>;
   /** A dry run: compute and report, change nothing, call no LLM. */
   readonly dryRun?: boolean;
+  /** What a reduction is priced with (the price table, the previous call's usage, the fixed prefix). */
+  readonly cost: CostEnv;
 }
 
 /** What `Strategy.check` judges options against. */
@@ -93,7 +96,7 @@ export interface Strategy<Options extends z.ZodObject, Extra, Response extends z
   readonly docs: { readonly summary: string; readonly description: string };
   /** Failures it may answer besides the common ones: the summarizer's upstream (502, 504), the store's cap (507). */
   readonly answers?: readonly ('summarizer' | 'store')[];
-  idle(history: PreparedHistory): Extra;
+  idle(history: PreparedHistory, options: z.output<Options>, cost: CostEnv): Extra;
   /**
    * Throws when the options cannot apply: to this model, or with this summarizer (a summarizer
    * model that is not allowed). Checked before the trigger, so bad options are a 400 whatever the

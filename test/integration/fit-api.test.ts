@@ -14,7 +14,7 @@ t.test('fit stages on a real transcript: compaction alone, then summarization, t
       await app.inject({
         method: 'POST',
         url: '/v1/fit',
-        payload: { messages: django.messages, model: django.model, ...payload },
+        payload: { messages: django.messages, model: django.model, policy: 'tokens', ...payload },
       })
     ).json();
 
@@ -101,7 +101,12 @@ t.test('fit on the corpus: valid output, at or under target or target_not_met', 
     const res = await app.inject({
       method: 'POST',
       url: '/v1/fit',
-      payload: { messages: transcript.messages, target_tokens: 8000, ...(transcript.model ? { model: transcript.model } : {}) },
+      payload: {
+        messages: transcript.messages,
+        target_tokens: 8000,
+        policy: 'tokens',
+        ...(transcript.model ? { model: transcript.model } : {}),
+      },
     });
     t.equal(res.statusCode, 200, transcript.file);
     const body = res.json();

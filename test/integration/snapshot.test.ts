@@ -49,14 +49,21 @@ const CASES: [OperationUrl, string, Record<string, unknown>][] = [
       qa: { enabled: true, max_sections: 3, max_tokens: 4000 },
     },
   ],
-  ['/v1/fit', 'target 8000', { target_tokens: 8000 }],
-  ['/v1/fit', 'target 30000, summarize pair', { target_tokens: 30_000, summarize: { summary_role: 'pair' } }],
+  ['/v1/fit', 'target 8000', { target_tokens: 8000, policy: 'tokens' }],
+  ['/v1/fit', 'target 30000, summarize pair', { target_tokens: 30_000, summarize: { summary_role: 'pair' }, policy: 'tokens' }],
   [
     '/v1/fit',
     'target 4000, sections, window runs',
-    { target_tokens: 4000, summarize: { mode: 'sections' }, window: { keep: { runs: 1 } } },
+    { target_tokens: 4000, summarize: { mode: 'sections' }, window: { keep: { runs: 1 } }, policy: 'tokens' },
   ],
-  ['/v1/fit', 'dry run', { target_tokens: 8000, dry_run: true }],
+  ['/v1/fit', 'dry run', { target_tokens: 8000, dry_run: true, policy: 'tokens' }],
+  [
+    '/v1/fit',
+    'policy cost, 32k window, Anthropic-style prices',
+    { target_fraction: 0.6, context_window: 32_000, pricing: { input: 1, cached_input: 0.1, cache_write: 1.25, output: 5 } },
+  ],
+  ['/v1/fit', 'policy cost, long horizon, no cache', { target_tokens: 8000, horizon: { calls: 500 }, cache: { enabled: false } }],
+  ['/v1/compact', 'clear_at_least auto', { clear_at_least: 'auto', horizon: { calls: 200 } }],
 ];
 
 const transcripts = [...loadCorpus(), ...loadConverted()];

@@ -22,7 +22,11 @@ const PRESSING: Record<StrategyKind, fc.Arbitrary<Record<string, unknown>>> = {
     keep: fc.record({ messages: fc.integer({ min: 0, max: 8 }) }),
     mode: fc.constantFrom('rolling', 'sections'),
   }),
-  fit: fc.record({ target_tokens: fc.integer({ min: 50, max: 2000 }) }),
+  // Under policy cost, a limit at the target forces what policy tokens does whenever over it.
+  fit: fc.oneof(
+    fc.record({ target_tokens: fc.integer({ min: 50, max: 2000 }), policy: fc.constant('tokens') }),
+    fc.integer({ min: 50, max: 2000 }).map((target) => ({ target_tokens: target, limit: { tokens: target } })),
+  ),
 };
 
 const ACTIONS = new Set(['keep', 'rewrite', 'clear', 'offload', 'truncate', 'summarize', 'drop']);

@@ -46,7 +46,7 @@ for (const [format, arbitrary] of Object.entries(histories)) {
           const res = await compactor.run(
             fitStrategy,
             req,
-            FitOptions.parse({ target_tokens: target, min_saving_fraction: 0, summarize }),
+            FitOptions.parse({ target_tokens: target, min_saving_fraction: 0, summarize, policy: 'tokens' }),
           );
           assert.deepEqual(violationsOf(format, res.messages), []);
           assert.deepEqual(schemaErrors(format, res.messages), []);

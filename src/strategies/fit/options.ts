@@ -1,18 +1,24 @@
 import { z } from 'zod';
 import {
   ArtifactRefSchema,
+  CostSchema,
   Dropped as DroppedSchema,
   type StageSchema,
   StageSchema as StageSchemaValue,
   SummaryPlanSchema,
   SummaryReportSchema,
 } from '../../contract/parts.js';
+import { COST_FIELDS } from '../../cost/fields.js';
+import type { CostReport } from '../../cost/model.js';
 import { fieldError } from '../../errors.js';
 import type { SummaryPlan } from '../../summarizers/types.js';
 import type { ModelProfile } from '../../tokens/models.js';
 import { type ArtifactRef, CompactOptions } from '../compact.js';
 import { type Dropped, WindowOptions } from '../sliding-window.js';
 import { SummarizeOptions, type SummaryReport } from '../summarize/options.js';
+
+/** The cost fields are fit's own, not its stages'. */
+const NOT_NESTED = { pricing: true, cache: true, horizon: true } as const;
 
 export const FitOptions = z.strictObject({
   target_tokens: z.number().int().min(0).optional().describe('the occupancy to get under (this or target_fraction is required)'),
@@ -23,11 +29,30 @@ export const FitOptions = z.strictObject({
     .max(0.5)
     .default(0.02)
     .describe('a stage that would free less than this fraction of occupancy is skipped (no cache rewrite that does not pay)'),
-  compact: z
-    .strictObject(CompactOptions.partial().shape)
+  policy: z
+    .enum(['cost', 'tokens'])
+    .default('cost')
+    .describe(
+      'cost: reduce where that lowers the agent\'s bill with its prompt cache in view, always above `limit` (STRATEGIES.md, "Cost"); tokens: reduce whenever over the target',
+    ),
+  limit: z
+    .strictObject({
+      tokens: z.number().int().min(0).optional(),
+      fraction: z.number().gt(0).max(1).optional(),
+    })
     .optional()
-    .describe('options of the compaction stage (its target is the fit target)'),
-  summarize: z.strictObject(SummarizeOptions.partial().shape).optional().describe('options of the summarization stage'),
+    .describe(
+      'policy cost: the occupancy a call must never exceed: above it a reduction is forced, down to the target. Default: the context window minus a reserve for the reply (10% of it, at most 16,384 tokens); the target when the window is unknown',
+    ),
+  ...COST_FIELDS,
+  compact: z
+    .strictObject(CompactOptions.omit(NOT_NESTED).partial().shape)
+    .optional()
+    .describe('options of the compaction stage (its target is the fit target; under policy cost it clears all it may)'),
+  summarize: z
+    .strictObject(SummarizeOptions.omit(NOT_NESTED).partial().shape)
+    .optional()
+    .describe('options of the summarization stage'),
   window: z
     .strictObject(WindowOptions.partial().shape)
     .optional()
@@ -44,6 +69,7 @@ export const FIT_RESPONSE = {
   summary: SummaryReportSchema.nullable(),
   dropped: DroppedSchema.nullable(),
   call_again_at: z.number().int().describe('the occupancy at which calling again is worth it (guards against thrashing)'),
+  cost: CostSchema,
   plan: SummaryPlanSchema.optional().describe(
     "dry run: the summarizer calls the summarize stage would make; `actions` record what it would summarize, `tokens.after` estimates the summary at its max_tokens budget, and the window stage, which depends on the summary's real size, is not predicted",
   ),
@@ -59,8 +85,36 @@ export interface FitExtra {
   dropped: Dropped | null;
   /** The occupancy at which calling again is worth it. */
   call_again_at: number;
+  /** What the reduction costs and saves (or, deferred, the best one found). */
+  cost: CostReport;
   /** Dry run: the calls the summarize stage would make. */
   plan?: SummaryPlan;
+}
+
+/** The reply reserve under the default limit: 10% of the window, at most this. */
+export const REPLY_RESERVE_MAX = 16_384;
+
+/**
+ * The occupancy a call must never exceed (policy cost): `limit`, else the window minus a reserve
+ * for the reply, else (window unknown) the target. Throws when it is under the target.
+ */
+export function limitOf(o: FitOptions, profile: ModelProfile, target: number): number {
+  const window = profile.contextWindow;
+  let limit: number;
+  if (o.limit?.tokens !== undefined) limit = o.limit.tokens;
+  else if (o.limit?.fraction !== undefined) {
+    if (window === undefined) {
+      throw fieldError(
+        'CMP_ERR_OPTIONS_INVALID',
+        'limit.fraction',
+        'the context window of this model is unknown; set context_window or limit.tokens',
+      );
+    }
+    limit = Math.floor(o.limit.fraction * window);
+  } else if (window !== undefined) limit = Math.max(target, window - Math.min(REPLY_RESERVE_MAX, Math.ceil(window * 0.1)));
+  else limit = target;
+  if (limit < target) throw fieldError('CMP_ERR_OPTIONS_INVALID', 'limit', `is ${limit}, under the target ${target}`);
+  return limit;
 }
 
 /** The target in tokens; throws when none is given or a fraction has no known window to apply to. */

@@ -1,5 +1,7 @@
 import { z } from 'zod';
 import type { ArtifactRefSchema, SummaryPlanSchema, SummaryReportSchema } from '../../contract/parts.js';
+import { COST_FIELDS } from '../../cost/fields.js';
+import type { CostReport } from '../../cost/model.js';
 import { KeepSchema } from '../sliding-window.js';
 
 /** What shapes one summary: its model, extra instructions, budget and temperature (one schema, read by every mode). */
@@ -68,6 +70,7 @@ export const SummarizeOptions = z.strictObject({
     .boolean()
     .default(false)
     .describe('sections mode: the QA-merged header summarizes (true) or joins (false) the user messages of the merged sections'),
+  ...COST_FIELDS,
 });
 
 export type SummarizeOptions = z.output<typeof SummarizeOptions>;
@@ -80,6 +83,8 @@ export interface SummarizeExtra {
   artifacts?: z.output<typeof ArtifactRefSchema>[];
   plan?: z.output<typeof SummaryPlanSchema>;
   dropped?: unknown;
+  /** With pricing or usage given: what the summary costs and saves. */
+  cost?: CostReport;
 }
 
 /** The options one summary request reads, in both modes: its summarizer, input budget and deadline. */

@@ -1,0 +1,93 @@
+import type { PreparedHistory } from '../history/prepared.js';
+import type { ReportedUsage } from '../tokens/occupancy.js';
+import type { CacheSettings } from './fields.js';
+
+/** What the provider's prompt cache holds for the coming call, in the service's own counting. */
+export interface CacheState {
+  /** Messages before this index are in the cached prefix. */
+  readonly end: number;
+  /** Tokens of the cached prefix: system, tools and framing, then messages [0, end). */
+  readonly tokens: number;
+  /** `usage`: read from the previous call's usage; `assumed`: no usage, the previous call's prompt; `disabled`: `cache.enabled` false. */
+  readonly source: 'usage' | 'assumed' | 'disabled';
+}
+
+const num = (v: unknown): number | undefined => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
+
+/**
+ * Where the previous call's prompt ended among the first `covered` messages: before the reply it
+ * got (the assistant items at the end of the covered messages, several in OpenAI Responses).
+ */
+export function promptEnd(h: Pick<PreparedHistory, 'items'>, covered: number): number {
+  let end = Math.min(covered, h.items.length);
+  while (end > 0 && h.items[end - 1]?.role === 'assistant') end--;
+  return end;
+}
+
+/** Where the previous call's prompt ended when nothing says: before the newest assistant reply. */
+function lastPromptEnd(h: Pick<PreparedHistory, 'items'>): number {
+  let last = h.items.length - 1;
+  while (last >= 0 && h.items[last]?.role !== 'assistant') last--;
+  return last < 0 ? 0 : promptEnd(h, last + 1);
+}
+
+/**
+ * The previous call's prompt and the part of it the provider cached, as its usage reports them:
+ * Anthropic's cache fields (what was read and written up to the last breakpoint); otherwise the
+ * whole prompt, which OpenAI and Gemini cache automatically.
+ */
+function reportedPrompt(usage: ReportedUsage): { prompt: number; cached: number } | undefined {
+  const read = num(usage.cache_read_input_tokens);
+  const written = num(usage.cache_creation_input_tokens);
+  if (read !== undefined || written !== undefined) {
+    const cached = (read ?? 0) + (written ?? 0);
+    return { prompt: (num(usage.input_tokens) ?? 0) + cached, cached };
+  }
+  const prompt =
+    num(usage.prompt_tokens) ?? num(usage.input_tokens) ?? num(usage.promptTokenCount) ?? num(usage.prompt_token_count);
+  return prompt === undefined ? undefined : { prompt, cached: prompt };
+}
+
+/**
+ * The cache state of a request (STRATEGIES.md, "Cost"): the prefix the provider holds is the
+ * previous call's prompt (from `usage`: what it covered, minus its reply), or the part of it its
+ * cache fields name, mapped onto the messages by the service's own counts (scaled to the
+ * provider's). Without usage, the provider is assumed to cache (they all do): the prompt before
+ * the newest assistant reply. Linear in the number of messages.
+ */
+export function cacheState(
+  h: Pick<PreparedHistory, 'items' | 'counts'>,
+  fixed: number,
+  usage: ReportedUsage | undefined,
+  settings: CacheSettings | undefined,
+): CacheState {
+  if (settings?.enabled === false) return { end: 0, tokens: 0, source: 'disabled' };
+  const prefixTokens = (end: number) => {
+    let t = fixed;
+    for (let i = 0; i < end; i++) t += h.counts[i] as number;
+    return t;
+  };
+  const reported = usage ? reportedPrompt(usage) : undefined;
+  if (!usage || !reported) {
+    const end = lastPromptEnd(h);
+    return { end, tokens: end > 0 ? prefixTokens(end) : 0, source: 'assumed' };
+  }
+  const end = promptEnd(h, usage.messages_covered ?? h.items.length);
+  const whole = prefixTokens(end);
+  if (reported.prompt <= 0 || reported.cached >= reported.prompt * 0.98) return { end, tokens: whole, source: 'usage' };
+  // Only part of the prompt was cached (an earlier breakpoint): walk to it in our counting.
+  const goal = (reported.cached / reported.prompt) * whole;
+  let tokens = fixed;
+  let k = 0;
+  while (k < end && tokens + (h.counts[k] as number) <= goal) tokens += h.counts[k++] as number;
+  return { end: k, tokens: reported.cached > 0 ? tokens : 0, source: 'usage' };
+}
+
+/** Model calls the history shows so far: one per assistant reply. */
+export function callsSoFar(h: Pick<PreparedHistory, 'items'>): number {
+  let calls = 0;
+  h.items.forEach((item, i) => {
+    if (item.role === 'assistant' && h.items[i - 1]?.role !== 'assistant') calls++;
+  });
+  return calls;
+}
