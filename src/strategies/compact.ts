@@ -1,7 +1,6 @@
 import { z } from 'zod';
 import { ArtifactRefSchema, CostSchema } from '../contract/parts.js';
 import { breakEvenTokens, estimate, worthIt } from '../cost/estimate.js';
-import { COST_FIELDS } from '../cost/fields.js';
 import type { CostReport } from '../cost/model.js';
 import { applyPlan } from '../history/plan/apply.js';
 import { Draft } from '../history/plan/draft.js';
@@ -9,47 +8,14 @@ import { evaluatePlan } from '../history/plan/evaluate.js';
 import type { ArtifactRef } from '../history/plan/types.js';
 import type { ActionKind, Warning } from '../history/types.js';
 import { hasMarker, marker } from '../history/vocabulary.js';
-import { INPUT_PLACEHOLDER, placeholderFor, RuleSchema, render, WRITE_TOOLS } from './compact-rules.js';
+import { CompactOptions } from './compact-options.js';
+import { INPUT_PLACEHOLDER, placeholderFor, render, WRITE_TOOLS } from './compact-rules.js';
 import { clearThinking } from './compact-thinking.js';
 import { costAsked, modelFor, pricedResult } from './priced.js';
 import { countWith, type PreparedHistory, type Strategy, type StrategyContext, type StrategyResult } from './types.js';
 
-export const CompactOptions = z.strictObject({
-  keep_tool_uses: z.number().int().min(0).default(3).describe('the newest N tool results are never touched'),
-  min_tokens: z.number().int().min(0).default(100).describe('results smaller than this are left alone'),
-  exclude_tools: z.array(z.string().max(256)).max(1000).default([]).describe('tool names never compacted'),
-  clear_tool_inputs: z.boolean().default(false).describe('also compact large arguments of old tool calls'),
-  rules: z.array(RuleSchema).max(1000).default([]).describe('per-tool placeholders and keep_last'),
-  dedupe: z.boolean().default(true).describe('an older result identical to a newer one becomes a pointer to it'),
-  truncate_tokens: z
-    .number()
-    .int()
-    .min(16)
-    .optional()
-    .describe('old results kept verbatim but larger than this are cut to head and tail, the original offloaded'),
-  clear_thinking: z
-    .strictObject({ keep_turns: z.number().int().min(0) })
-    .optional()
-    .describe(
-      'remove thinking/reasoning from all but the newest N assistant turns. A turn is everything after a real user message (a tool-use loop is one turn); the turn in progress always keeps its thinking, as providers require, even with keep_turns 0. Whole blocks, parts or reasoning_content; OpenAI Responses reasoning items whole, and only those no item of their response names by id (the others are reported in warnings). Not restorable by expand',
-    ),
-  target_tokens: z.number().int().min(0).optional().describe('stop once occupancy is at or under this'),
-  clear_at_least: z
-    .union([z.number().int().min(0), z.literal('auto')])
-    .optional()
-    .describe(
-      'do nothing unless at least this many tokens would be freed; "auto": unless the saving pays, over the expected remaining calls, for the cached tokens the compaction rewrites (the cost rule of STRATEGIES.md; `cost.break_even_tokens` says how much would)',
-    ),
-  store: z
-    .enum(['server', 'inline', 'none'])
-    .default('server')
-    .describe('server: originals persisted with a TTL; inline: returned in `artifacts`; none: lossy clearing'),
-  ...COST_FIELDS,
-});
-
-export type CompactOptions = z.output<typeof CompactOptions>;
-
 export type { ArtifactRef } from '../history/plan/types.js';
+export { CompactOptions } from './compact-options.js';
 
 type CompactExtra = { artifacts: ArtifactRef[]; cost?: CostReport };
 
