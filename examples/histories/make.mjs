@@ -38,11 +38,6 @@ def apply_discount(order, percent):
     return order
 `;
 
-const PRICING_FIXED = PRICING.replace(
-  'line.price_cents = line.price_cents * (100 - percent) // 100',
-  'line.price_cents = round(line.price_cents * (100 - percent) / 100)',
-);
-
 function listing() {
   const out = ['/repo:', 'README.md', 'pyproject.toml', 'src', 'tests', '', '/repo/src/inventory:', '__init__.py'];
   for (const m of MODULES) out.push(`${m}.py`);
