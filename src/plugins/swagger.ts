@@ -2,16 +2,21 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import { jsonSchemaTransform, jsonSchemaTransformObject } from 'fastify-type-provider-zod';
+import { createJsonSchemaTransform, createJsonSchemaTransformObject } from 'fastify-type-provider-zod';
+import { jsonSchemaOverride, oneComponentPerSchema } from './openapi-components.js';
 
 export const API_DESCRIPTION = `Compactor shrinks an LLM agent's conversation history before its next model call.
-POST the message array in the provider's own wire format (OpenAI Chat Completions or Anthropic Messages),
-with the usage your provider last reported; get back the reduced history in the same format, what was done
-to each message, and what it cost. Every output satisfies the structural rules of its format: tool calls
-stay with their results, leading system messages and the newest group are kept byte-identical, and kept
-messages are returned as the same JSON values they came in as.`;
+POST the message array in the provider's own wire format (OpenAI Chat Completions, Anthropic Messages,
+OpenAI Responses or Gemini; \`format\` names it, or it is detected), with the usage your provider last
+reported; get back the reduced history in the same format, what was done to each message, and what it
+cost. Every output satisfies the structural rules of its format: tool calls stay with their results,
+leading system messages and the newest group are kept byte-identical, and kept messages are returned as
+the same JSON values they came in as. Each POST endpoint has examples that run as they are ("Try it out",
+then "Execute"), one per wire format for the strategies.`;
 
-type Document = ReturnType<typeof jsonSchemaTransformObject>;
+const zodToJsonConfig = { override: jsonSchemaOverride };
+const transformObject = createJsonSchemaTransformObject({ zodToJsonConfig });
+type Document = ReturnType<typeof transformObject>;
 
 /**
  * Error responses leave as `application/problem+json` (plugins/problem.ts); the schemas are
@@ -70,8 +75,8 @@ export default fp(
           { name: 'health', description: 'Liveness and readiness' },
         ],
       },
-      transform: jsonSchemaTransform,
-      transformObject: (input) => security(problemJson(jsonSchemaTransformObject(input))),
+      transform: createJsonSchemaTransform({ zodToJsonConfig }),
+      transformObject: (input) => security(problemJson(oneComponentPerSchema(transformObject(input)))),
     });
     await app.register(swaggerUi, { routePrefix: '/docs' });
     app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
