@@ -270,7 +270,7 @@ function clearInputs(c: Compaction, sites: readonly ResultSiteInfo[]): void {
 }
 
 const COMPACT_RESPONSE = {
-  artifacts: z.array(ArtifactRefSchema),
+  artifacts: z.array(ArtifactRefSchema).describe('the originals offloaded, one per placeholder (with content: store inline)'),
   cost: CostSchema.optional().describe('when pricing or usage is given, or clear_at_least is "auto"'),
 };
 

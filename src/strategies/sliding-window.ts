@@ -24,7 +24,7 @@ export const KeepSchema = z
 export type Keep = z.output<typeof KeepSchema>;
 
 export const WindowOptions = z.strictObject({
-  keep: KeepSchema.default({ runs: 10 }),
+  keep: KeepSchema.default({ runs: 10 }).describe('how much of the newest history to keep: runs, messages or tokens'),
   keep_first_user: z.boolean().default(true).describe('keep the first user message (the original task)'),
 });
 
@@ -158,7 +158,7 @@ export function windowAbove(
   return { plan: { entries, removed, artifacts: [] }, warnings, extra };
 }
 
-const WINDOW_RESPONSE = { dropped: DroppedSchema };
+const WINDOW_RESPONSE = { dropped: DroppedSchema.describe('what was dropped') };
 
 export const windowStrategy: Strategy<typeof WindowOptions, { dropped: Dropped }, typeof WINDOW_RESPONSE> = {
   kind: 'window',

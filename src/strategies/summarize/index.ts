@@ -26,8 +26,8 @@ async function summarize(h: PreparedHistory, o: SummarizeOptions, ctx: StrategyC
 }
 
 const SUMMARIZE_RESPONSE = {
-  summary: SummaryReportSchema.nullable(),
-  plan: SummaryPlanSchema.optional(),
+  summary: SummaryReportSchema.nullable().describe('the summary written or reused; null when none was made'),
+  plan: SummaryPlanSchema.optional().describe('dry run: the summarizer calls the real run would make'),
   dropped: Dropped.optional().describe('when the sliding window stood in for a failed summary'),
   artifacts: z
     .array(ArtifactRefSchema)
