@@ -4,6 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { createJsonSchemaTransform, createJsonSchemaTransformObject } from 'fastify-type-provider-zod';
 import { jsonSchemaOverride, oneComponentPerSchema } from './openapi-components.js';
+import { loadRecordedExamples, withExamples } from './openapi-examples.js';
 
 export const API_DESCRIPTION = `Compactor shrinks an LLM agent's conversation history before its next model call.
 POST the message array in the provider's own wire format (OpenAI Chat Completions, Anthropic Messages,
@@ -55,6 +56,7 @@ function security(document: Document): Document {
 /** The OpenAPI 3.1 document generated from the route schemas, Swagger UI at `/docs`. */
 export default fp(
   async (app: FastifyInstance, options: { version: string }) => {
+    const recorded = loadRecordedExamples();
     await app.register(swagger, {
       openapi: {
         openapi: '3.1.0',
@@ -76,7 +78,7 @@ export default fp(
         ],
       },
       transform: createJsonSchemaTransform({ zodToJsonConfig }),
-      transformObject: (input) => security(problemJson(oneComponentPerSchema(transformObject(input)))),
+      transformObject: (input) => withExamples(security(problemJson(oneComponentPerSchema(transformObject(input)))), recorded),
     });
     await app.register(swaggerUi, { routePrefix: '/docs' });
     app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());

@@ -116,7 +116,7 @@ export const Problem = z
     errors: z
       .array(
         z.object({
-          path: z.string().describe('where in the body (JSON Pointer-like: /messages/3/content)'),
+          path: z.string().describe('where in the body (keep, messages[1], …)'),
           message: z.string().describe('what is wrong there'),
         }),
       )
