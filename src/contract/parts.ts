@@ -17,37 +17,54 @@ export const Message = z.unknown().meta({
 export const TokensReport = z
   .object({
     before: z.number().int().describe('occupancy before: reported usage plus counted tokens after it, or all counted'),
-    after: z.number().int(),
-    saved: z.number().int(),
-    counting: z.enum(['exact', 'estimated', 'usage+exact', 'usage+estimated']),
-    tokenizer: z.string(),
+    after: z.number().int().describe('occupancy after: the same measure of the returned history'),
+    saved: z.number().int().describe('before minus after'),
+    counting: z
+      .enum(['exact', 'estimated', 'usage+exact', 'usage+estimated'])
+      .describe(
+        "exact: the model's own tokenizer; estimated: a close one; usage+: the reported usage plus counted tokens after it",
+      ),
+    tokenizer: z.string().describe('the tokenizer that counted (o200k_base, cl100k_base, …)'),
   })
-  .meta({ id: 'TokensReport' });
+  .meta({ id: 'TokensReport', description: 'Occupancy of the history before and after, in tokens.' });
 
 export const BilledUsage = z
   .object({
-    input_tokens: z.number().int(),
-    output_tokens: z.number().int(),
-    total_tokens: z.number().int(),
-    cached_input_tokens: z.number().int(),
-    calls: z.number().int(),
-    model: z.string().nullable(),
+    input_tokens: z.number().int().describe('prompt tokens the summarizer was billed'),
+    output_tokens: z.number().int().describe('completion tokens the summarizer was billed'),
+    total_tokens: z.number().int().describe('input plus output'),
+    cached_input_tokens: z.number().int().describe("input tokens the summarizer's provider served from its cache"),
+    calls: z.number().int().describe('LLM calls made'),
+    model: z.string().nullable().describe('the summarizer model; null when no LLM was called'),
   })
   .meta({ id: 'BilledUsage', description: 'What this request was billed (all 0 when no LLM was called).' });
 
 export const ActionSchema = z
   .object({
-    index: z.number().int(),
-    action: z.enum(['keep', 'rewrite', 'clear', 'offload', 'truncate', 'summarize', 'drop']),
-    tokens_freed: z.number().int(),
-    artifact_id: z.string().optional(),
+    index: z.number().int().describe('the message, by its index in the request'),
+    action: z
+      .enum(['keep', 'rewrite', 'clear', 'offload', 'truncate', 'summarize', 'drop'])
+      .describe(
+        'keep: unchanged; rewrite: changed in place; clear: content removed; offload: replaced by a placeholder, the original stored; truncate: head and tail kept; summarize: folded into a summary; drop: removed',
+      ),
+    tokens_freed: z.number().int().describe('tokens this message no longer takes'),
+    artifact_id: z.string().optional().describe('the art_… artifact holding the original, when it was kept'),
   })
   .meta({ id: 'Action', description: 'What happened to one input message.' });
 
-export const WarningSchema = z.object({ code: z.string(), message: z.string() }).meta({ id: 'Warning' });
+export const WarningSchema = z
+  .object({
+    code: z.string().describe('stable warning code (target_not_met, does_not_pay, summarizer_failed, …)'),
+    message: z.string().describe('what happened, in words'),
+  })
+  .meta({ id: 'Warning', description: 'Something the caller should know; the request still succeeded.' });
 
 export const Fallback = z
-  .object({ from: z.string(), to: z.string(), reason: z.string() })
+  .object({
+    from: z.string().describe('the strategy that failed (summarize)'),
+    to: z.string().describe('the strategy that stood in (window)'),
+    reason: z.string().describe('why: the failure code'),
+  })
   .meta({ id: 'Fallback', description: 'A cheaper strategy stood in for a failed one.' });
 
 export const ArtifactRefSchema = z
@@ -59,44 +76,61 @@ export const ArtifactRefSchema = z
       .describe(
         'tool_result, tool_result_duplicate, tool_result_truncated, tool_input, thinking, summary_range or section_range',
       ),
-    tool_name: z.string().nullable(),
+    tool_name: z.string().nullable().describe('the tool whose call or result it was; null for other content'),
     tokens: z.number().int().describe('tokens of the original content'),
-    sha256: z.string(),
+    sha256: z.string().describe('SHA-256 of the original JSON value, hex'),
     content: z.unknown().optional().describe('the original JSON value (only with store: inline)'),
   })
-  .meta({ id: 'ArtifactRef' });
+  .meta({ id: 'ArtifactRef', description: 'An original that was offloaded: where it came from and how to get it back.' });
 
 export const Dropped = z
   .object({
-    messages: z.number().int(),
+    messages: z.number().int().describe('messages dropped'),
     runs: z.number().int().describe('runs with at least one message dropped'),
-    tokens: z.number().int(),
+    tokens: z.number().int().describe('tokens the dropped messages took'),
     last_dropped_run_id: z.string().nullable().describe('run id of the newest dropped message (null without run_ids)'),
   })
-  .meta({ id: 'Dropped' });
+  .meta({ id: 'Dropped', description: 'What the sliding window dropped.' });
 
 export const SummaryReportSchema = z
   .object({
     id: z.string().describe('the art_… artifact holding the summarized range (its content address with store none)'),
     parent_id: z.string().nullable().describe('the earlier summary this one folded'),
-    text: z.string(),
+    text: z.string().describe('the summary as it appears in the history'),
     role: z.string().describe('user, system, pair, or "<role> (joined)" when it joined a neighbour to keep roles alternating'),
     message_index: z.number().int().describe('where the summary sits in the returned messages'),
     covered_messages: z.number().int().describe('original messages it stands for, through every earlier summary'),
-    last_summarized_run_id: z.string().nullable(),
-    summarizer: z.enum(['llm', 'extractive']),
-    model: z.string().nullable(),
+    last_summarized_run_id: z.string().nullable().describe('run id of the newest summarized message (null without run_ids)'),
+    summarizer: z
+      .enum(['llm', 'extractive'])
+      .describe('llm: the configured model wrote it; extractive: no LLM configured, picked from the messages'),
+    model: z.string().nullable().describe('the model that wrote it; null for extractive'),
     cached: z
       .boolean()
       .describe('nothing was billed for the summary: it came from the summary cache, or from an identical request in flight'),
-    facts: z.object({ found: z.number().int(), kept: z.number().int(), appended: z.number().int() }),
+    facts: z
+      .object({
+        found: z.number().int().describe('exact identifiers (paths, ids, URLs, numbers) found in the summarized range'),
+        kept: z.number().int().describe('of those, the ones the summary kept'),
+        appended: z.number().int().describe('the ones it dropped, appended under "Key references"'),
+      })
+      .describe('identifiers of the range and whether the summary kept them'),
   })
-  .meta({ id: 'SummaryReport' });
+  .meta({ id: 'SummaryReport', description: 'The summary written (or reused) and what it stands for.' });
 
 export const SummaryPlanSchema = z
   .object({
-    calls: z.array(z.object({ purpose: z.enum(['chunk', 'merge', 'summary']), input_tokens: z.number().int() })),
-    model: z.string().nullable(),
+    calls: z
+      .array(
+        z.object({
+          purpose: z
+            .enum(['chunk', 'merge', 'summary'])
+            .describe('chunk: part of a long range; merge: chunk summaries into one; summary: a whole range'),
+          input_tokens: z.number().int().describe("the call's prompt size"),
+        }),
+      )
+      .describe('the calls, in order'),
+    model: z.string().nullable().describe('the model they would use; null: extractive, no LLM'),
   })
   .meta({
     id: 'SummaryPlan',
@@ -106,16 +140,16 @@ export const SummaryPlanSchema = z
 
 export const StageSchema = z
   .object({
-    strategy: z.enum(['compact', 'summarize', 'window']),
-    applied: z.boolean(),
-    tokens_after: z.number().int(),
+    strategy: z.enum(['compact', 'summarize', 'window']).describe('the stage'),
+    applied: z.boolean().describe('whether it changed the history'),
+    tokens_after: z.number().int().describe('occupancy after it'),
     reason: z
       .string()
       .optional()
       .describe('why the stage changed nothing: nothing_to_reduce, saving_too_small, summarizer_failed, …'),
-    usage: BilledUsage,
+    usage: BilledUsage.describe("the stage's LLM bill"),
   })
-  .meta({ id: 'Stage' });
+  .meta({ id: 'Stage', description: "One of fit's stages: whether it ran and what it left." });
 
 export const CostSchema = z
   .object({
@@ -124,15 +158,17 @@ export const CostSchema = z
       .enum(['reduce', 'defer', 'forced'])
       .describe('reduce: it pays; defer: it does not pay yet (nothing applied); forced: the history was over `limit`'),
     pricing: z.enum(['request', 'table', 'default']).describe("where the agent's prices came from"),
-    cache: z.object({
-      source: z
-        .enum(['usage', 'assumed', 'disabled'])
-        .describe(
-          "usage: the previous call's usage; assumed: no usage, its prompt taken as cached; disabled: cache.enabled false",
-        ),
-      cached_tokens: z.number().int().describe('tokens of the prefix the provider holds for the coming call'),
-      ttl_seconds: z.number().int().optional(),
-    }),
+    cache: z
+      .object({
+        source: z
+          .enum(['usage', 'assumed', 'disabled'])
+          .describe(
+            "usage: the previous call's usage; assumed: no usage, its prompt taken as cached; disabled: cache.enabled false",
+          ),
+        cached_tokens: z.number().int().describe('tokens of the prefix the provider holds for the coming call'),
+        ttl_seconds: z.number().int().optional().describe('the cache lifetime the request gave'),
+      })
+      .describe("the provider's prompt cache as the decision saw it"),
     tokens_removed: z.number().int().describe('tokens the reduction removes from every call from the coming one on'),
     batch_tokens: z
       .number()
@@ -155,7 +191,10 @@ export const CostSchema = z
       .int()
       .describe('expected calls left, the coming one included (`horizon`, or estimated from the history)'),
     next_call: z
-      .object({ as_is: z.number(), reduced: z.number() })
+      .object({
+        as_is: z.number().describe('the bill with the history as it was'),
+        reduced: z.number().describe('the bill with the reduced history'),
+      })
       .describe("the coming call's input bill without and with the reduction"),
     limit: z.number().int().optional().describe('fit: the occupancy that forces a reduction'),
     break_even_tokens: z

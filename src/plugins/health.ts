@@ -16,7 +16,7 @@ const Status = z
     status: z.string().meta({ description: '`ok`, `ready`, `draining`, `store_unavailable` or `store_failed`' }),
     reason: z.string().optional().meta({ description: 'Why the service is not ready (never content, never a path)' }),
   })
-  .meta({ id: 'HealthStatus' });
+  .meta({ id: 'HealthStatus', description: 'The service is up (`ok`) or ready to serve (`ready`).' });
 
 /**
  * `/health/live` answers while the process runs. `/health/ready` answers from local state only

@@ -2,16 +2,22 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import { jsonSchemaTransform, jsonSchemaTransformObject } from 'fastify-type-provider-zod';
+import { createJsonSchemaTransform, createJsonSchemaTransformObject } from 'fastify-type-provider-zod';
+import { jsonSchemaOverride, oneComponentPerSchema } from './openapi-components.js';
+import { loadRecordedExamples, withExamples } from './openapi-examples.js';
 
 export const API_DESCRIPTION = `Compactor shrinks an LLM agent's conversation history before its next model call.
-POST the message array in the provider's own wire format (OpenAI Chat Completions or Anthropic Messages),
-with the usage your provider last reported; get back the reduced history in the same format, what was done
-to each message, and what it cost. Every output satisfies the structural rules of its format: tool calls
-stay with their results, leading system messages and the newest group are kept byte-identical, and kept
-messages are returned as the same JSON values they came in as.`;
+POST the message array in the provider's own wire format (OpenAI Chat Completions, Anthropic Messages,
+OpenAI Responses or Gemini; \`format\` names it, or it is detected), with the usage your provider last
+reported; get back the reduced history in the same format, what was done to each message, and what it
+cost. Every output satisfies the structural rules of its format: tool calls stay with their results,
+leading system messages and the newest group are kept byte-identical, and kept messages are returned as
+the same JSON values they came in as. Each POST endpoint has examples that run as they are ("Try it out",
+then "Execute"), one per wire format for the strategies.`;
 
-type Document = ReturnType<typeof jsonSchemaTransformObject>;
+const zodToJsonConfig = { override: jsonSchemaOverride };
+const transformObject = createJsonSchemaTransformObject({ zodToJsonConfig });
+type Document = ReturnType<typeof transformObject>;
 
 /**
  * Error responses leave as `application/problem+json` (plugins/problem.ts); the schemas are
@@ -50,6 +56,7 @@ function security(document: Document): Document {
 /** The OpenAPI 3.1 document generated from the route schemas, Swagger UI at `/docs`. */
 export default fp(
   async (app: FastifyInstance, options: { version: string }) => {
+    const recorded = loadRecordedExamples();
     await app.register(swagger, {
       openapi: {
         openapi: '3.1.0',
@@ -70,8 +77,8 @@ export default fp(
           { name: 'health', description: 'Liveness and readiness' },
         ],
       },
-      transform: jsonSchemaTransform,
-      transformObject: (input) => security(problemJson(jsonSchemaTransformObject(input))),
+      transform: createJsonSchemaTransform({ zodToJsonConfig }),
+      transformObject: (input) => withExamples(security(problemJson(oneComponentPerSchema(transformObject(input)))), recorded),
     });
     await app.register(swaggerUi, { routePrefix: '/docs' });
     app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());

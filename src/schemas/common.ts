@@ -5,32 +5,34 @@ import { FORMAT_NAMES } from '../formats/registry.js';
 /** Token counts a provider reports: whole, non-negative, and sane. */
 const count = z.number().int().min(0).max(1e12).nullable().optional();
 
+/** Gemini's counts, named in its REST API's camelCase (and its SDKs' snake_case, the same meaning). */
+const GEMINI_COUNTS = {
+  promptTokenCount: 'Gemini: prompt tokens, cached ones included',
+  candidatesTokenCount: "Gemini: the reply's tokens",
+  totalTokenCount: 'Gemini: prompt, reply and thoughts',
+  thoughtsTokenCount: "Gemini: the reply's thinking tokens",
+  toolUsePromptTokenCount: 'Gemini: tokens of tool-use prompts',
+  cachedContentTokenCount: 'Gemini: prompt tokens read from the cache',
+};
+const snake = (name: string) => name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+
 /** Every top-level count field of the four providers' usage objects (other fields pass through). */
-const USAGE_COUNTS = [
-  'prompt_tokens',
-  'completion_tokens',
-  'total_tokens',
-  'input_tokens',
-  'output_tokens',
-  'cache_creation_input_tokens',
-  'cache_read_input_tokens',
-  'promptTokenCount',
-  'candidatesTokenCount',
-  'totalTokenCount',
-  'thoughtsTokenCount',
-  'toolUsePromptTokenCount',
-  'cachedContentTokenCount',
-  'prompt_token_count',
-  'candidates_token_count',
-  'total_token_count',
-  'thoughts_token_count',
-  'tool_use_prompt_token_count',
-  'cached_content_token_count',
-] as const;
+const USAGE_COUNTS: Record<string, string> = {
+  prompt_tokens: 'OpenAI Chat: prompt tokens, cached ones included',
+  completion_tokens: "OpenAI Chat: the reply's tokens",
+  total_tokens: 'OpenAI Chat and Responses: prompt plus reply',
+  input_tokens:
+    'OpenAI Responses: input tokens, cached ones included; Anthropic: uncached input tokens after the last cache breakpoint',
+  output_tokens: "OpenAI Responses, Anthropic: the reply's tokens",
+  cache_creation_input_tokens: 'Anthropic: input tokens written to the cache',
+  cache_read_input_tokens: 'Anthropic: input tokens read from the cache',
+  ...GEMINI_COUNTS,
+  ...Object.fromEntries(Object.entries(GEMINI_COUNTS).map(([name, text]) => [snake(name), `${text} (SDK spelling)`])),
+};
 
 export const ReportedUsage = z
   .looseObject({
-    ...Object.fromEntries(USAGE_COUNTS.map((name) => [name, count])),
+    ...Object.fromEntries(Object.entries(USAGE_COUNTS).map(([name, text]) => [name, count.describe(text)])),
     messages_covered: z
       .number()
       .int()
@@ -74,9 +76,11 @@ export const HistoryFields = {
   tools: z.array(z.unknown()).optional().describe("the agent's tool definitions; counted, never changed"),
   model: z.string().min(1).max(256).optional().describe("the agent's model: selects tokenizer and context window"),
   context_window: z.number().int().positive().optional().describe("overrides the model table's context window"),
-  usage: ReportedUsage.optional(),
+  usage: ReportedUsage.optional().describe(
+    "the usage your provider reported for the agent's last call, as it came: occupancy is its total plus the tokens counted after it (omitted: everything is counted)",
+  ),
   run_ids: z.array(z.string().max(1024)).optional().describe('parallel to `messages`: which agent run produced each message'),
-  trigger: Trigger.optional(),
+  trigger: Trigger.optional().describe('act only at or above this occupancy or length; omitted: always act'),
   dry_run: z
     .boolean()
     .default(false)
@@ -94,21 +98,29 @@ export const StrategyResponseFields = {
   format: z.enum(FORMAT_NAMES).describe('the format the history was read as'),
   applied: z.boolean().describe('whether anything changed'),
   reason: z.string().optional().describe('when not applied: below_trigger, nothing_to_reduce, dry_run, …'),
-  tokens: TokensReport,
-  usage: BilledUsage,
-  actions: z.array(ActionSchema),
-  warnings: z.array(WarningSchema),
-  fallback: Fallback.optional(),
+  tokens: TokensReport.describe('occupancy before and after, in tokens'),
+  usage: BilledUsage.describe("what this request was billed by the summarizer's LLM (all 0 when none was called)"),
+  actions: z.array(ActionSchema).describe('what was done to each message of the request, in order'),
+  warnings: z.array(WarningSchema).describe('what the caller should know (empty when all went as asked)'),
+  fallback: Fallback.optional().describe('present when a cheaper strategy stood in for a failed one'),
 };
 
 export const Problem = z
   .object({
-    type: z.string(),
-    title: z.string(),
-    status: z.number().int(),
-    detail: z.string(),
+    type: z.string().describe('urn:compactor:error:<code>'),
+    title: z.string().describe("the code's short title"),
+    status: z.number().int().describe('the HTTP status'),
+    detail: z.string().describe('what was wrong with this request'),
     code: z.string().describe('stable CMP_ERR_… code, documented in the README'),
-    request_id: z.string(),
-    errors: z.array(z.object({ path: z.string(), message: z.string() })).optional(),
+    request_id: z.string().describe('the id the logs know this request by'),
+    errors: z
+      .array(
+        z.object({
+          path: z.string().describe('where in the body (keep, messages[1], …)'),
+          message: z.string().describe('what is wrong there'),
+        }),
+      )
+      .optional()
+      .describe('each field that failed validation'),
   })
   .meta({ id: 'Problem', description: 'RFC 9457 problem details (application/problem+json).' });

@@ -6,6 +6,7 @@ import { HistoryFields, StrategyResponseFields } from './common.js';
 interface Declared<Options extends z.ZodObject, Response extends z.ZodRawShape> {
   readonly options: Options;
   readonly response: Response;
+  readonly docs: { readonly returns: string };
 }
 
 const titled = (kind: string): string => kind.charAt(0).toUpperCase() + kind.slice(1);
@@ -18,7 +19,9 @@ const titled = (kind: string): string => kind.charAt(0).toUpperCase() + kind.sli
 function endpointSchemas(kind: string, strategy: Declared<z.ZodObject, z.ZodRawShape>) {
   return {
     request: z.strictObject({ ...HistoryFields, ...strategy.options.shape }).meta({ id: `${titled(kind)}Request` }),
-    response: z.object({ ...StrategyResponseFields, ...strategy.response }).meta({ id: `${titled(kind)}Response` }),
+    response: z
+      .object({ ...StrategyResponseFields, ...strategy.response })
+      .meta({ id: `${titled(kind)}Response`, description: strategy.docs.returns }),
   };
 }
 

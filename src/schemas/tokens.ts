@@ -10,23 +10,40 @@ export const TokensResponse = z
   .object({
     total: z.number().int().describe('messages, system, tools and every framing overhead the provider charges'),
     messages: z.array(z.number().int()).describe('tokens per message, framing included'),
-    system: z.number().int(),
-    tools: z.number().int(),
+    system: z.number().int().describe('tokens of the top-level `system`'),
+    tools: z.number().int().describe('tokens of the tool definitions'),
     occupancy: z.number().int().describe('reported usage plus counted tokens after it; equals total without usage'),
-    counting: z.enum(['exact', 'estimated', 'usage+exact', 'usage+estimated']),
-    tokenizer: z.string(),
-    format: z.enum(FORMAT_NAMES),
-    context_window: z.number().int().nullable(),
+    counting: z
+      .enum(['exact', 'estimated', 'usage+exact', 'usage+estimated'])
+      .describe("exact: the model's own tokenizer; estimated: a close one; usage+: reported usage plus counted tokens after it"),
+    tokenizer: z.string().describe('the tokenizer that counted'),
+    format: z.enum(FORMAT_NAMES).describe('the format the history was read as'),
+    context_window: z.number().int().nullable().describe("the model's context window; null when the model is unknown"),
   })
-  .meta({ id: 'TokensResponse' });
+  .meta({ id: 'TokensResponse', description: 'The history counted, per message and in total.' });
 
 export const ValidateRequest = z.strictObject(fields).meta({ id: 'ValidateRequest' });
 
 export const ValidateResponse = z
   .object({
-    valid: z.boolean(),
-    format: z.enum(FORMAT_NAMES),
-    violations: z.array(z.object({ index: z.number().int(), rule: z.string(), message: z.string() })),
-    warnings: z.array(z.object({ code: z.string(), message: z.string() })),
+    valid: z.boolean().describe('whether the history satisfies every structural rule of its format'),
+    format: z.enum(FORMAT_NAMES).describe('the format the history was read as'),
+    violations: z
+      .array(
+        z.object({
+          index: z.number().int().describe('the message that breaks the rule'),
+          rule: z.string().describe('the rule, by its stable name'),
+          message: z.string().describe('what is wrong, in words'),
+        }),
+      )
+      .describe('every rule broken (empty when valid)'),
+    warnings: z
+      .array(
+        z.object({
+          code: z.string().describe('stable warning code'),
+          message: z.string().describe('what the provider may object to, in words'),
+        }),
+      )
+      .describe('what is allowed but likely unintended'),
   })
-  .meta({ id: 'ValidateResponse' });
+  .meta({ id: 'ValidateResponse', description: "The history checked against its format's structural rules." });

@@ -17,7 +17,7 @@ export const CompactOptions = z.strictObject({
     .optional()
     .describe('old results kept verbatim but larger than this are cut to head and tail, the original offloaded'),
   clear_thinking: z
-    .strictObject({ keep_turns: z.number().int().min(0) })
+    .strictObject({ keep_turns: z.number().int().min(0).describe('newest assistant turns that keep their thinking') })
     .optional()
     .describe(
       'remove thinking/reasoning from all but the newest N assistant turns. A turn is everything after a real user message (a tool-use loop is one turn); the turn in progress always keeps its thinking, as providers require, even with keep_turns 0. Whole blocks, parts or reasoning_content; OpenAI Responses reasoning items whole, and only those no item of their response names by id (the others are reported in warnings). Not restorable by expand',

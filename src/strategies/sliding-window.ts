@@ -24,7 +24,7 @@ export const KeepSchema = z
 export type Keep = z.output<typeof KeepSchema>;
 
 export const WindowOptions = z.strictObject({
-  keep: KeepSchema.default({ runs: 10 }),
+  keep: KeepSchema.default({ runs: 10 }).describe('how much of the newest history to keep: runs, messages or tokens'),
   keep_first_user: z.boolean().default(true).describe('keep the first user message (the original task)'),
 });
 
@@ -158,7 +158,7 @@ export function windowAbove(
   return { plan: { entries, removed, artifacts: [] }, warnings, extra };
 }
 
-const WINDOW_RESPONSE = { dropped: DroppedSchema };
+const WINDOW_RESPONSE = { dropped: DroppedSchema.describe('what was dropped') };
 
 export const windowStrategy: Strategy<typeof WindowOptions, { dropped: Dropped }, typeof WINDOW_RESPONSE> = {
   kind: 'window',
@@ -166,6 +166,8 @@ export const windowStrategy: Strategy<typeof WindowOptions, { dropped: Dropped }
   response: WINDOW_RESPONSE,
   docs: {
     summary: 'Sliding window: keep the newest runs, messages or tokens',
+    returns:
+      "The history with its oldest messages dropped, in the request's format (unchanged, with `reason`, when nothing applied): what happened to each message, occupancy before and after, and what was dropped.",
     description:
       'Keeps the head (leading system messages), the first user message (unless `keep_first_user` is false) and the newest `keep` runs, messages or tokens; drops the rest. The cut moves back to the nearest safe boundary (never inside a tool exchange, never below the newest group, never where the format would reject the seam). `{runs: 0}` still keeps the run in flight. Never calls an LLM.',
   },

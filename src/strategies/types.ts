@@ -93,7 +93,8 @@ export interface Strategy<Options extends z.ZodObject, Extra, Response extends z
   /** The strategy's own response fields (joined to the common ones in its endpoint's response schema). */
   readonly response: Response;
   /** How its endpoint describes itself (the OpenAPI document). */
-  readonly docs: { readonly summary: string; readonly description: string };
+  /** The endpoint's summary and description, and what its 200 answer is (the response's description). */
+  readonly docs: { readonly summary: string; readonly description: string; readonly returns: string };
   /** Failures it may answer besides the common ones: the summarizer's upstream (502, 504), the store's cap (507). */
   readonly answers?: readonly ('summarizer' | 'store')[];
   idle(history: PreparedHistory, options: z.output<Options>, cost: CostEnv): Extra;

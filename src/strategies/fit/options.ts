@@ -37,8 +37,8 @@ export const FitOptions = z.strictObject({
     ),
   limit: z
     .strictObject({
-      tokens: z.number().int().min(0).optional(),
-      fraction: z.number().gt(0).max(1).optional(),
+      tokens: z.number().int().min(0).optional().describe('the limit in tokens'),
+      fraction: z.number().gt(0).max(1).optional().describe("the limit as a fraction of the model's context window"),
     })
     .optional()
     .describe(
@@ -63,13 +63,13 @@ export type FitOptions = z.output<typeof FitOptions>;
 
 /** Fit's own response fields. */
 export const FIT_RESPONSE = {
-  stages: z.array(StageSchemaValue),
+  stages: z.array(StageSchemaValue).describe('each stage, in order: whether it ran and what it left'),
   target: z.number().int().describe('the occupancy aimed at'),
-  artifacts: z.array(ArtifactRefSchema),
-  summary: SummaryReportSchema.nullable(),
-  dropped: DroppedSchema.nullable(),
+  artifacts: z.array(ArtifactRefSchema).describe('the originals the compact and summarize stages offloaded'),
+  summary: SummaryReportSchema.nullable().describe('the summary the summarize stage wrote; null when it did not run or failed'),
+  dropped: DroppedSchema.nullable().describe('what the window stage dropped; null when it did not run'),
   call_again_at: z.number().int().describe('the occupancy at which calling again is worth it (guards against thrashing)'),
-  cost: CostSchema,
+  cost: CostSchema.describe('what the reduction costs and saves, and why it was made, forced or deferred'),
   plan: SummaryPlanSchema.optional().describe(
     "dry run: the summarizer calls the summarize stage would make; `actions` record what it would summarize, `tokens.after` estimates the summary at its max_tokens budget, and the window stage, which depends on the summary's real size, is not predicted",
   ),

@@ -14,7 +14,12 @@ export const SummarizerOptions = z.strictObject({
     .describe('the default model or one in COMPACTOR_SUMMARIZER_MODELS; with no LLM configured, none is allowed (400)'),
   prompt: z.string().max(20_000).optional().describe('extra instructions appended to the versioned prompt'),
   max_tokens: z.number().int().min(64).max(32_000).default(1024).describe("the summary's budget"),
-  temperature: z.number().min(0).max(2).optional(),
+  temperature: z
+    .number()
+    .min(0)
+    .max(2)
+    .optional()
+    .describe("the summarizer's sampling temperature; omitted: the model's default"),
 });
 
 export const SummarizeOptions = z.strictObject({
@@ -22,7 +27,9 @@ export const SummarizeOptions = z.strictObject({
     .enum(['rolling', 'sections'])
     .default('rolling')
     .describe('rolling: head + one summary + kept tail; sections: per-section summaries, last-section rotation, QA merge'),
-  keep: KeepSchema.default({ messages: 20 }),
+  keep: KeepSchema.default({ messages: 20 }).describe(
+    'the newest history kept verbatim after the summary: runs, messages or tokens',
+  ),
   keep_first_user: z.boolean().default(true).describe('keep the first user message (the original task)'),
   summary_role: z
     .enum(['user', 'system', 'pair'])
@@ -30,7 +37,9 @@ export const SummarizeOptions = z.strictObject({
     .describe(
       'user; system (formats that accept a system message inside the history); pair (a user request and an assistant answer)',
     ),
-  summarizer: SummarizerOptions.default({ max_tokens: 1024 }),
+  summarizer: SummarizerOptions.default({ max_tokens: 1024 }).describe(
+    "the summary's model, extra instructions, budget and temperature",
+  ),
   max_input_tokens: z
     .number()
     .int()
@@ -60,9 +69,14 @@ export const SummarizeOptions = z.strictObject({
     .describe('sections mode: a kept section over this has its oldest pairs summarized'),
   qa: z
     .strictObject({
-      enabled: z.boolean().default(true),
-      max_sections: z.number().int().min(2).default(10),
-      max_tokens: z.number().int().min(256).default(16_384),
+      enabled: z.boolean().default(true).describe('whether older sections are ever merged'),
+      max_sections: z.number().int().min(2).default(10).describe('more sections than this: the older ones merge'),
+      max_tokens: z
+        .number()
+        .int()
+        .min(256)
+        .default(16_384)
+        .describe('sections over this many tokens in all: the older ones merge'),
     })
     .default({ enabled: true, max_sections: 10, max_tokens: 16_384 })
     .describe('sections mode: past these, the older sections merge into one'),

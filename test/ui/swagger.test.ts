@@ -1,0 +1,98 @@
+import { accessSync, constants } from 'node:fs';
+import { delimiter, join } from 'node:path';
+import type { FastifyInstance } from 'fastify';
+import t from 'tap';
+import { build } from '../support/app.js';
+
+/**
+ * Swagger UI in a real browser: on the real app listening on a port, "Try it out" then "Execute"
+ * on every POST endpoint sends the endpoint's default example as it is and gets a 200 of the
+ * documented shape. Needs a Chromium binary (Debian's `chromium`, or `CHROMIUM_PATH`); skips
+ * saying so when there is none.
+ */
+
+const NAMES = ['chromium', 'chromium-browser', 'google-chrome', 'google-chrome-stable'];
+
+function findChromium(): string | undefined {
+  const candidates = [
+    process.env.CHROMIUM_PATH,
+    ...(process.env.PATH ?? '').split(delimiter).flatMap((dir) => NAMES.map((name) => join(dir, name))),
+    '/usr/lib/chromium/chromium',
+  ];
+  return candidates.find((path) => {
+    if (!path) return false;
+    try {
+      accessSync(path, constants.X_OK);
+      return true;
+    } catch {
+      return false;
+    }
+  });
+}
+
+type Json = Record<string, unknown>;
+const isInt = (v: unknown) => Number.isInteger(v);
+const SHAPES: Record<string, (body: Json) => boolean> = {
+  '/v1/window': (b) => strategy(b) && typeof b.dropped === 'object',
+  '/v1/compact': (b) => strategy(b) && Array.isArray(b.artifacts) && b.artifacts.length > 0,
+  '/v1/summarize': (b) => strategy(b) && (b.summary as Json | null)?.summarizer === 'extractive',
+  '/v1/fit': (b) => strategy(b) && Array.isArray(b.stages) && typeof b.cost === 'object',
+  '/v1/expand': (b) => Array.isArray(b.messages) && isInt(b.restored) && Array.isArray(b.missing),
+  '/v1/tokens': (b) => isInt(b.total) && Array.isArray(b.messages) && typeof b.tokenizer === 'string',
+  '/v1/validate': (b) => b.valid === true && Array.isArray(b.violations),
+};
+function strategy(b: Json): boolean {
+  const tokens = b.tokens as { before: number; after: number } | undefined;
+  return Array.isArray(b.messages) && b.applied === true && !!tokens && tokens.after < tokens.before && Array.isArray(b.actions);
+}
+
+const chromium = findChromium();
+
+t.test(
+  'Swagger UI: Try it out, then Execute, on every POST endpoint answers 200 with the documented shape',
+  { skip: chromium ? false : 'no Chromium binary found (apt-get install chromium, or set CHROMIUM_PATH)', timeout: 90_000 },
+  async (t) => {
+    const { chromium: playwright } = await import('playwright-core');
+    const app: FastifyInstance = await build(t, { COMPACTOR_STORE_URL: 'memory:' });
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    const { port } = app.server.address() as { port: number };
+    const base = `http://127.0.0.1:${port}`;
+    const doc = (await (await fetch(`${base}/openapi.json`)).json()) as {
+      paths: Record<
+        string,
+        { post?: { requestBody: { content: { 'application/json': { examples: Record<string, { value: Json }> } } } } }
+      >;
+    };
+    const posts = Object.keys(doc.paths).filter((path) => doc.paths[path]?.post);
+    t.same([...posts].sort(), Object.keys(SHAPES).sort(), 'every POST endpoint is exercised');
+
+    const browser = await playwright.launch({ executablePath: chromium, args: ['--no-sandbox', '--disable-dev-shm-usage'] });
+    t.teardown(() => browser.close());
+    const page = await browser.newPage();
+    page.setDefaultTimeout(20_000);
+    await page.goto(`${base}/docs`);
+    await page.locator('.opblock-post').first().waitFor();
+
+    for (const path of posts) {
+      const block = page.locator('.opblock-post', { has: page.locator(`.opblock-summary-path[data-path="${path}"]`) });
+      await block.locator('.opblock-summary').first().click();
+      await block.locator('.try-out__btn').click();
+      const [response] = await Promise.all([
+        page.waitForResponse((r) => r.request().method() === 'POST' && new URL(r.url()).pathname === path),
+        block.locator('.btn.execute').click(),
+      ]);
+      const examples = doc.paths[path]?.post?.requestBody.content['application/json'].examples ?? {};
+      t.same(
+        response.request().postDataJSON(),
+        Object.values(examples)[0]?.value,
+        `${path}: the default example is sent as it is`,
+      );
+      t.equal(response.status(), 200, `${path}: 200`);
+      const body = (await response.json()) as Json;
+      t.ok(SHAPES[path]?.(body), `${path}: the body has the documented shape`);
+      const shown = block.locator('.live-responses-table tbody .response-col_status').first();
+      await shown.waitFor();
+      t.match((await shown.textContent()) ?? '', /^\s*200/, `${path}: the UI shows 200`);
+    }
+  },
+);
