@@ -1,5 +1,4 @@
 export { type AppDeps, buildApp, createLogger } from './app.js';
-export { CompactorClient, type CompactorClientOptions, CompactorHttpError } from './client.js';
 export { Compactor } from './compactor.js';
 export { type Config, ConfigSchema, loadConfig } from './config.js';
 export { CompactorError, ERRORS, type ErrorCode } from './errors.js';

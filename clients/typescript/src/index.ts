@@ -1,0 +1,186 @@
+/**
+ * A typed client for Compactor with no runtime dependencies: the global `fetch` of Node 18+ (or a
+ * browser, Deno, Bun) and the types generated from the service's OpenAPI document (`openapi.ts`).
+ */
+import type { components } from './openapi.js';
+
+export type { components, paths } from './openapi.js';
+
+type Schemas = components['schemas'];
+
+/** One message in its provider's own wire format; unknown fields are kept. */
+export type Message = Schemas['Message'];
+/** The problem document (RFC 9457) every 4xx/5xx answer carries. */
+export type Problem = Schemas['Problem'];
+export type HealthStatus = Schemas['HealthStatus'];
+export type Artifact = Schemas['Artifact'];
+
+/**
+ * A request or response with its `messages` typed as the caller's own message type `M`: the
+ * service answers in the format it was sent, so what goes in as `M` comes back as `M`.
+ */
+type WithMessages<T, M> = Omit<T, 'messages'> & { messages: M[] };
+
+export type WindowRequest<M extends object = Message> = WithMessages<Schemas['WindowRequestInput'], M>;
+export type WindowResponse<M extends object = Message> = WithMessages<Schemas['WindowResponse'], M>;
+export type CompactRequest<M extends object = Message> = WithMessages<Schemas['CompactRequestInput'], M>;
+export type CompactResponse<M extends object = Message> = WithMessages<Schemas['CompactResponse'], M>;
+export type SummarizeRequest<M extends object = Message> = WithMessages<Schemas['SummarizeRequestInput'], M>;
+export type SummarizeResponse<M extends object = Message> = WithMessages<Schemas['SummarizeResponse'], M>;
+export type FitRequest<M extends object = Message> = WithMessages<Schemas['FitRequestInput'], M>;
+export type FitResponse<M extends object = Message> = WithMessages<Schemas['FitResponse'], M>;
+export type ExpandRequest<M extends object = Message> = WithMessages<Schemas['ExpandRequestInput'], M>;
+export type ExpandResponse<M extends object = Message> = WithMessages<Schemas['ExpandResponse'], M>;
+export type TokensRequest<M extends object = Message> = WithMessages<Schemas['TokensRequestInput'], M>;
+export type TokensResponse = Schemas['TokensResponse'];
+export type ValidateRequest<M extends object = Message> = WithMessages<Schemas['ValidateRequestInput'], M>;
+export type ValidateResponse = Schemas['ValidateResponse'];
+
+/** The part of a `fetch` response the client reads. */
+export interface FetchResponseLike {
+  status: number;
+  ok: boolean;
+  headers: { get(name: string): string | null };
+  text(): Promise<string>;
+}
+
+/** A `fetch`-compatible function (the global one by default). */
+export type FetchLike = (
+  url: string,
+  init: { method: string; headers: Record<string, string>; body?: string; signal?: AbortSignal },
+) => Promise<FetchResponseLike>;
+
+/** An answer with a 4xx/5xx status, carrying the problem document the service sent. */
+export class CompactorHttpError extends Error {
+  override name = 'CompactorHttpError';
+  constructor(
+    readonly status: number,
+    /** The problem document; undefined when the body was not JSON (a proxy's page, say). */
+    readonly problem: Problem | undefined,
+    /** The service's `retry-after` on a 429 or 503, in seconds. */
+    readonly retryAfterSeconds?: number,
+  ) {
+    super(problem?.code ? `${problem.code}: ${problem.detail}` : `HTTP ${status}`);
+  }
+}
+
+export interface CompactorClientOptions {
+  /** e.g. `http://127.0.0.1:8080` (a trailing slash is fine). */
+  baseUrl: string;
+  /** Sent as `Authorization: Bearer <key>` when the service has keys configured. */
+  apiKey?: string | undefined;
+  /** Per-call deadline in ms (default 60 000), retries and their waits included. */
+  timeoutMs?: number | undefined;
+  /**
+   * Retries after a 429 or 503 that carries `retry-after`, waiting what it says (default 2).
+   * Every endpoint is safe to repeat: the same request gives the same answer. A wait that would
+   * pass the deadline is not taken; the error is thrown instead. Other errors are never retried.
+   */
+  retries?: number | undefined;
+  /** The `fetch` to use (default: the global one). */
+  fetch?: FetchLike | undefined;
+}
+
+function parseBody(text: string): unknown {
+  if (!text) return undefined;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * A client for every endpoint of Compactor's API, version 1. Each method throws
+ * `CompactorHttpError` on a 4xx/5xx answer (after the retries a `retry-after` allows), and the
+ * `fetch` error (a `TimeoutError` past `timeoutMs`, a `TypeError` when nothing answers) otherwise.
+ */
+export class CompactorClient {
+  private readonly base: string;
+  private readonly doFetch: FetchLike;
+
+  constructor(private readonly options: CompactorClientOptions) {
+    this.base = options.baseUrl.replace(/\/+$/, '');
+    this.doFetch = options.fetch ?? (globalThis.fetch as unknown as FetchLike);
+  }
+
+  private async call<T>(method: 'GET' | 'POST', path: string, body?: unknown, accept?: (status: number) => boolean): Promise<T> {
+    const deadline = Date.now() + (this.options.timeoutMs ?? 60_000);
+    const payload = body !== undefined ? JSON.stringify(body) : undefined;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.once<T>(method, path, payload, deadline, accept);
+      } catch (error) {
+        const wait = error instanceof CompactorHttpError ? (error.retryAfterSeconds ?? 0) * 1000 : 0;
+        if (!wait || attempt >= (this.options.retries ?? 2) || Date.now() + wait >= deadline) throw error;
+        await new Promise((resolve) => setTimeout(resolve, wait));
+      }
+    }
+  }
+
+  private async once<T>(
+    method: 'GET' | 'POST',
+    path: string,
+    payload: string | undefined,
+    deadline: number,
+    accept?: (status: number) => boolean,
+  ): Promise<T> {
+    const headers: Record<string, string> = { accept: 'application/json, application/problem+json' };
+    if (payload !== undefined) headers['content-type'] = 'application/json';
+    if (this.options.apiKey) headers.authorization = `Bearer ${this.options.apiKey}`;
+    const res = await this.doFetch(`${this.base}${path}`, {
+      method,
+      headers,
+      ...(payload !== undefined ? { body: payload } : {}),
+      signal: AbortSignal.timeout(Math.max(1, deadline - Date.now())),
+    });
+    const parsed = parseBody(await res.text());
+    if (!res.ok && !accept?.(res.status)) {
+      const after = Number(res.headers.get('retry-after'));
+      const retryable = (res.status === 429 || res.status === 503) && Number.isFinite(after) && after > 0;
+      const problem = parsed && typeof parsed === 'object' ? (parsed as Problem) : undefined;
+      throw new CompactorHttpError(res.status, problem, retryable ? after : undefined);
+    }
+    return parsed as T;
+  }
+
+  /** `POST /v1/window`: keep the newest runs, messages or tokens; drop the rest. */
+  window<M extends object = Message>(req: WindowRequest<M>): Promise<WindowResponse<M>> {
+    return this.call('POST', '/v1/window', req);
+  }
+  /** `POST /v1/compact`: clear, offload, truncate and dedupe old tool traffic and thinking (reversible). */
+  compact<M extends object = Message>(req: CompactRequest<M>): Promise<CompactResponse<M>> {
+    return this.call('POST', '/v1/compact', req);
+  }
+  /** `POST /v1/summarize`: replace older history with a summary. */
+  summarize<M extends object = Message>(req: SummarizeRequest<M>): Promise<SummarizeResponse<M>> {
+    return this.call('POST', '/v1/summarize', req);
+  }
+  /** `POST /v1/fit`: compact, then summarize, then window, until the history fits its target. */
+  fit<M extends object = Message>(req: FitRequest<M>): Promise<FitResponse<M>> {
+    return this.call('POST', '/v1/fit', req);
+  }
+  /** `POST /v1/expand`: put back every offloaded original referenced in a history, byte-exact. */
+  expand<M extends object = Message>(req: ExpandRequest<M>): Promise<ExpandResponse<M>> {
+    return this.call('POST', '/v1/expand', req);
+  }
+  /** `GET /v1/artifacts/{id}`: one offloaded original (404 `CMP_ERR_ARTIFACT_NOT_FOUND` once expired). */
+  artifact(id: string): Promise<Artifact> {
+    return this.call('GET', `/v1/artifacts/${encodeURIComponent(id)}`);
+  }
+  /** `POST /v1/tokens`: count a history's tokens as the service would. */
+  tokens<M extends object = Message>(req: TokensRequest<M>): Promise<TokensResponse> {
+    return this.call('POST', '/v1/tokens', req);
+  }
+  /** `POST /v1/validate`: check a history against its format's structural rules. */
+  validate<M extends object = Message>(req: ValidateRequest<M>): Promise<ValidateResponse> {
+    return this.call('POST', '/v1/validate', req);
+  }
+  /**
+   * `GET /health/ready` (default) or `GET /health/live`. A not-ready service's 503 is answered as
+   * its status (`draining`, `store_unavailable`, …), not thrown.
+   */
+  health(probe: 'ready' | 'live' = 'ready'): Promise<HealthStatus> {
+    return this.call('GET', `/health/${probe}`, undefined, (status) => status === 503);
+  }
+}
