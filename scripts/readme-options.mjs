@@ -1,0 +1,118 @@
+// The README's option tables, generated from the committed OpenAPI document (itself generated from
+// the zod schemas the service validates with), between markers of the form
+//   <!-- options:/v1/fit --> … <!-- /options -->   (one endpoint's own fields)
+//   <!-- options:common --> … <!-- /options -->    (the fields every strategy endpoint shares)
+//   <!-- options:objects --> … <!-- /options -->   (the shared objects those fields name)
+// `node scripts/readme-options.mjs` rewrites README.md; `--check` exits 1 when it is out of date
+// (test/unit/readme.test.ts runs the same comparison).
+import { readFileSync, writeFileSync } from 'node:fs';
+
+const root = new URL('../', import.meta.url);
+const COMMON = ['messages', 'format', 'system', 'tools', 'model', 'context_window', 'usage', 'run_ids', 'trigger', 'dry_run'];
+const OBJECTS = ['Trigger', 'ReportedUsage', 'Keep', 'CompactRule', 'Pricing', 'CacheSettings', 'Horizon'];
+
+function schemas(doc) {
+  return doc.components?.schemas ?? {};
+}
+
+function resolve(doc, s) {
+  if (s?.$ref) return schemas(doc)[s.$ref.split('/').pop()] ?? {};
+  return s ?? {};
+}
+
+/** A short type for a table cell: a named object, an enum, a union, an array of … */
+function typeOf(doc, s) {
+  if (s.$ref)
+    return `\`${s.$ref
+      .split('/')
+      .pop()
+      .replace(/Input$/, '')}\``;
+  if (s.enum) return s.enum.map((v) => `\`${JSON.stringify(v)}\``).join(', ');
+  if (s.const !== undefined) return `\`${JSON.stringify(s.const)}\``;
+  const union = s.anyOf ?? s.oneOf;
+  if (union) return [...new Set(union.map((u) => typeOf(doc, u)))].join(' or ');
+  if (s.type === 'array') return s.items && Object.keys(s.items).length ? `array of ${typeOf(doc, s.items)}` : 'array';
+  if (s.type === 'integer' || s.type === 'number') {
+    const lo = s.minimum ?? s.exclusiveMinimum;
+    const hi = s.maximum !== undefined && s.maximum < 9007199254740991 ? s.maximum : undefined;
+    const range =
+      lo !== undefined && hi !== undefined
+        ? ` ${lo}–${hi}`
+        : lo !== undefined
+          ? s.exclusiveMinimum !== undefined
+            ? ` > ${lo}`
+            : ` ≥ ${lo}`
+          : '';
+    return `${s.type}${range}`;
+  }
+  return s.type ?? 'any';
+}
+
+const cell = (text) =>
+  String(text ?? '')
+    .replace(/\|/g, '\\|')
+    .replace(/\s*\n\s*/g, ' ');
+
+function rows(doc, object, only, skip = []) {
+  const props = object.properties ?? {};
+  const required = new Set(object.required ?? []);
+  const names = Object.keys(props).filter((n) => (only ? only.includes(n) : !skip.includes(n)));
+  const out = ['| field | type | default | meaning |', '|---|---|---|---|'];
+  for (const name of names) {
+    const raw = props[name];
+    const s = raw.$ref ? { ...resolve(doc, raw), ...raw } : raw;
+    const def = raw.default !== undefined ? `\`${JSON.stringify(raw.default)}\`` : required.has(name) ? 'required' : '';
+    const description = raw.description ?? resolve(doc, raw).description ?? '';
+    out.push(`| \`${name}\` | ${cell(typeOf(doc, raw.$ref ? raw : s))} | ${cell(def)} | ${cell(description)} |`);
+  }
+  return out.join('\n');
+}
+
+function requestSchema(doc, path) {
+  const op = doc.paths?.[path]?.post;
+  return resolve(doc, op?.requestBody?.content?.['application/json']?.schema);
+}
+
+function named(doc, name) {
+  return schemas(doc)[name] ?? schemas(doc)[`${name}Input`];
+}
+
+/** The generated text for one marker. */
+export function table(doc, key) {
+  if (key === 'common') return rows(doc, requestSchema(doc, '/v1/fit'), COMMON);
+  if (key === 'objects') {
+    return OBJECTS.filter((n) => named(doc, n))
+      .map(
+        (n) =>
+          `**\`${n}\`**${named(doc, n).description ? `: ${cell(named(doc, n).description)}` : ''}\n\n${rows(doc, named(doc, n))}`,
+      )
+      .join('\n\n');
+  }
+  const s = requestSchema(doc, key);
+  if (!s.properties) throw new Error(`no request schema for ${key}`);
+  return rows(doc, s, undefined, COMMON);
+}
+
+/** README text with every marked table regenerated. */
+export function render(readme, doc) {
+  return readme.replace(
+    /(<!-- options:(\S+) -->\n)[\s\S]*?(<!-- \/options -->)/g,
+    (_, open, key, close) => `${open}${table(doc, key)}\n${close}`,
+  );
+}
+
+if (process.argv[1] && import.meta.url.endsWith(process.argv[1].split('/').pop())) {
+  const readmeUrl = new URL('README.md', root);
+  const readme = readFileSync(readmeUrl, 'utf8');
+  const doc = JSON.parse(readFileSync(new URL('openapi/openapi.json', root), 'utf8'));
+  const next = render(readme, doc);
+  if (process.argv.includes('--check')) {
+    if (next !== readme) {
+      console.error('README.md option tables are out of date: run node scripts/readme-options.mjs');
+      process.exit(1);
+    }
+  } else if (next !== readme) {
+    writeFileSync(readmeUrl, next);
+    console.log('README.md option tables updated');
+  }
+}
