@@ -188,7 +188,8 @@ t.test(
       t.equal(res.status, 200, `workers=${workers}: the request in flight is answered`);
       t.equal(res.headers.get('connection'), 'close', 'and its connection closed');
       await closed;
-      t.ok(performance.now() - started < 5000, `workers=${workers}: closed in ${Math.round(performance.now() - started)} ms`);
+      // Far below the keep-alive timeout (72 s) that held the close open before, with room for a loaded CI machine.
+      t.ok(performance.now() - started < 20_000, `workers=${workers}: closed in ${Math.round(performance.now() - started)} ms`);
     }
   },
 );
