@@ -18,11 +18,12 @@ const PROBE = 'compactor:probe';
  * reconnecting by itself, so the service recovers without a restart.
  *
  * There is no cap of ours here: Redis's own `maxmemory` is the cap, and its eviction policy
- * decides. Run it with `volatile-ttl` (or another `volatile-*` policy): artifacts and cached
- * summaries are evicted, soonest-expiring first, and an evicted artifact is missing exactly as an
- * expired one is; the secret has no TTL and is never evicted. Under `noeviction` a full Redis
- * refuses every write instead (503 `CMP_ERR_STORE_UNAVAILABLE`, readiness off), and an
- * `allkeys-*` policy could evict the secret, which would change every id.
+ * decides. The shipped deployments use `noeviction` with `maxmemory` sized from the artifact TTL
+ * and append-only persistence, so an artifact lives its whole TTL; a full Redis then refuses
+ * writes (503 `CMP_ERR_STORE_UNAVAILABLE`, readiness off). `volatile-ttl` trades that for
+ * availability: artifacts and cached summaries are evicted soonest-expiring first and reported
+ * missing as expired ones are, and the secret, which has no TTL, is never evicted. An `allkeys-*`
+ * policy could evict the secret, which would change every id.
  */
 export class RedisStore implements ArtifactStore {
   readonly kind = 'redis' as const;
