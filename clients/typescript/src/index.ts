@@ -21,19 +21,19 @@ export type Artifact = Schemas['Artifact'];
  */
 type WithMessages<T, M> = Omit<T, 'messages'> & { messages: M[] };
 
-export type WindowRequest<M extends object = Message> = WithMessages<Schemas['WindowRequestInput'], M>;
+export type WindowRequest<M extends object = Message> = WithMessages<Schemas['WindowRequest'], M>;
 export type WindowResponse<M extends object = Message> = WithMessages<Schemas['WindowResponse'], M>;
-export type CompactRequest<M extends object = Message> = WithMessages<Schemas['CompactRequestInput'], M>;
+export type CompactRequest<M extends object = Message> = WithMessages<Schemas['CompactRequest'], M>;
 export type CompactResponse<M extends object = Message> = WithMessages<Schemas['CompactResponse'], M>;
-export type SummarizeRequest<M extends object = Message> = WithMessages<Schemas['SummarizeRequestInput'], M>;
+export type SummarizeRequest<M extends object = Message> = WithMessages<Schemas['SummarizeRequest'], M>;
 export type SummarizeResponse<M extends object = Message> = WithMessages<Schemas['SummarizeResponse'], M>;
-export type FitRequest<M extends object = Message> = WithMessages<Schemas['FitRequestInput'], M>;
+export type FitRequest<M extends object = Message> = WithMessages<Schemas['FitRequest'], M>;
 export type FitResponse<M extends object = Message> = WithMessages<Schemas['FitResponse'], M>;
-export type ExpandRequest<M extends object = Message> = WithMessages<Schemas['ExpandRequestInput'], M>;
+export type ExpandRequest<M extends object = Message> = WithMessages<Schemas['ExpandRequest'], M>;
 export type ExpandResponse<M extends object = Message> = WithMessages<Schemas['ExpandResponse'], M>;
-export type TokensRequest<M extends object = Message> = WithMessages<Schemas['TokensRequestInput'], M>;
+export type TokensRequest<M extends object = Message> = WithMessages<Schemas['TokensRequest'], M>;
 export type TokensResponse = Schemas['TokensResponse'];
-export type ValidateRequest<M extends object = Message> = WithMessages<Schemas['ValidateRequestInput'], M>;
+export type ValidateRequest<M extends object = Message> = WithMessages<Schemas['ValidateRequest'], M>;
 export type ValidateResponse = Schemas['ValidateResponse'];
 
 /** The part of a `fetch` response the client reads. */

@@ -20,12 +20,17 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description The service is up (`ok`) or ready to serve (`ready`). */
                 200: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "status": "ok"
+                         *     }
+                         */
                         "application/json": components["schemas"]["HealthStatus"];
                     };
                 };
@@ -55,21 +60,31 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description The service is up (`ok`) or ready to serve (`ready`). */
                 200: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "status": "ready"
+                         *     }
+                         */
                         "application/json": components["schemas"]["HealthStatus"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Not ready: draining for shutdown, or the store is unavailable or failing (`status`, `reason`). */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "status": "draining"
+                         *     }
+                         */
                         "application/json": components["schemas"]["HealthStatus"];
                     };
                 };
@@ -105,79 +120,311 @@ export interface paths {
             };
             requestBody: {
                 content: {
-                    "application/json": components["schemas"]["WindowRequestInput"];
+                    "application/json": components["schemas"]["WindowRequest"];
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description The history with its oldest messages dropped, in the request's format (unchanged, with `reason`, when nothing applied): what happened to each message, occupancy before and after, and what was dropped. */
                 200: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "messages": [
+                         *         {
+                         *           "role": "system",
+                         *           "content": "You are a coding agent working in the repository at /workspace/shop. Use the tools to read, search, edit and test the code. Keep changes minimal and run the tests before you answer."
+                         *         },
+                         *         {
+                         *           "role": "user",
+                         *           "content": "The test \"cart total applies the discount once\" fails since yesterday. Find out why and fix it."
+                         *         },
+                         *         {
+                         *           "role": "assistant",
+                         *           "content": null,
+                         *           "tool_calls": [
+                         *             {
+                         *               "id": "call_edit_1",
+                         *               "type": "function",
+                         *               "function": {
+                         *                 "name": "edit_file",
+                         *                 "arguments": "{\"path\":\"src/cart.ts\",\"old\":\"  if (discount?.kind === \\\"percent\\\") sum -= (subtotal(cart) * discount.value) / 100;\\n\",\"new\":\"\"}"
+                         *               }
+                         *             }
+                         *           ]
+                         *         },
+                         *         {
+                         *           "role": "tool",
+                         *           "tool_call_id": "call_edit_1",
+                         *           "content": "Applied 1 edit to src/cart.ts (1 line removed)."
+                         *         },
+                         *         {
+                         *           "role": "assistant",
+                         *           "content": null,
+                         *           "tool_calls": [
+                         *             {
+                         *               "id": "call_test_2",
+                         *               "type": "function",
+                         *               "function": {
+                         *                 "name": "run_tests",
+                         *                 "arguments": "{\"command\":\"npm test\"}"
+                         *               }
+                         *             }
+                         *           ]
+                         *         },
+                         *         {
+                         *           "role": "tool",
+                         *           "tool_call_id": "call_test_2",
+                         *           "content": " ✓ test/money.test.ts (6 tests) 4ms\n ✓ test/discounts.test.ts (9 tests) 6ms\n ✓ test/cart.test.ts (8 tests) 9ms\n\n Test Files  3 passed (3)\n      Tests  23 passed (23)"
+                         *         },
+                         *         {
+                         *           "role": "assistant",
+                         *           "content": "Fixed. `total()` in src/cart.ts applied a percent discount twice: once per line in the loop and again to the subtotal (a line added with #214). I removed the second application; all 23 tests pass."
+                         *         },
+                         *         {
+                         *           "role": "user",
+                         *           "content": "Thanks. Now add a test for a cart whose discount code is unknown."
+                         *         }
+                         *       ],
+                         *       "format": "openai-chat",
+                         *       "applied": true,
+                         *       "tokens": {
+                         *         "before": 1167,
+                         *         "after": 269,
+                         *         "saved": 898,
+                         *         "counting": "usage+exact",
+                         *         "tokenizer": "o200k_base"
+                         *       },
+                         *       "usage": {
+                         *         "input_tokens": 0,
+                         *         "output_tokens": 0,
+                         *         "total_tokens": 0,
+                         *         "cached_input_tokens": 0,
+                         *         "calls": 0,
+                         *         "model": null
+                         *       },
+                         *       "actions": [
+                         *         {
+                         *           "index": 0,
+                         *           "action": "keep",
+                         *           "tokens_freed": 0
+                         *         },
+                         *         {
+                         *           "index": 1,
+                         *           "action": "keep",
+                         *           "tokens_freed": 0
+                         *         },
+                         *         {
+                         *           "index": 2,
+                         *           "action": "drop",
+                         *           "tokens_freed": 13
+                         *         },
+                         *         {
+                         *           "index": 3,
+                         *           "action": "drop",
+                         *           "tokens_freed": 311
+                         *         },
+                         *         {
+                         *           "index": 4,
+                         *           "action": "drop",
+                         *           "tokens_freed": 12
+                         *         },
+                         *         {
+                         *           "index": 5,
+                         *           "action": "drop",
+                         *           "tokens_freed": 378
+                         *         },
+                         *         {
+                         *           "index": 6,
+                         *           "action": "drop",
+                         *           "tokens_freed": 14
+                         *         },
+                         *         {
+                         *           "index": 7,
+                         *           "action": "drop",
+                         *           "tokens_freed": 170
+                         *         },
+                         *         {
+                         *           "index": 8,
+                         *           "action": "keep",
+                         *           "tokens_freed": 0
+                         *         },
+                         *         {
+                         *           "index": 9,
+                         *           "action": "keep",
+                         *           "tokens_freed": 0
+                         *         },
+                         *         {
+                         *           "index": 10,
+                         *           "action": "keep",
+                         *           "tokens_freed": 0
+                         *         },
+                         *         {
+                         *           "index": 11,
+                         *           "action": "keep",
+                         *           "tokens_freed": 0
+                         *         },
+                         *         {
+                         *           "index": 12,
+                         *           "action": "keep",
+                         *           "tokens_freed": 0
+                         *         },
+                         *         {
+                         *           "index": 13,
+                         *           "action": "keep",
+                         *           "tokens_freed": 0
+                         *         }
+                         *       ],
+                         *       "warnings": [],
+                         *       "dropped": {
+                         *         "messages": 6,
+                         *         "runs": 1,
+                         *         "tokens": 898,
+                         *         "last_dropped_run_id": null
+                         *       }
+                         *     }
+                         */
                         "application/json": components["schemas"]["WindowResponse"];
                     };
                 };
-                /** @description Default Response */
+                /** @description The request is not valid: the body does not match the schema, is not JSON, or the history breaks its format's rules (`code` says which, `errors` lists each field). */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "type": "urn:compactor:error:CMP_ERR_REQUEST_VALIDATION",
+                         *       "title": "The request does not match its schema",
+                         *       "status": 400,
+                         *       "detail": "keep: give exactly one of runs, messages or tokens",
+                         *       "code": "CMP_ERR_REQUEST_VALIDATION",
+                         *       "request_id": "4f1c2a9e-7b3d-4e8a-9c61-2d5e8f0a7b13",
+                         *       "errors": [
+                         *         {
+                         *           "path": "keep",
+                         *           "message": "give exactly one of runs, messages or tokens"
+                         *         }
+                         *       ]
+                         *     }
+                         */
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
-                /** @description Default Response */
+                /** @description An API key is required, or the one sent is not valid (only when the service has `COMPACTOR_API_KEYS` set). */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "type": "urn:compactor:error:CMP_ERR_AUTH_REQUIRED",
+                         *       "title": "An API key is required (Authorization: Bearer <key>)",
+                         *       "status": 401,
+                         *       "detail": "send an API key as Authorization: Bearer <key>",
+                         *       "code": "CMP_ERR_AUTH_REQUIRED",
+                         *       "request_id": "4f1c2a9e-7b3d-4e8a-9c61-2d5e8f0a7b13"
+                         *     }
+                         */
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
-                /** @description Default Response */
+                /** @description The body is larger than `COMPACTOR_BODY_LIMIT`. */
                 413: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "type": "urn:compactor:error:CMP_ERR_REQUEST_BODY_TOO_LARGE",
+                         *       "title": "The request body is larger than the limit",
+                         *       "status": 413,
+                         *       "detail": "the body is larger than 33554432 bytes",
+                         *       "code": "CMP_ERR_REQUEST_BODY_TOO_LARGE",
+                         *       "request_id": "4f1c2a9e-7b3d-4e8a-9c61-2d5e8f0a7b13"
+                         *     }
+                         */
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
-                /** @description Default Response */
+                /** @description The body is not `application/json`. */
                 415: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "type": "urn:compactor:error:CMP_ERR_REQUEST_UNSUPPORTED_MEDIA_TYPE",
+                         *       "title": "The request body must be application/json",
+                         *       "status": 415,
+                         *       "detail": "content-type text/plain is not supported; send application/json",
+                         *       "code": "CMP_ERR_REQUEST_UNSUPPORTED_MEDIA_TYPE",
+                         *       "request_id": "4f1c2a9e-7b3d-4e8a-9c61-2d5e8f0a7b13"
+                         *     }
+                         */
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Too many requests from this key or address: retry after the `Retry-After` seconds. */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "type": "urn:compactor:error:CMP_ERR_RATE_LIMITED",
+                         *       "title": "Too many requests; retry after the time given",
+                         *       "status": 429,
+                         *       "detail": "rate limit exceeded, retry in 12 seconds",
+                         *       "code": "CMP_ERR_RATE_LIMITED",
+                         *       "request_id": "4f1c2a9e-7b3d-4e8a-9c61-2d5e8f0a7b13"
+                         *     }
+                         */
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
-                /** @description Default Response */
+                /** @description An internal error, or an artifact store that refuses to work until an operator fixes it; `request_id` finds it in the logs. */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "type": "urn:compactor:error:CMP_ERR_INTERNAL",
+                         *       "title": "Internal error",
+                         *       "status": 500,
+                         *       "detail": "an internal error occurred; the request id identifies it in the logs",
+                         *       "code": "CMP_ERR_INTERNAL",
+                         *       "request_id": "4f1c2a9e-7b3d-4e8a-9c61-2d5e8f0a7b13"
+                         *     }
+                         */
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Saturated, shutting down, or the store or the summarizer is unavailable for now: retry after the `Retry-After` seconds. */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "type": "urn:compactor:error:CMP_ERR_OVERLOADED",
+                         *       "title": "The service is saturated; retry after the time given",
+                         *       "status": 503,
+                         *       "detail": "the service is saturated; retry after 1 second",
+                         *       "code": "CMP_ERR_OVERLOADED",
+                         *       "request_id": "4f1c2a9e-7b3d-4e8a-9c61-2d5e8f0a7b13"
+                         *     }
+                         */
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
@@ -211,88 +458,422 @@ export interface paths {
             };
             requestBody: {
                 content: {
-                    "application/json": components["schemas"]["CompactRequestInput"];
+                    "application/json": components["schemas"]["CompactRequest"];
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description The compacted history in the request's format, each placeholder naming its original in `artifacts`. */
                 200: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "messages": [
+                         *         {
+                         *           "role": "system",
+                         *           "content": "You are a coding agent working in the repository at /workspace/shop. Use the tools to read, search, edit and test the code. Keep changes minimal and run the tests before you answer."
+                         *         },
+                         *         {
+                         *           "role": "user",
+                         *           "content": "The test \"cart total applies the discount once\" fails since yesterday. Find out why and fix it."
+                         *         },
+                         *         {
+                         *           "role": "assistant",
+                         *           "content": null,
+                         *           "tool_calls": [
+                         *             {
+                         *               "id": "call_read_1",
+                         *               "type": "function",
+                         *               "function": {
+                         *                 "name": "read_file",
+                         *                 "arguments": "{\"path\":\"src/cart.ts\"}"
+                         *               }
+                         *             }
+                         *           ]
+                         *         },
+                         *         {
+                         *           "role": "tool",
+                         *           "tool_call_id": "call_read_1",
+                         *           "content": "[compactor:art_4eae17e1abac1dda41de0181] Content read from src/cart.ts. Re-read it if needed. (308 tokens offloaded; recall artifact art_4eae17e1abac1dda41de0181 to see them)"
+                         *         },
+                         *         {
+                         *           "role": "assistant",
+                         *           "content": null,
+                         *           "tool_calls": [
+                         *             {
+                         *               "id": "call_test_1",
+                         *               "type": "function",
+                         *               "function": {
+                         *                 "name": "run_tests",
+                         *                 "arguments": "{\"command\":\"npm test\"}"
+                         *               }
+                         *             }
+                         *           ]
+                         *         },
+                         *         {
+                         *           "role": "tool",
+                         *           "tool_call_id": "call_test_1",
+                         *           "content": "[compactor:art_b7691dd2968faa45ba6feed0] Output of run_tests cleared to save context. (375 tokens offloaded; recall artifact art_b7691dd2968faa45ba6feed0 to see them)"
+                         *         },
+                         *         {
+                         *           "role": "assistant",
+                         *           "content": null,
+                         *           "tool_calls": [
+                         *             {
+                         *               "id": "call_grep_1",
+                         *               "type": "function",
+                         *               "function": {
+                         *                 "name": "grep",
+                         *                 "arguments": "{\"pattern\":\"discount\",\"path\":\".\"}"
+                         *               }
+                         *             }
+                         *           ]
+                         *         },
+                         *         {
+                         *           "role": "tool",
+                         *           "tool_call_id": "call_grep_1",
+                         *           "content": "src/cart.ts:22:  const discount: Discount | undefined = cart.discountCode ? discountFor(cart.discountCode) : undefined;\nsrc/cart.ts:27:    sum -= discount.kind === \"percent\" ? (lineTotal * discount.value) / 100 : discount.value;\nsrc/cart.ts:29:  if (discount?.kind === \"percent\") sum -= (subtotal(cart) * discount.value) / 100;\nsrc/discounts.ts:8:export function discountFor(code: string): Discount | undefined {\ntest/cart.test.ts:40:    const cart = { lines: [{ sku: \"A-1\", unitPrice: 5000, quantity: 2 }], discountCode: \"TEN\" };\nCHANGELOG.md:12:- cart: percent discounts are applied to the subtotal (#214)"
+                         *         },
+                         *         {
+                         *           "role": "assistant",
+                         *           "content": null,
+                         *           "tool_calls": [
+                         *             {
+                         *               "id": "call_edit_1",
+                         *               "type": "function",
+                         *               "function": {
+                         *                 "name": "edit_file",
+                         *                 "arguments": "{\"path\":\"src/cart.ts\",\"old\":\"  if (discount?.kind === \\\"percent\\\") sum -= (subtotal(cart) * discount.value) / 100;\\n\",\"new\":\"\"}"
+                         *               }
+                         *             }
+                         *           ]
+                         *         },
+                         *         {
+                         *           "role": "tool",
+                         *           "tool_call_id": "call_edit_1",
+                         *           "content": "Applied 1 edit to src/cart.ts (1 line removed)."
+                         *         },
+                         *         {
+                         *           "role": "assistant",
+                         *           "content": null,
+                         *           "tool_calls": [
+                         *             {
+                         *               "id": "call_test_2",
+                         *               "type": "function",
+                         *               "function": {
+                         *                 "name": "run_tests",
+                         *                 "arguments": "{\"command\":\"npm test\"}"
+                         *               }
+                         *             }
+                         *           ]
+                         *         },
+                         *         {
+                         *           "role": "tool",
+                         *           "tool_call_id": "call_test_2",
+                         *           "content": " ✓ test/money.test.ts (6 tests) 4ms\n ✓ test/discounts.test.ts (9 tests) 6ms\n ✓ test/cart.test.ts (8 tests) 9ms\n\n Test Files  3 passed (3)\n      Tests  23 passed (23)"
+                         *         },
+                         *         {
+                         *           "role": "assistant",
+                         *           "content": "Fixed. `total()` in src/cart.ts applied a percent discount twice: once per line in the loop and again to the subtotal (a line added with #214). I removed the second application; all 23 tests pass."
+                         *         },
+                         *         {
+                         *           "role": "user",
+                         *           "content": "Thanks. Now add a test for a cart whose discount code is unknown."
+                         *         }
+                         *       ],
+                         *       "format": "openai-chat",
+                         *       "applied": true,
+                         *       "tokens": {
+                         *         "before": 1167,
+                         *         "after": 598,
+                         *         "saved": 569,
+                         *         "counting": "usage+exact",
+                         *         "tokenizer": "o200k_base"
+                         *       },
+                         *       "usage": {
+                         *         "input_tokens": 0,
+                         *         "output_tokens": 0,
+                         *         "total_tokens": 0,
+                         *         "cached_input_tokens": 0,
+                         *         "calls": 0,
+                         *         "model": null
+                         *       },
+                         *       "actions": [
+                         *         {
+                         *           "index": 0,
+                         *           "action": "keep",
+                         *           "tokens_freed": 0
+                         *         },
+                         *         {
+                         *           "index": 1,
+                         *           "action": "keep",
+                         *           "tokens_freed": 0
+                         *         },
+                         *         {
+                         *           "index": 2,
+                         *           "action": "keep",
+                         *           "tokens_freed": 0
+                         *         },
+                         *         {
+                         *           "index": 3,
+                         *           "action": "offload",
+                         *           "tokens_freed": 246,
+                         *           "artifact_id": "art_4eae17e1abac1dda41de0181"
+                         *         },
+                         *         {
+                         *           "index": 4,
+                         *           "action": "keep",
+                         *           "tokens_freed": 0
+                         *         },
+                         *         {
+                         *           "index": 5,
+                         *           "action": "offload",
+                         *           "tokens_freed": 323,
+                         *           "artifact_id": "art_b7691dd2968faa45ba6feed0"
+                         *         },
+                         *         {
+                         *           "index": 6,
+                         *           "action": "keep",
+                         *           "tokens_freed": 0
+                         *         },
+                         *         {
+                         *           "index": 7,
+                         *           "action": "keep",
+                         *           "tokens_freed": 0
+                         *         },
+                         *         {
+                         *           "index": 8,
+                         *           "action": "keep",
+                         *           "tokens_freed": 0
+                         *         },
+                         *         {
+                         *           "index": 9,
+                         *           "action": "keep",
+                         *           "tokens_freed": 0
+                         *         },
+                         *         {
+                         *           "index": 10,
+                         *           "action": "keep",
+                         *           "tokens_freed": 0
+                         *         },
+                         *         {
+                         *           "index": 11,
+                         *           "action": "keep",
+                         *           "tokens_freed": 0
+                         *         },
+                         *         {
+                         *           "index": 12,
+                         *           "action": "keep",
+                         *           "tokens_freed": 0
+                         *         },
+                         *         {
+                         *           "index": 13,
+                         *           "action": "keep",
+                         *           "tokens_freed": 0
+                         *         }
+                         *       ],
+                         *       "warnings": [],
+                         *       "artifacts": [
+                         *         {
+                         *           "id": "art_4eae17e1abac1dda41de0181",
+                         *           "message_index": 3,
+                         *           "kind": "tool_result",
+                         *           "tool_name": "read_file",
+                         *           "tokens": 308,
+                         *           "sha256": "8d619f2ca34e10b168caaca8625ccec9f91a22a96989c500b657400df956184d"
+                         *         },
+                         *         {
+                         *           "id": "art_b7691dd2968faa45ba6feed0",
+                         *           "message_index": 5,
+                         *           "kind": "tool_result",
+                         *           "tool_name": "run_tests",
+                         *           "tokens": 375,
+                         *           "sha256": "e850e0219c2f83a156861c25f1c3e73802694dfce385c22b70c65d4dbf73eda2"
+                         *         }
+                         *       ],
+                         *       "cost": {
+                         *         "unit": "USD",
+                         *         "decision": "reduce",
+                         *         "pricing": "table",
+                         *         "cache": {
+                         *           "source": "usage",
+                         *           "cached_tokens": 1103
+                         *         },
+                         *         "tokens_removed": 569,
+                         *         "batch_tokens": 726,
+                         *         "rewrite_tokens": 452,
+                         *         "rewrite_cost": 0.000678,
+                         *         "summarizer_cost": 0,
+                         *         "saving_per_call": 0.0002845,
+                         *         "payback_calls": 3,
+                         *         "horizon_calls": 1,
+                         *         "next_call": {
+                         *           "as_is": 0.0006795,
+                         *           "reduced": 0.001073
+                         *         }
+                         *       }
+                         *     }
+                         */
                         "application/json": components["schemas"]["CompactResponse"];
                     };
                 };
-                /** @description Default Response */
+                /** @description The request is not valid: the body does not match the schema, is not JSON, or the history breaks its format's rules (`code` says which, `errors` lists each field). */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "type": "urn:compactor:error:CMP_ERR_REQUEST_VALIDATION",
+                         *       "title": "The request does not match its schema",
+                         *       "status": 400,
+                         *       "detail": "keep: give exactly one of runs, messages or tokens",
+                         *       "code": "CMP_ERR_REQUEST_VALIDATION",
+                         *       "request_id": "4f1c2a9e-7b3d-4e8a-9c61-2d5e8f0a7b13",
+                         *       "errors": [
+                         *         {
+                         *           "path": "keep",
+                         *           "message": "give exactly one of runs, messages or tokens"
+                         *         }
+                         *       ]
+                         *     }
+                         */
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
-                /** @description Default Response */
+                /** @description An API key is required, or the one sent is not valid (only when the service has `COMPACTOR_API_KEYS` set). */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "type": "urn:compactor:error:CMP_ERR_AUTH_REQUIRED",
+                         *       "title": "An API key is required (Authorization: Bearer <key>)",
+                         *       "status": 401,
+                         *       "detail": "send an API key as Authorization: Bearer <key>",
+                         *       "code": "CMP_ERR_AUTH_REQUIRED",
+                         *       "request_id": "4f1c2a9e-7b3d-4e8a-9c61-2d5e8f0a7b13"
+                         *     }
+                         */
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
-                /** @description Default Response */
+                /** @description The body is larger than `COMPACTOR_BODY_LIMIT`. */
                 413: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "type": "urn:compactor:error:CMP_ERR_REQUEST_BODY_TOO_LARGE",
+                         *       "title": "The request body is larger than the limit",
+                         *       "status": 413,
+                         *       "detail": "the body is larger than 33554432 bytes",
+                         *       "code": "CMP_ERR_REQUEST_BODY_TOO_LARGE",
+                         *       "request_id": "4f1c2a9e-7b3d-4e8a-9c61-2d5e8f0a7b13"
+                         *     }
+                         */
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
-                /** @description Default Response */
+                /** @description The body is not `application/json`. */
                 415: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "type": "urn:compactor:error:CMP_ERR_REQUEST_UNSUPPORTED_MEDIA_TYPE",
+                         *       "title": "The request body must be application/json",
+                         *       "status": 415,
+                         *       "detail": "content-type text/plain is not supported; send application/json",
+                         *       "code": "CMP_ERR_REQUEST_UNSUPPORTED_MEDIA_TYPE",
+                         *       "request_id": "4f1c2a9e-7b3d-4e8a-9c61-2d5e8f0a7b13"
+                         *     }
+                         */
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Too many requests from this key or address: retry after the `Retry-After` seconds. */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "type": "urn:compactor:error:CMP_ERR_RATE_LIMITED",
+                         *       "title": "Too many requests; retry after the time given",
+                         *       "status": 429,
+                         *       "detail": "rate limit exceeded, retry in 12 seconds",
+                         *       "code": "CMP_ERR_RATE_LIMITED",
+                         *       "request_id": "4f1c2a9e-7b3d-4e8a-9c61-2d5e8f0a7b13"
+                         *     }
+                         */
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
-                /** @description Default Response */
+                /** @description An internal error, or an artifact store that refuses to work until an operator fixes it; `request_id` finds it in the logs. */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "type": "urn:compactor:error:CMP_ERR_INTERNAL",
+                         *       "title": "Internal error",
+                         *       "status": 500,
+                         *       "detail": "an internal error occurred; the request id identifies it in the logs",
+                         *       "code": "CMP_ERR_INTERNAL",
+                         *       "request_id": "4f1c2a9e-7b3d-4e8a-9c61-2d5e8f0a7b13"
+                         *     }
+                         */
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Saturated, shutting down, or the store or the summarizer is unavailable for now: retry after the `Retry-After` seconds. */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "type": "urn:compactor:error:CMP_ERR_OVERLOADED",
+                         *       "title": "The service is saturated; retry after the time given",
+                         *       "status": 503,
+                         *       "detail": "the service is saturated; retry after 1 second",
+                         *       "code": "CMP_ERR_OVERLOADED",
+                         *       "request_id": "4f1c2a9e-7b3d-4e8a-9c61-2d5e8f0a7b13"
+                         *     }
+                         */
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
-                /** @description Default Response */
+                /** @description The originals to offload are larger than the store's cap (`store: inline` or `none` avoids storing them). */
                 507: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "type": "urn:compactor:error:CMP_ERR_STORE_ARTIFACT_TOO_LARGE",
+                         *       "title": "The originals to offload are larger than the store's cap",
+                         *       "status": 507,
+                         *       "detail": "the originals to offload take 70 MB, more than the cap of 64 MB",
+                         *       "code": "CMP_ERR_STORE_ARTIFACT_TOO_LARGE",
+                         *       "request_id": "4f1c2a9e-7b3d-4e8a-9c61-2d5e8f0a7b13"
+                         *     }
+                         */
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
@@ -326,106 +907,414 @@ export interface paths {
             };
             requestBody: {
                 content: {
-                    "application/json": components["schemas"]["SummarizeRequestInput"];
+                    "application/json": components["schemas"]["SummarizeRequest"];
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description The history with its older range replaced by a summary, in the request's format: the summary (`summary`), what happened to each message, occupancy before and after, and the summarizer's bill. */
                 200: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "messages": [
+                         *         {
+                         *           "role": "system",
+                         *           "content": "You are a coding agent working in the repository at /workspace/shop. Use the tools to read, search, edit and test the code. Keep changes minimal and run the tests before you answer."
+                         *         },
+                         *         {
+                         *           "role": "user",
+                         *           "content": "The test \"cart total applies the discount once\" fails since yesterday. Find out why and fix it."
+                         *         },
+                         *         {
+                         *           "role": "user",
+                         *           "content": "[compactor:summary art_249f7563fabe0fd156e3b10e own covers=6]\nDigest of the earlier conversation (extractive: no LLM was used; 6 entries).\n\nEvents, oldest first:\n  → read_file({\"path\":\"src/cart.ts\"})\n  ← read_file ok: import { type Discount, discountFor } from './discounts.js';\n  → run_tests({\"command\":\"npm test\"})\n  ← run_tests ok: > shop@1.4.2 test\n  → grep({\"pattern\":\"discount\",\"path\":\".\"})\n  ← grep ok: src/cart.ts:22:  const discount: Discount | undefined = cart.discountCode ? discountFor(cart.discountCode) : undefined;\n\nKey references:\n- src/cart.ts\n- ./discounts.js\n- ./money.js\n- test/money.test.ts\n- 4ms\n- test/discounts.test.ts\n- 7ms\n- test/cart.test.ts\n- 12ms\n- AssertionError\n- 412ms\n- src/discounts.ts\n- CHANGELOG.md"
+                         *         },
+                         *         {
+                         *           "role": "assistant",
+                         *           "content": null,
+                         *           "tool_calls": [
+                         *             {
+                         *               "id": "call_edit_1",
+                         *               "type": "function",
+                         *               "function": {
+                         *                 "name": "edit_file",
+                         *                 "arguments": "{\"path\":\"src/cart.ts\",\"old\":\"  if (discount?.kind === \\\"percent\\\") sum -= (subtotal(cart) * discount.value) / 100;\\n\",\"new\":\"\"}"
+                         *               }
+                         *             }
+                         *           ]
+                         *         },
+                         *         {
+                         *           "role": "tool",
+                         *           "tool_call_id": "call_edit_1",
+                         *           "content": "Applied 1 edit to src/cart.ts (1 line removed)."
+                         *         },
+                         *         {
+                         *           "role": "assistant",
+                         *           "content": null,
+                         *           "tool_calls": [
+                         *             {
+                         *               "id": "call_test_2",
+                         *               "type": "function",
+                         *               "function": {
+                         *                 "name": "run_tests",
+                         *                 "arguments": "{\"command\":\"npm test\"}"
+                         *               }
+                         *             }
+                         *           ]
+                         *         },
+                         *         {
+                         *           "role": "tool",
+                         *           "tool_call_id": "call_test_2",
+                         *           "content": " ✓ test/money.test.ts (6 tests) 4ms\n ✓ test/discounts.test.ts (9 tests) 6ms\n ✓ test/cart.test.ts (8 tests) 9ms\n\n Test Files  3 passed (3)\n      Tests  23 passed (23)"
+                         *         },
+                         *         {
+                         *           "role": "assistant",
+                         *           "content": "Fixed. `total()` in src/cart.ts applied a percent discount twice: once per line in the loop and again to the subtotal (a line added with #214). I removed the second application; all 23 tests pass."
+                         *         },
+                         *         {
+                         *           "role": "user",
+                         *           "content": "Thanks. Now add a test for a cart whose discount code is unknown."
+                         *         }
+                         *       ],
+                         *       "format": "openai-chat",
+                         *       "applied": true,
+                         *       "tokens": {
+                         *         "before": 1167,
+                         *         "after": 498,
+                         *         "saved": 669,
+                         *         "counting": "usage+exact",
+                         *         "tokenizer": "o200k_base"
+                         *       },
+                         *       "usage": {
+                         *         "input_tokens": 0,
+                         *         "output_tokens": 0,
+                         *         "total_tokens": 0,
+                         *         "cached_input_tokens": 0,
+                         *         "calls": 0,
+                         *         "model": null
+                         *       },
+                         *       "actions": [
+                         *         {
+                         *           "index": 0,
+                         *           "action": "keep",
+                         *           "tokens_freed": 0
+                         *         },
+                         *         {
+                         *           "index": 1,
+                         *           "action": "keep",
+                         *           "tokens_freed": 0
+                         *         },
+                         *         {
+                         *           "index": 2,
+                         *           "action": "summarize",
+                         *           "tokens_freed": 13
+                         *         },
+                         *         {
+                         *           "index": 3,
+                         *           "action": "summarize",
+                         *           "tokens_freed": 311
+                         *         },
+                         *         {
+                         *           "index": 4,
+                         *           "action": "summarize",
+                         *           "tokens_freed": 12
+                         *         },
+                         *         {
+                         *           "index": 5,
+                         *           "action": "summarize",
+                         *           "tokens_freed": 378
+                         *         },
+                         *         {
+                         *           "index": 6,
+                         *           "action": "summarize",
+                         *           "tokens_freed": 14
+                         *         },
+                         *         {
+                         *           "index": 7,
+                         *           "action": "summarize",
+                         *           "tokens_freed": 170
+                         *         },
+                         *         {
+                         *           "index": 8,
+                         *           "action": "keep",
+                         *           "tokens_freed": 0
+                         *         },
+                         *         {
+                         *           "index": 9,
+                         *           "action": "keep",
+                         *           "tokens_freed": 0
+                         *         },
+                         *         {
+                         *           "index": 10,
+                         *           "action": "keep",
+                         *           "tokens_freed": 0
+                         *         },
+                         *         {
+                         *           "index": 11,
+                         *           "action": "keep",
+                         *           "tokens_freed": 0
+                         *         },
+                         *         {
+                         *           "index": 12,
+                         *           "action": "keep",
+                         *           "tokens_freed": 0
+                         *         },
+                         *         {
+                         *           "index": 13,
+                         *           "action": "keep",
+                         *           "tokens_freed": 0
+                         *         }
+                         *       ],
+                         *       "warnings": [],
+                         *       "summary": {
+                         *         "id": "art_249f7563fabe0fd156e3b10e",
+                         *         "parent_id": null,
+                         *         "text": "Digest of the earlier conversation (extractive: no LLM was used; 6 entries).\n\nEvents, oldest first:\n  → read_file({\"path\":\"src/cart.ts\"})\n  ← read_file ok: import { type Discount, discountFor } from './discounts.js';\n  → run_tests({\"command\":\"npm test\"})\n  ← run_tests ok: > shop@1.4.2 test\n  → grep({\"pattern\":\"discount\",\"path\":\".\"})\n  ← grep ok: src/cart.ts:22:  const discount: Discount | undefined = cart.discountCode ? discountFor(cart.discountCode) : undefined;\n\nKey references:\n- src/cart.ts\n- ./discounts.js\n- ./money.js\n- test/money.test.ts\n- 4ms\n- test/discounts.test.ts\n- 7ms\n- test/cart.test.ts\n- 12ms\n- AssertionError\n- 412ms\n- src/discounts.ts\n- CHANGELOG.md",
+                         *         "role": "user",
+                         *         "message_index": 2,
+                         *         "covered_messages": 6,
+                         *         "last_summarized_run_id": null,
+                         *         "summarizer": "extractive",
+                         *         "model": null,
+                         *         "cached": false,
+                         *         "facts": {
+                         *           "found": 13,
+                         *           "kept": 13,
+                         *           "appended": 0
+                         *         }
+                         *       },
+                         *       "artifacts": [
+                         *         {
+                         *           "id": "art_249f7563fabe0fd156e3b10e",
+                         *           "message_index": 2,
+                         *           "kind": "summary_range",
+                         *           "tool_name": null,
+                         *           "tokens": 898,
+                         *           "sha256": "ed8350ae3f4c96dab00be48942edf7bccde92fec0fe513eb31d5d69c58d271aa"
+                         *         }
+                         *       ],
+                         *       "cost": {
+                         *         "unit": "USD",
+                         *         "decision": "reduce",
+                         *         "pricing": "table",
+                         *         "cache": {
+                         *           "source": "usage",
+                         *           "cached_tokens": 1103
+                         *         },
+                         *         "tokens_removed": 669,
+                         *         "batch_tokens": 652,
+                         *         "rewrite_tokens": 365,
+                         *         "rewrite_cost": 0.0005475,
+                         *         "summarizer_cost": 0,
+                         *         "saving_per_call": 0.0003345,
+                         *         "payback_calls": 2,
+                         *         "horizon_calls": 1,
+                         *         "next_call": {
+                         *           "as_is": 0.0006795,
+                         *           "reduced": 0.0008925
+                         *         }
+                         *       }
+                         *     }
+                         */
                         "application/json": components["schemas"]["SummarizeResponse"];
                     };
                 };
-                /** @description Default Response */
+                /** @description The request is not valid: the body does not match the schema, is not JSON, or the history breaks its format's rules (`code` says which, `errors` lists each field). */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "type": "urn:compactor:error:CMP_ERR_REQUEST_VALIDATION",
+                         *       "title": "The request does not match its schema",
+                         *       "status": 400,
+                         *       "detail": "keep: give exactly one of runs, messages or tokens",
+                         *       "code": "CMP_ERR_REQUEST_VALIDATION",
+                         *       "request_id": "4f1c2a9e-7b3d-4e8a-9c61-2d5e8f0a7b13",
+                         *       "errors": [
+                         *         {
+                         *           "path": "keep",
+                         *           "message": "give exactly one of runs, messages or tokens"
+                         *         }
+                         *       ]
+                         *     }
+                         */
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
-                /** @description Default Response */
+                /** @description An API key is required, or the one sent is not valid (only when the service has `COMPACTOR_API_KEYS` set). */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "type": "urn:compactor:error:CMP_ERR_AUTH_REQUIRED",
+                         *       "title": "An API key is required (Authorization: Bearer <key>)",
+                         *       "status": 401,
+                         *       "detail": "send an API key as Authorization: Bearer <key>",
+                         *       "code": "CMP_ERR_AUTH_REQUIRED",
+                         *       "request_id": "4f1c2a9e-7b3d-4e8a-9c61-2d5e8f0a7b13"
+                         *     }
+                         */
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
-                /** @description Default Response */
+                /** @description The body is larger than `COMPACTOR_BODY_LIMIT`. */
                 413: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "type": "urn:compactor:error:CMP_ERR_REQUEST_BODY_TOO_LARGE",
+                         *       "title": "The request body is larger than the limit",
+                         *       "status": 413,
+                         *       "detail": "the body is larger than 33554432 bytes",
+                         *       "code": "CMP_ERR_REQUEST_BODY_TOO_LARGE",
+                         *       "request_id": "4f1c2a9e-7b3d-4e8a-9c61-2d5e8f0a7b13"
+                         *     }
+                         */
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
-                /** @description Default Response */
+                /** @description The body is not `application/json`. */
                 415: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "type": "urn:compactor:error:CMP_ERR_REQUEST_UNSUPPORTED_MEDIA_TYPE",
+                         *       "title": "The request body must be application/json",
+                         *       "status": 415,
+                         *       "detail": "content-type text/plain is not supported; send application/json",
+                         *       "code": "CMP_ERR_REQUEST_UNSUPPORTED_MEDIA_TYPE",
+                         *       "request_id": "4f1c2a9e-7b3d-4e8a-9c61-2d5e8f0a7b13"
+                         *     }
+                         */
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Too many requests from this key or address: retry after the `Retry-After` seconds. */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "type": "urn:compactor:error:CMP_ERR_RATE_LIMITED",
+                         *       "title": "Too many requests; retry after the time given",
+                         *       "status": 429,
+                         *       "detail": "rate limit exceeded, retry in 12 seconds",
+                         *       "code": "CMP_ERR_RATE_LIMITED",
+                         *       "request_id": "4f1c2a9e-7b3d-4e8a-9c61-2d5e8f0a7b13"
+                         *     }
+                         */
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
-                /** @description Default Response */
+                /** @description An internal error, or an artifact store that refuses to work until an operator fixes it; `request_id` finds it in the logs. */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "type": "urn:compactor:error:CMP_ERR_INTERNAL",
+                         *       "title": "Internal error",
+                         *       "status": 500,
+                         *       "detail": "an internal error occurred; the request id identifies it in the logs",
+                         *       "code": "CMP_ERR_INTERNAL",
+                         *       "request_id": "4f1c2a9e-7b3d-4e8a-9c61-2d5e8f0a7b13"
+                         *     }
+                         */
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
-                /** @description Default Response */
+                /** @description The summarizer answered with an error or an empty summary (with `on_failure: error`). */
                 502: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "type": "urn:compactor:error:CMP_ERR_SUMMARIZER_UPSTREAM",
+                         *       "title": "The summarizer answered with an error or an unreadable answer",
+                         *       "status": 502,
+                         *       "detail": "the summarizer answered 500 Internal Server Error",
+                         *       "code": "CMP_ERR_SUMMARIZER_UPSTREAM",
+                         *       "request_id": "4f1c2a9e-7b3d-4e8a-9c61-2d5e8f0a7b13"
+                         *     }
+                         */
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Saturated, shutting down, or the store or the summarizer is unavailable for now: retry after the `Retry-After` seconds. */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "type": "urn:compactor:error:CMP_ERR_OVERLOADED",
+                         *       "title": "The service is saturated; retry after the time given",
+                         *       "status": 503,
+                         *       "detail": "the service is saturated; retry after 1 second",
+                         *       "code": "CMP_ERR_OVERLOADED",
+                         *       "request_id": "4f1c2a9e-7b3d-4e8a-9c61-2d5e8f0a7b13"
+                         *     }
+                         */
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
-                /** @description Default Response */
+                /** @description The summarizer did not answer in time (with `on_failure: error`). */
                 504: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "type": "urn:compactor:error:CMP_ERR_SUMMARIZER_TIMEOUT",
+                         *       "title": "The summarizer did not answer in time",
+                         *       "status": 504,
+                         *       "detail": "the summarizer did not answer within 30000 ms",
+                         *       "code": "CMP_ERR_SUMMARIZER_TIMEOUT",
+                         *       "request_id": "4f1c2a9e-7b3d-4e8a-9c61-2d5e8f0a7b13"
+                         *     }
+                         */
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
-                /** @description Default Response */
+                /** @description The originals to offload are larger than the store's cap (`store: inline` or `none` avoids storing them). */
                 507: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "type": "urn:compactor:error:CMP_ERR_STORE_ARTIFACT_TOO_LARGE",
+                         *       "title": "The originals to offload are larger than the store's cap",
+                         *       "status": 507,
+                         *       "detail": "the originals to offload take 70 MB, more than the cap of 64 MB",
+                         *       "code": "CMP_ERR_STORE_ARTIFACT_TOO_LARGE",
+                         *       "request_id": "4f1c2a9e-7b3d-4e8a-9c61-2d5e8f0a7b13"
+                         *     }
+                         */
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
@@ -459,106 +1348,480 @@ export interface paths {
             };
             requestBody: {
                 content: {
-                    "application/json": components["schemas"]["FitRequestInput"];
+                    "application/json": components["schemas"]["FitRequest"];
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description The history brought under the target in the request's format (or unchanged, with `reason` and `call_again_at`, when no reduction pays yet): each stage, what happened to each message, and the cost decision. */
                 200: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "messages": [
+                         *         {
+                         *           "role": "system",
+                         *           "content": "You are a coding agent working in the repository at /workspace/shop. Use the tools to read, search, edit and test the code. Keep changes minimal and run the tests before you answer."
+                         *         },
+                         *         {
+                         *           "role": "user",
+                         *           "content": "The test \"cart total applies the discount once\" fails since yesterday. Find out why and fix it."
+                         *         },
+                         *         {
+                         *           "role": "assistant",
+                         *           "content": null,
+                         *           "tool_calls": [
+                         *             {
+                         *               "id": "call_read_1",
+                         *               "type": "function",
+                         *               "function": {
+                         *                 "name": "read_file",
+                         *                 "arguments": "{\"path\":\"src/cart.ts\"}"
+                         *               }
+                         *             }
+                         *           ]
+                         *         },
+                         *         {
+                         *           "role": "tool",
+                         *           "tool_call_id": "call_read_1",
+                         *           "content": "[compactor:art_4eae17e1abac1dda41de0181] Content read from src/cart.ts. Re-read it if needed. (308 tokens offloaded; recall artifact art_4eae17e1abac1dda41de0181 to see them)"
+                         *         },
+                         *         {
+                         *           "role": "assistant",
+                         *           "content": null,
+                         *           "tool_calls": [
+                         *             {
+                         *               "id": "call_test_1",
+                         *               "type": "function",
+                         *               "function": {
+                         *                 "name": "run_tests",
+                         *                 "arguments": "{\"command\":\"npm test\"}"
+                         *               }
+                         *             }
+                         *           ]
+                         *         },
+                         *         {
+                         *           "role": "tool",
+                         *           "tool_call_id": "call_test_1",
+                         *           "content": "[compactor:art_b7691dd2968faa45ba6feed0] Output of run_tests cleared to save context. (375 tokens offloaded; recall artifact art_b7691dd2968faa45ba6feed0 to see them)"
+                         *         },
+                         *         {
+                         *           "role": "assistant",
+                         *           "content": null,
+                         *           "tool_calls": [
+                         *             {
+                         *               "id": "call_grep_1",
+                         *               "type": "function",
+                         *               "function": {
+                         *                 "name": "grep",
+                         *                 "arguments": "{\"pattern\":\"discount\",\"path\":\".\"}"
+                         *               }
+                         *             }
+                         *           ]
+                         *         },
+                         *         {
+                         *           "role": "tool",
+                         *           "tool_call_id": "call_grep_1",
+                         *           "content": "src/cart.ts:22:  const discount: Discount | undefined = cart.discountCode ? discountFor(cart.discountCode) : undefined;\nsrc/cart.ts:27:    sum -= discount.kind === \"percent\" ? (lineTotal * discount.value) / 100 : discount.value;\nsrc/cart.ts:29:  if (discount?.kind === \"percent\") sum -= (subtotal(cart) * discount.value) / 100;\nsrc/discounts.ts:8:export function discountFor(code: string): Discount | undefined {\ntest/cart.test.ts:40:    const cart = { lines: [{ sku: \"A-1\", unitPrice: 5000, quantity: 2 }], discountCode: \"TEN\" };\nCHANGELOG.md:12:- cart: percent discounts are applied to the subtotal (#214)"
+                         *         },
+                         *         {
+                         *           "role": "assistant",
+                         *           "content": null,
+                         *           "tool_calls": [
+                         *             {
+                         *               "id": "call_edit_1",
+                         *               "type": "function",
+                         *               "function": {
+                         *                 "name": "edit_file",
+                         *                 "arguments": "{\"path\":\"src/cart.ts\",\"old\":\"  if (discount?.kind === \\\"percent\\\") sum -= (subtotal(cart) * discount.value) / 100;\\n\",\"new\":\"\"}"
+                         *               }
+                         *             }
+                         *           ]
+                         *         },
+                         *         {
+                         *           "role": "tool",
+                         *           "tool_call_id": "call_edit_1",
+                         *           "content": "Applied 1 edit to src/cart.ts (1 line removed)."
+                         *         },
+                         *         {
+                         *           "role": "assistant",
+                         *           "content": null,
+                         *           "tool_calls": [
+                         *             {
+                         *               "id": "call_test_2",
+                         *               "type": "function",
+                         *               "function": {
+                         *                 "name": "run_tests",
+                         *                 "arguments": "{\"command\":\"npm test\"}"
+                         *               }
+                         *             }
+                         *           ]
+                         *         },
+                         *         {
+                         *           "role": "tool",
+                         *           "tool_call_id": "call_test_2",
+                         *           "content": " ✓ test/money.test.ts (6 tests) 4ms\n ✓ test/discounts.test.ts (9 tests) 6ms\n ✓ test/cart.test.ts (8 tests) 9ms\n\n Test Files  3 passed (3)\n      Tests  23 passed (23)"
+                         *         },
+                         *         {
+                         *           "role": "assistant",
+                         *           "content": "Fixed. `total()` in src/cart.ts applied a percent discount twice: once per line in the loop and again to the subtotal (a line added with #214). I removed the second application; all 23 tests pass."
+                         *         },
+                         *         {
+                         *           "role": "user",
+                         *           "content": "Thanks. Now add a test for a cart whose discount code is unknown."
+                         *         }
+                         *       ],
+                         *       "format": "openai-chat",
+                         *       "applied": true,
+                         *       "tokens": {
+                         *         "before": 1167,
+                         *         "after": 598,
+                         *         "saved": 569,
+                         *         "counting": "usage+exact",
+                         *         "tokenizer": "o200k_base"
+                         *       },
+                         *       "usage": {
+                         *         "input_tokens": 0,
+                         *         "output_tokens": 0,
+                         *         "total_tokens": 0,
+                         *         "cached_input_tokens": 0,
+                         *         "calls": 0,
+                         *         "model": null
+                         *       },
+                         *       "actions": [
+                         *         {
+                         *           "index": 0,
+                         *           "action": "keep",
+                         *           "tokens_freed": 0
+                         *         },
+                         *         {
+                         *           "index": 1,
+                         *           "action": "keep",
+                         *           "tokens_freed": 0
+                         *         },
+                         *         {
+                         *           "index": 2,
+                         *           "action": "keep",
+                         *           "tokens_freed": 0
+                         *         },
+                         *         {
+                         *           "index": 3,
+                         *           "action": "offload",
+                         *           "tokens_freed": 246,
+                         *           "artifact_id": "art_4eae17e1abac1dda41de0181"
+                         *         },
+                         *         {
+                         *           "index": 4,
+                         *           "action": "keep",
+                         *           "tokens_freed": 0
+                         *         },
+                         *         {
+                         *           "index": 5,
+                         *           "action": "offload",
+                         *           "tokens_freed": 323,
+                         *           "artifact_id": "art_b7691dd2968faa45ba6feed0"
+                         *         },
+                         *         {
+                         *           "index": 6,
+                         *           "action": "keep",
+                         *           "tokens_freed": 0
+                         *         },
+                         *         {
+                         *           "index": 7,
+                         *           "action": "keep",
+                         *           "tokens_freed": 0
+                         *         },
+                         *         {
+                         *           "index": 8,
+                         *           "action": "keep",
+                         *           "tokens_freed": 0
+                         *         },
+                         *         {
+                         *           "index": 9,
+                         *           "action": "keep",
+                         *           "tokens_freed": 0
+                         *         },
+                         *         {
+                         *           "index": 10,
+                         *           "action": "keep",
+                         *           "tokens_freed": 0
+                         *         },
+                         *         {
+                         *           "index": 11,
+                         *           "action": "keep",
+                         *           "tokens_freed": 0
+                         *         },
+                         *         {
+                         *           "index": 12,
+                         *           "action": "keep",
+                         *           "tokens_freed": 0
+                         *         },
+                         *         {
+                         *           "index": 13,
+                         *           "action": "keep",
+                         *           "tokens_freed": 0
+                         *         }
+                         *       ],
+                         *       "warnings": [],
+                         *       "stages": [
+                         *         {
+                         *           "strategy": "compact",
+                         *           "applied": true,
+                         *           "tokens_after": 598,
+                         *           "usage": {
+                         *             "input_tokens": 0,
+                         *             "output_tokens": 0,
+                         *             "total_tokens": 0,
+                         *             "cached_input_tokens": 0,
+                         *             "calls": 0,
+                         *             "model": null
+                         *           }
+                         *         }
+                         *       ],
+                         *       "target": 800,
+                         *       "artifacts": [
+                         *         {
+                         *           "id": "art_4eae17e1abac1dda41de0181",
+                         *           "message_index": 3,
+                         *           "kind": "tool_result",
+                         *           "tool_name": "read_file",
+                         *           "tokens": 308,
+                         *           "sha256": "8d619f2ca34e10b168caaca8625ccec9f91a22a96989c500b657400df956184d"
+                         *         },
+                         *         {
+                         *           "id": "art_b7691dd2968faa45ba6feed0",
+                         *           "message_index": 5,
+                         *           "kind": "tool_result",
+                         *           "tool_name": "run_tests",
+                         *           "tokens": 375,
+                         *           "sha256": "e850e0219c2f83a156861c25f1c3e73802694dfce385c22b70c65d4dbf73eda2"
+                         *         }
+                         *       ],
+                         *       "summary": null,
+                         *       "dropped": null,
+                         *       "call_again_at": 800,
+                         *       "cost": {
+                         *         "unit": "USD",
+                         *         "decision": "forced",
+                         *         "pricing": "table",
+                         *         "cache": {
+                         *           "source": "usage",
+                         *           "cached_tokens": 1103
+                         *         },
+                         *         "tokens_removed": 569,
+                         *         "batch_tokens": 726,
+                         *         "rewrite_tokens": 452,
+                         *         "rewrite_cost": 0.000678,
+                         *         "summarizer_cost": 0,
+                         *         "saving_per_call": 0.0002845,
+                         *         "payback_calls": 3,
+                         *         "horizon_calls": 1,
+                         *         "next_call": {
+                         *           "as_is": 0.0006795,
+                         *           "reduced": 0.001073
+                         *         },
+                         *         "limit": 1000
+                         *       }
+                         *     }
+                         */
                         "application/json": components["schemas"]["FitResponse"];
                     };
                 };
-                /** @description Default Response */
+                /** @description The request is not valid: the body does not match the schema, is not JSON, or the history breaks its format's rules (`code` says which, `errors` lists each field). */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "type": "urn:compactor:error:CMP_ERR_REQUEST_VALIDATION",
+                         *       "title": "The request does not match its schema",
+                         *       "status": 400,
+                         *       "detail": "keep: give exactly one of runs, messages or tokens",
+                         *       "code": "CMP_ERR_REQUEST_VALIDATION",
+                         *       "request_id": "4f1c2a9e-7b3d-4e8a-9c61-2d5e8f0a7b13",
+                         *       "errors": [
+                         *         {
+                         *           "path": "keep",
+                         *           "message": "give exactly one of runs, messages or tokens"
+                         *         }
+                         *       ]
+                         *     }
+                         */
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
-                /** @description Default Response */
+                /** @description An API key is required, or the one sent is not valid (only when the service has `COMPACTOR_API_KEYS` set). */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "type": "urn:compactor:error:CMP_ERR_AUTH_REQUIRED",
+                         *       "title": "An API key is required (Authorization: Bearer <key>)",
+                         *       "status": 401,
+                         *       "detail": "send an API key as Authorization: Bearer <key>",
+                         *       "code": "CMP_ERR_AUTH_REQUIRED",
+                         *       "request_id": "4f1c2a9e-7b3d-4e8a-9c61-2d5e8f0a7b13"
+                         *     }
+                         */
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
-                /** @description Default Response */
+                /** @description The body is larger than `COMPACTOR_BODY_LIMIT`. */
                 413: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "type": "urn:compactor:error:CMP_ERR_REQUEST_BODY_TOO_LARGE",
+                         *       "title": "The request body is larger than the limit",
+                         *       "status": 413,
+                         *       "detail": "the body is larger than 33554432 bytes",
+                         *       "code": "CMP_ERR_REQUEST_BODY_TOO_LARGE",
+                         *       "request_id": "4f1c2a9e-7b3d-4e8a-9c61-2d5e8f0a7b13"
+                         *     }
+                         */
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
-                /** @description Default Response */
+                /** @description The body is not `application/json`. */
                 415: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "type": "urn:compactor:error:CMP_ERR_REQUEST_UNSUPPORTED_MEDIA_TYPE",
+                         *       "title": "The request body must be application/json",
+                         *       "status": 415,
+                         *       "detail": "content-type text/plain is not supported; send application/json",
+                         *       "code": "CMP_ERR_REQUEST_UNSUPPORTED_MEDIA_TYPE",
+                         *       "request_id": "4f1c2a9e-7b3d-4e8a-9c61-2d5e8f0a7b13"
+                         *     }
+                         */
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Too many requests from this key or address: retry after the `Retry-After` seconds. */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "type": "urn:compactor:error:CMP_ERR_RATE_LIMITED",
+                         *       "title": "Too many requests; retry after the time given",
+                         *       "status": 429,
+                         *       "detail": "rate limit exceeded, retry in 12 seconds",
+                         *       "code": "CMP_ERR_RATE_LIMITED",
+                         *       "request_id": "4f1c2a9e-7b3d-4e8a-9c61-2d5e8f0a7b13"
+                         *     }
+                         */
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
-                /** @description Default Response */
+                /** @description An internal error, or an artifact store that refuses to work until an operator fixes it; `request_id` finds it in the logs. */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "type": "urn:compactor:error:CMP_ERR_INTERNAL",
+                         *       "title": "Internal error",
+                         *       "status": 500,
+                         *       "detail": "an internal error occurred; the request id identifies it in the logs",
+                         *       "code": "CMP_ERR_INTERNAL",
+                         *       "request_id": "4f1c2a9e-7b3d-4e8a-9c61-2d5e8f0a7b13"
+                         *     }
+                         */
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
-                /** @description Default Response */
+                /** @description The summarizer answered with an error or an empty summary (with `on_failure: error`). */
                 502: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "type": "urn:compactor:error:CMP_ERR_SUMMARIZER_UPSTREAM",
+                         *       "title": "The summarizer answered with an error or an unreadable answer",
+                         *       "status": 502,
+                         *       "detail": "the summarizer answered 500 Internal Server Error",
+                         *       "code": "CMP_ERR_SUMMARIZER_UPSTREAM",
+                         *       "request_id": "4f1c2a9e-7b3d-4e8a-9c61-2d5e8f0a7b13"
+                         *     }
+                         */
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Saturated, shutting down, or the store or the summarizer is unavailable for now: retry after the `Retry-After` seconds. */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "type": "urn:compactor:error:CMP_ERR_OVERLOADED",
+                         *       "title": "The service is saturated; retry after the time given",
+                         *       "status": 503,
+                         *       "detail": "the service is saturated; retry after 1 second",
+                         *       "code": "CMP_ERR_OVERLOADED",
+                         *       "request_id": "4f1c2a9e-7b3d-4e8a-9c61-2d5e8f0a7b13"
+                         *     }
+                         */
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
-                /** @description Default Response */
+                /** @description The summarizer did not answer in time (with `on_failure: error`). */
                 504: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "type": "urn:compactor:error:CMP_ERR_SUMMARIZER_TIMEOUT",
+                         *       "title": "The summarizer did not answer in time",
+                         *       "status": 504,
+                         *       "detail": "the summarizer did not answer within 30000 ms",
+                         *       "code": "CMP_ERR_SUMMARIZER_TIMEOUT",
+                         *       "request_id": "4f1c2a9e-7b3d-4e8a-9c61-2d5e8f0a7b13"
+                         *     }
+                         */
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
-                /** @description Default Response */
+                /** @description The originals to offload are larger than the store's cap (`store: inline` or `none` avoids storing them). */
                 507: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "type": "urn:compactor:error:CMP_ERR_STORE_ARTIFACT_TOO_LARGE",
+                         *       "title": "The originals to offload are larger than the store's cap",
+                         *       "status": 507,
+                         *       "detail": "the originals to offload take 70 MB, more than the cap of 64 MB",
+                         *       "code": "CMP_ERR_STORE_ARTIFACT_TOO_LARGE",
+                         *       "request_id": "4f1c2a9e-7b3d-4e8a-9c61-2d5e8f0a7b13"
+                         *     }
+                         */
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
@@ -592,79 +1855,275 @@ export interface paths {
             };
             requestBody: {
                 content: {
-                    "application/json": components["schemas"]["ExpandRequestInput"];
+                    "application/json": components["schemas"]["ExpandRequest"];
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description The history with its offloaded originals put back. */
                 200: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "messages": [
+                         *         {
+                         *           "role": "system",
+                         *           "content": "You are a coding agent working in the repository at /workspace/shop. Use the tools to read, search, edit and test the code. Keep changes minimal and run the tests before you answer."
+                         *         },
+                         *         {
+                         *           "role": "user",
+                         *           "content": "The test \"cart total applies the discount once\" fails since yesterday. Find out why and fix it."
+                         *         },
+                         *         {
+                         *           "role": "assistant",
+                         *           "content": null,
+                         *           "tool_calls": [
+                         *             {
+                         *               "id": "call_read_1",
+                         *               "type": "function",
+                         *               "function": {
+                         *                 "name": "read_file",
+                         *                 "arguments": "{\"path\":\"src/cart.ts\"}"
+                         *               }
+                         *             }
+                         *           ]
+                         *         },
+                         *         {
+                         *           "role": "tool",
+                         *           "tool_call_id": "call_read_1",
+                         *           "content": "import { type Discount, discountFor } from './discounts.js';\nimport { roundCents } from './money.js';\n\nexport interface Line {\n  sku: string;\n  unitPrice: number;\n  quantity: number;\n}\n\nexport interface Cart {\n  lines: Line[];\n  discountCode?: string;\n}\n\n/** Sum of the lines before any discount, in cents. *\/\nexport function subtotal(cart: Cart): number {\n  return cart.lines.reduce((sum, line) => sum + line.unitPrice * line.quantity, 0);\n}\n\n/** What the customer pays: the subtotal, the discount applied to each line, rounded to the cent. *\/\nexport function total(cart: Cart): number {\n  const discount: Discount | undefined = cart.discountCode ? discountFor(cart.discountCode) : undefined;\n  let sum = subtotal(cart);\n  for (const line of cart.lines) {\n    if (!discount) continue;\n    const lineTotal = line.unitPrice * line.quantity;\n    sum -= discount.kind === \"percent\" ? (lineTotal * discount.value) / 100 : discount.value;\n  }\n  if (discount?.kind === \"percent\") sum -= (subtotal(cart) * discount.value) / 100;\n  return roundCents(Math.max(sum, 0));\n}\n\n/** Lines with a quantity of zero are removed; the rest keep their order. *\/\nexport function normalize(cart: Cart): Cart {\n  return { ...cart, lines: cart.lines.filter((line) => line.quantity > 0) };\n}"
+                         *         },
+                         *         {
+                         *           "role": "assistant",
+                         *           "content": null,
+                         *           "tool_calls": [
+                         *             {
+                         *               "id": "call_test_1",
+                         *               "type": "function",
+                         *               "function": {
+                         *                 "name": "run_tests",
+                         *                 "arguments": "{\"command\":\"npm test\"}"
+                         *               }
+                         *             }
+                         *           ]
+                         *         },
+                         *         {
+                         *           "role": "tool",
+                         *           "tool_call_id": "call_test_1",
+                         *           "content": "> shop@1.4.2 test\n> vitest run\n\n RUN  v2.1.8 /workspace/shop\n\n ✓ test/money.test.ts (6 tests) 4ms\n ✓ test/discounts.test.ts (9 tests) 7ms\n ❯ test/cart.test.ts (8 tests | 1 failed) 12ms\n   ✓ cart > subtotal sums the lines\n   ✓ cart > subtotal of an empty cart is 0\n   ✓ cart > total without a discount code is the subtotal\n   × cart > total applies the discount once\n   ✓ cart > total never goes below zero\n   ✓ cart > fixed discounts apply per line\n   ✓ cart > normalize drops empty lines\n   ✓ cart > normalize keeps the order\n\n⎯⎯⎯⎯⎯⎯⎯ Failed Tests 1 ⎯⎯⎯⎯⎯⎯⎯\n\n FAIL  test/cart.test.ts > cart > total applies the discount once\nAssertionError: expected 8000 to be 9000 // Object.is equality\n\n- Expected\n+ Received\n\n- 9000\n+ 8000\n\n ❯ test/cart.test.ts:41:32\n     39|   it(\"total applies the discount once\", () => {\n     40|     const cart = { lines: [{ sku: \"A-1\", unitPrice: 5000, quantity: 2 }], discountCode: \"TEN\" };\n     41|     expect(total(cart)).toBe(9000);\n       |                                ^\n     42|   });\n\n Test Files  1 failed | 2 passed (3)\n      Tests  1 failed | 22 passed (23)\n   Duration  412ms"
+                         *         },
+                         *         {
+                         *           "role": "assistant",
+                         *           "content": null,
+                         *           "tool_calls": [
+                         *             {
+                         *               "id": "call_grep_1",
+                         *               "type": "function",
+                         *               "function": {
+                         *                 "name": "grep",
+                         *                 "arguments": "{\"pattern\":\"discount\",\"path\":\".\"}"
+                         *               }
+                         *             }
+                         *           ]
+                         *         },
+                         *         {
+                         *           "role": "tool",
+                         *           "tool_call_id": "call_grep_1",
+                         *           "content": "src/cart.ts:22:  const discount: Discount | undefined = cart.discountCode ? discountFor(cart.discountCode) : undefined;\nsrc/cart.ts:27:    sum -= discount.kind === \"percent\" ? (lineTotal * discount.value) / 100 : discount.value;\nsrc/cart.ts:29:  if (discount?.kind === \"percent\") sum -= (subtotal(cart) * discount.value) / 100;\nsrc/discounts.ts:8:export function discountFor(code: string): Discount | undefined {\ntest/cart.test.ts:40:    const cart = { lines: [{ sku: \"A-1\", unitPrice: 5000, quantity: 2 }], discountCode: \"TEN\" };\nCHANGELOG.md:12:- cart: percent discounts are applied to the subtotal (#214)"
+                         *         },
+                         *         {
+                         *           "role": "assistant",
+                         *           "content": null,
+                         *           "tool_calls": [
+                         *             {
+                         *               "id": "call_edit_1",
+                         *               "type": "function",
+                         *               "function": {
+                         *                 "name": "edit_file",
+                         *                 "arguments": "{\"path\":\"src/cart.ts\",\"old\":\"  if (discount?.kind === \\\"percent\\\") sum -= (subtotal(cart) * discount.value) / 100;\\n\",\"new\":\"\"}"
+                         *               }
+                         *             }
+                         *           ]
+                         *         },
+                         *         {
+                         *           "role": "tool",
+                         *           "tool_call_id": "call_edit_1",
+                         *           "content": "Applied 1 edit to src/cart.ts (1 line removed)."
+                         *         },
+                         *         {
+                         *           "role": "assistant",
+                         *           "content": null,
+                         *           "tool_calls": [
+                         *             {
+                         *               "id": "call_test_2",
+                         *               "type": "function",
+                         *               "function": {
+                         *                 "name": "run_tests",
+                         *                 "arguments": "{\"command\":\"npm test\"}"
+                         *               }
+                         *             }
+                         *           ]
+                         *         },
+                         *         {
+                         *           "role": "tool",
+                         *           "tool_call_id": "call_test_2",
+                         *           "content": " ✓ test/money.test.ts (6 tests) 4ms\n ✓ test/discounts.test.ts (9 tests) 6ms\n ✓ test/cart.test.ts (8 tests) 9ms\n\n Test Files  3 passed (3)\n      Tests  23 passed (23)"
+                         *         },
+                         *         {
+                         *           "role": "assistant",
+                         *           "content": "Fixed. `total()` in src/cart.ts applied a percent discount twice: once per line in the loop and again to the subtotal (a line added with #214). I removed the second application; all 23 tests pass."
+                         *         },
+                         *         {
+                         *           "role": "user",
+                         *           "content": "Thanks. Now add a test for a cart whose discount code is unknown."
+                         *         }
+                         *       ],
+                         *       "format": "openai-chat",
+                         *       "restored": 2,
+                         *       "missing": []
+                         *     }
+                         */
                         "application/json": components["schemas"]["ExpandResponse"];
                     };
                 };
-                /** @description Default Response */
+                /** @description The request is not valid: the body does not match the schema, is not JSON, or the history breaks its format's rules (`code` says which, `errors` lists each field). */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "type": "urn:compactor:error:CMP_ERR_REQUEST_VALIDATION",
+                         *       "title": "The request does not match its schema",
+                         *       "status": 400,
+                         *       "detail": "keep: give exactly one of runs, messages or tokens",
+                         *       "code": "CMP_ERR_REQUEST_VALIDATION",
+                         *       "request_id": "4f1c2a9e-7b3d-4e8a-9c61-2d5e8f0a7b13",
+                         *       "errors": [
+                         *         {
+                         *           "path": "keep",
+                         *           "message": "give exactly one of runs, messages or tokens"
+                         *         }
+                         *       ]
+                         *     }
+                         */
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
-                /** @description Default Response */
+                /** @description An API key is required, or the one sent is not valid (only when the service has `COMPACTOR_API_KEYS` set). */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "type": "urn:compactor:error:CMP_ERR_AUTH_REQUIRED",
+                         *       "title": "An API key is required (Authorization: Bearer <key>)",
+                         *       "status": 401,
+                         *       "detail": "send an API key as Authorization: Bearer <key>",
+                         *       "code": "CMP_ERR_AUTH_REQUIRED",
+                         *       "request_id": "4f1c2a9e-7b3d-4e8a-9c61-2d5e8f0a7b13"
+                         *     }
+                         */
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
-                /** @description Default Response */
+                /** @description The body is larger than `COMPACTOR_BODY_LIMIT`. */
                 413: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "type": "urn:compactor:error:CMP_ERR_REQUEST_BODY_TOO_LARGE",
+                         *       "title": "The request body is larger than the limit",
+                         *       "status": 413,
+                         *       "detail": "the body is larger than 33554432 bytes",
+                         *       "code": "CMP_ERR_REQUEST_BODY_TOO_LARGE",
+                         *       "request_id": "4f1c2a9e-7b3d-4e8a-9c61-2d5e8f0a7b13"
+                         *     }
+                         */
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
-                /** @description Default Response */
+                /** @description The body is not `application/json`. */
                 415: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "type": "urn:compactor:error:CMP_ERR_REQUEST_UNSUPPORTED_MEDIA_TYPE",
+                         *       "title": "The request body must be application/json",
+                         *       "status": 415,
+                         *       "detail": "content-type text/plain is not supported; send application/json",
+                         *       "code": "CMP_ERR_REQUEST_UNSUPPORTED_MEDIA_TYPE",
+                         *       "request_id": "4f1c2a9e-7b3d-4e8a-9c61-2d5e8f0a7b13"
+                         *     }
+                         */
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Too many requests from this key or address: retry after the `Retry-After` seconds. */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "type": "urn:compactor:error:CMP_ERR_RATE_LIMITED",
+                         *       "title": "Too many requests; retry after the time given",
+                         *       "status": 429,
+                         *       "detail": "rate limit exceeded, retry in 12 seconds",
+                         *       "code": "CMP_ERR_RATE_LIMITED",
+                         *       "request_id": "4f1c2a9e-7b3d-4e8a-9c61-2d5e8f0a7b13"
+                         *     }
+                         */
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
-                /** @description Default Response */
+                /** @description An internal error, or an artifact store that refuses to work until an operator fixes it; `request_id` finds it in the logs. */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "type": "urn:compactor:error:CMP_ERR_INTERNAL",
+                         *       "title": "Internal error",
+                         *       "status": 500,
+                         *       "detail": "an internal error occurred; the request id identifies it in the logs",
+                         *       "code": "CMP_ERR_INTERNAL",
+                         *       "request_id": "4f1c2a9e-7b3d-4e8a-9c61-2d5e8f0a7b13"
+                         *     }
+                         */
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Saturated, shutting down, or the store or the summarizer is unavailable for now: retry after the `Retry-After` seconds. */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "type": "urn:compactor:error:CMP_ERR_OVERLOADED",
+                         *       "title": "The service is saturated; retry after the time given",
+                         *       "status": 503,
+                         *       "detail": "the service is saturated; retry after 1 second",
+                         *       "code": "CMP_ERR_OVERLOADED",
+                         *       "request_id": "4f1c2a9e-7b3d-4e8a-9c61-2d5e8f0a7b13"
+                         *     }
+                         */
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
@@ -699,84 +2158,191 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description One offloaded original, until it expires. */
                 200: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "id": "art_4eae17e1abac1dda41de0181",
+                         *       "kind": "tool_result",
+                         *       "tool_name": "read_file",
+                         *       "content": {
+                         *         "role": "tool",
+                         *         "tool_call_id": "call_read_1",
+                         *         "content": "import { type Discount, discountFor } from './discounts.js';\nimport { roundCents } from './money.js';\n\nexport interface Line {\n  sku: string;\n  unitPrice: number;\n  quantity: number;\n}\n\nexport interface Cart {\n  lines: Line[];\n  discountCode?: string;\n}\n\n/** Sum of the lines before any discount, in cents. *\/\nexport function subtotal(cart: Cart): number {\n  return cart.lines.reduce((sum, line) => sum + line.unitPrice * line.quantity, 0);\n}\n\n/** What the customer pays: the subtotal, the discount applied to each line, rounded to the cent. *\/\nexport function total(cart: Cart): number {\n  const discount: Discount | undefined = cart.discountCode ? discountFor(cart.discountCode) : undefined;\n  let sum = subtotal(cart);\n  for (const line of cart.lines) {\n    if (!discount) continue;\n    const lineTotal = line.unitPrice * line.quantity;\n    sum -= discount.kind === \"percent\" ? (lineTotal * discount.value) / 100 : discount.value;\n  }\n  if (discount?.kind === \"percent\") sum -= (subtotal(cart) * discount.value) / 100;\n  return roundCents(Math.max(sum, 0));\n}\n\n/** Lines with a quantity of zero are removed; the rest keep their order. *\/\nexport function normalize(cart: Cart): Cart {\n  return { ...cart, lines: cart.lines.filter((line) => line.quantity > 0) };\n}"
+                         *       },
+                         *       "sha256": "8d619f2ca34e10b168caaca8625ccec9f91a22a96989c500b657400df956184d",
+                         *       "created_at": "2026-12-01T10:42:15.427Z",
+                         *       "expires_at": "2026-12-08T10:42:15.498Z"
+                         *     }
+                         */
                         "application/json": components["schemas"]["Artifact"];
                     };
                 };
-                /** @description Default Response */
+                /** @description The request is not valid: the body does not match the schema, is not JSON, or the history breaks its format's rules (`code` says which, `errors` lists each field). */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "type": "urn:compactor:error:CMP_ERR_REQUEST_VALIDATION",
+                         *       "title": "The request does not match its schema",
+                         *       "status": 400,
+                         *       "detail": "keep: give exactly one of runs, messages or tokens",
+                         *       "code": "CMP_ERR_REQUEST_VALIDATION",
+                         *       "request_id": "4f1c2a9e-7b3d-4e8a-9c61-2d5e8f0a7b13",
+                         *       "errors": [
+                         *         {
+                         *           "path": "keep",
+                         *           "message": "give exactly one of runs, messages or tokens"
+                         *         }
+                         *       ]
+                         *     }
+                         */
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
-                /** @description Default Response */
+                /** @description An API key is required, or the one sent is not valid (only when the service has `COMPACTOR_API_KEYS` set). */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "type": "urn:compactor:error:CMP_ERR_AUTH_REQUIRED",
+                         *       "title": "An API key is required (Authorization: Bearer <key>)",
+                         *       "status": 401,
+                         *       "detail": "send an API key as Authorization: Bearer <key>",
+                         *       "code": "CMP_ERR_AUTH_REQUIRED",
+                         *       "request_id": "4f1c2a9e-7b3d-4e8a-9c61-2d5e8f0a7b13"
+                         *     }
+                         */
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
-                /** @description Default Response */
+                /** @description No such artifact, or it has expired. */
                 404: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "type": "urn:compactor:error:CMP_ERR_ARTIFACT_NOT_FOUND",
+                         *       "title": "No such artifact, or it has expired",
+                         *       "status": 404,
+                         *       "detail": "id: artifact \"art_3f9a1c0d5e7b2a4c6d8e0f12\" is unknown or has expired",
+                         *       "code": "CMP_ERR_ARTIFACT_NOT_FOUND",
+                         *       "request_id": "4f1c2a9e-7b3d-4e8a-9c61-2d5e8f0a7b13",
+                         *       "errors": [
+                         *         {
+                         *           "path": "id",
+                         *           "message": "artifact \"art_3f9a1c0d5e7b2a4c6d8e0f12\" is unknown or has expired"
+                         *         }
+                         *       ]
+                         *     }
+                         */
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
-                /** @description Default Response */
+                /** @description The body is larger than `COMPACTOR_BODY_LIMIT`. */
                 413: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "type": "urn:compactor:error:CMP_ERR_REQUEST_BODY_TOO_LARGE",
+                         *       "title": "The request body is larger than the limit",
+                         *       "status": 413,
+                         *       "detail": "the body is larger than 33554432 bytes",
+                         *       "code": "CMP_ERR_REQUEST_BODY_TOO_LARGE",
+                         *       "request_id": "4f1c2a9e-7b3d-4e8a-9c61-2d5e8f0a7b13"
+                         *     }
+                         */
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
-                /** @description Default Response */
+                /** @description The body is not `application/json`. */
                 415: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "type": "urn:compactor:error:CMP_ERR_REQUEST_UNSUPPORTED_MEDIA_TYPE",
+                         *       "title": "The request body must be application/json",
+                         *       "status": 415,
+                         *       "detail": "content-type text/plain is not supported; send application/json",
+                         *       "code": "CMP_ERR_REQUEST_UNSUPPORTED_MEDIA_TYPE",
+                         *       "request_id": "4f1c2a9e-7b3d-4e8a-9c61-2d5e8f0a7b13"
+                         *     }
+                         */
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Too many requests from this key or address: retry after the `Retry-After` seconds. */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "type": "urn:compactor:error:CMP_ERR_RATE_LIMITED",
+                         *       "title": "Too many requests; retry after the time given",
+                         *       "status": 429,
+                         *       "detail": "rate limit exceeded, retry in 12 seconds",
+                         *       "code": "CMP_ERR_RATE_LIMITED",
+                         *       "request_id": "4f1c2a9e-7b3d-4e8a-9c61-2d5e8f0a7b13"
+                         *     }
+                         */
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
-                /** @description Default Response */
+                /** @description An internal error, or an artifact store that refuses to work until an operator fixes it; `request_id` finds it in the logs. */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "type": "urn:compactor:error:CMP_ERR_INTERNAL",
+                         *       "title": "Internal error",
+                         *       "status": 500,
+                         *       "detail": "an internal error occurred; the request id identifies it in the logs",
+                         *       "code": "CMP_ERR_INTERNAL",
+                         *       "request_id": "4f1c2a9e-7b3d-4e8a-9c61-2d5e8f0a7b13"
+                         *     }
+                         */
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Saturated, shutting down, or the store or the summarizer is unavailable for now: retry after the `Retry-After` seconds. */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "type": "urn:compactor:error:CMP_ERR_OVERLOADED",
+                         *       "title": "The service is saturated; retry after the time given",
+                         *       "status": 503,
+                         *       "detail": "the service is saturated; retry after 1 second",
+                         *       "code": "CMP_ERR_OVERLOADED",
+                         *       "request_id": "4f1c2a9e-7b3d-4e8a-9c61-2d5e8f0a7b13"
+                         *     }
+                         */
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
@@ -812,79 +2378,183 @@ export interface paths {
             };
             requestBody: {
                 content: {
-                    "application/json": components["schemas"]["TokensRequestInput"];
+                    "application/json": components["schemas"]["TokensRequest"];
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description The history counted, per message and in total. */
                 200: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "total": 1170,
+                         *       "messages": [
+                         *         42,
+                         *         24,
+                         *         13,
+                         *         311,
+                         *         12,
+                         *         378,
+                         *         14,
+                         *         170,
+                         *         45,
+                         *         16,
+                         *         12,
+                         *         63,
+                         *         49,
+                         *         18
+                         *       ],
+                         *       "system": 0,
+                         *       "tools": 0,
+                         *       "occupancy": 1167,
+                         *       "counting": "usage+exact",
+                         *       "tokenizer": "o200k_base",
+                         *       "format": "openai-chat",
+                         *       "context_window": 1047576
+                         *     }
+                         */
                         "application/json": components["schemas"]["TokensResponse"];
                     };
                 };
-                /** @description Default Response */
+                /** @description The request is not valid: the body does not match the schema, is not JSON, or the history breaks its format's rules (`code` says which, `errors` lists each field). */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "type": "urn:compactor:error:CMP_ERR_REQUEST_VALIDATION",
+                         *       "title": "The request does not match its schema",
+                         *       "status": 400,
+                         *       "detail": "keep: give exactly one of runs, messages or tokens",
+                         *       "code": "CMP_ERR_REQUEST_VALIDATION",
+                         *       "request_id": "4f1c2a9e-7b3d-4e8a-9c61-2d5e8f0a7b13",
+                         *       "errors": [
+                         *         {
+                         *           "path": "keep",
+                         *           "message": "give exactly one of runs, messages or tokens"
+                         *         }
+                         *       ]
+                         *     }
+                         */
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
-                /** @description Default Response */
+                /** @description An API key is required, or the one sent is not valid (only when the service has `COMPACTOR_API_KEYS` set). */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "type": "urn:compactor:error:CMP_ERR_AUTH_REQUIRED",
+                         *       "title": "An API key is required (Authorization: Bearer <key>)",
+                         *       "status": 401,
+                         *       "detail": "send an API key as Authorization: Bearer <key>",
+                         *       "code": "CMP_ERR_AUTH_REQUIRED",
+                         *       "request_id": "4f1c2a9e-7b3d-4e8a-9c61-2d5e8f0a7b13"
+                         *     }
+                         */
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
-                /** @description Default Response */
+                /** @description The body is larger than `COMPACTOR_BODY_LIMIT`. */
                 413: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "type": "urn:compactor:error:CMP_ERR_REQUEST_BODY_TOO_LARGE",
+                         *       "title": "The request body is larger than the limit",
+                         *       "status": 413,
+                         *       "detail": "the body is larger than 33554432 bytes",
+                         *       "code": "CMP_ERR_REQUEST_BODY_TOO_LARGE",
+                         *       "request_id": "4f1c2a9e-7b3d-4e8a-9c61-2d5e8f0a7b13"
+                         *     }
+                         */
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
-                /** @description Default Response */
+                /** @description The body is not `application/json`. */
                 415: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "type": "urn:compactor:error:CMP_ERR_REQUEST_UNSUPPORTED_MEDIA_TYPE",
+                         *       "title": "The request body must be application/json",
+                         *       "status": 415,
+                         *       "detail": "content-type text/plain is not supported; send application/json",
+                         *       "code": "CMP_ERR_REQUEST_UNSUPPORTED_MEDIA_TYPE",
+                         *       "request_id": "4f1c2a9e-7b3d-4e8a-9c61-2d5e8f0a7b13"
+                         *     }
+                         */
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Too many requests from this key or address: retry after the `Retry-After` seconds. */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "type": "urn:compactor:error:CMP_ERR_RATE_LIMITED",
+                         *       "title": "Too many requests; retry after the time given",
+                         *       "status": 429,
+                         *       "detail": "rate limit exceeded, retry in 12 seconds",
+                         *       "code": "CMP_ERR_RATE_LIMITED",
+                         *       "request_id": "4f1c2a9e-7b3d-4e8a-9c61-2d5e8f0a7b13"
+                         *     }
+                         */
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
-                /** @description Default Response */
+                /** @description An internal error, or an artifact store that refuses to work until an operator fixes it; `request_id` finds it in the logs. */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "type": "urn:compactor:error:CMP_ERR_INTERNAL",
+                         *       "title": "Internal error",
+                         *       "status": 500,
+                         *       "detail": "an internal error occurred; the request id identifies it in the logs",
+                         *       "code": "CMP_ERR_INTERNAL",
+                         *       "request_id": "4f1c2a9e-7b3d-4e8a-9c61-2d5e8f0a7b13"
+                         *     }
+                         */
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Saturated, shutting down, or the store or the summarizer is unavailable for now: retry after the `Retry-After` seconds. */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "type": "urn:compactor:error:CMP_ERR_OVERLOADED",
+                         *       "title": "The service is saturated; retry after the time given",
+                         *       "status": 503,
+                         *       "detail": "the service is saturated; retry after 1 second",
+                         *       "code": "CMP_ERR_OVERLOADED",
+                         *       "request_id": "4f1c2a9e-7b3d-4e8a-9c61-2d5e8f0a7b13"
+                         *     }
+                         */
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
@@ -918,79 +2588,163 @@ export interface paths {
             };
             requestBody: {
                 content: {
-                    "application/json": components["schemas"]["ValidateRequestInput"];
+                    "application/json": components["schemas"]["ValidateRequest"];
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description The history checked against its format's structural rules. */
                 200: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "valid": true,
+                         *       "format": "openai-chat",
+                         *       "violations": [],
+                         *       "warnings": []
+                         *     }
+                         */
                         "application/json": components["schemas"]["ValidateResponse"];
                     };
                 };
-                /** @description Default Response */
+                /** @description The request is not valid: the body does not match the schema, is not JSON, or the history breaks its format's rules (`code` says which, `errors` lists each field). */
                 400: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "type": "urn:compactor:error:CMP_ERR_REQUEST_VALIDATION",
+                         *       "title": "The request does not match its schema",
+                         *       "status": 400,
+                         *       "detail": "keep: give exactly one of runs, messages or tokens",
+                         *       "code": "CMP_ERR_REQUEST_VALIDATION",
+                         *       "request_id": "4f1c2a9e-7b3d-4e8a-9c61-2d5e8f0a7b13",
+                         *       "errors": [
+                         *         {
+                         *           "path": "keep",
+                         *           "message": "give exactly one of runs, messages or tokens"
+                         *         }
+                         *       ]
+                         *     }
+                         */
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
-                /** @description Default Response */
+                /** @description An API key is required, or the one sent is not valid (only when the service has `COMPACTOR_API_KEYS` set). */
                 401: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "type": "urn:compactor:error:CMP_ERR_AUTH_REQUIRED",
+                         *       "title": "An API key is required (Authorization: Bearer <key>)",
+                         *       "status": 401,
+                         *       "detail": "send an API key as Authorization: Bearer <key>",
+                         *       "code": "CMP_ERR_AUTH_REQUIRED",
+                         *       "request_id": "4f1c2a9e-7b3d-4e8a-9c61-2d5e8f0a7b13"
+                         *     }
+                         */
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
-                /** @description Default Response */
+                /** @description The body is larger than `COMPACTOR_BODY_LIMIT`. */
                 413: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "type": "urn:compactor:error:CMP_ERR_REQUEST_BODY_TOO_LARGE",
+                         *       "title": "The request body is larger than the limit",
+                         *       "status": 413,
+                         *       "detail": "the body is larger than 33554432 bytes",
+                         *       "code": "CMP_ERR_REQUEST_BODY_TOO_LARGE",
+                         *       "request_id": "4f1c2a9e-7b3d-4e8a-9c61-2d5e8f0a7b13"
+                         *     }
+                         */
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
-                /** @description Default Response */
+                /** @description The body is not `application/json`. */
                 415: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "type": "urn:compactor:error:CMP_ERR_REQUEST_UNSUPPORTED_MEDIA_TYPE",
+                         *       "title": "The request body must be application/json",
+                         *       "status": 415,
+                         *       "detail": "content-type text/plain is not supported; send application/json",
+                         *       "code": "CMP_ERR_REQUEST_UNSUPPORTED_MEDIA_TYPE",
+                         *       "request_id": "4f1c2a9e-7b3d-4e8a-9c61-2d5e8f0a7b13"
+                         *     }
+                         */
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Too many requests from this key or address: retry after the `Retry-After` seconds. */
                 429: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "type": "urn:compactor:error:CMP_ERR_RATE_LIMITED",
+                         *       "title": "Too many requests; retry after the time given",
+                         *       "status": 429,
+                         *       "detail": "rate limit exceeded, retry in 12 seconds",
+                         *       "code": "CMP_ERR_RATE_LIMITED",
+                         *       "request_id": "4f1c2a9e-7b3d-4e8a-9c61-2d5e8f0a7b13"
+                         *     }
+                         */
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
-                /** @description Default Response */
+                /** @description An internal error, or an artifact store that refuses to work until an operator fixes it; `request_id` finds it in the logs. */
                 500: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "type": "urn:compactor:error:CMP_ERR_INTERNAL",
+                         *       "title": "Internal error",
+                         *       "status": 500,
+                         *       "detail": "an internal error occurred; the request id identifies it in the logs",
+                         *       "code": "CMP_ERR_INTERNAL",
+                         *       "request_id": "4f1c2a9e-7b3d-4e8a-9c61-2d5e8f0a7b13"
+                         *     }
+                         */
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Saturated, shutting down, or the store or the summarizer is unavailable for now: retry after the `Retry-After` seconds. */
                 503: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "type": "urn:compactor:error:CMP_ERR_OVERLOADED",
+                         *       "title": "The service is saturated; retry after the time given",
+                         *       "status": 503,
+                         *       "detail": "the service is saturated; retry after 1 second",
+                         *       "code": "CMP_ERR_OVERLOADED",
+                         *       "request_id": "4f1c2a9e-7b3d-4e8a-9c61-2d5e8f0a7b13"
+                         *     }
+                         */
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
@@ -1006,267 +2760,70 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
-        HealthStatusInput: {
-            /** @description `ok`, `ready`, `draining`, `store_unavailable` or `store_failed` */
-            status: string;
-            /** @description Why the service is not ready (never content, never a path) */
-            reason?: string;
-        };
-        /** @description One message exactly as the agent would send it to its provider: an OpenAI Chat Completions message, an Anthropic Messages message, an OpenAI Responses input item, or a Gemini content. Unknown fields are kept. */
-        MessageInput: Record<string, unknown>;
-        TokensReportInput: {
-            /** @description occupancy before: reported usage plus counted tokens after it, or all counted */
-            before: number;
-            after: number;
-            saved: number;
-            /** @enum {string} */
-            counting: "exact" | "estimated" | "usage+exact" | "usage+estimated";
-            tokenizer: string;
-        };
-        /** @description What this request was billed (all 0 when no LLM was called). */
-        BilledUsageInput: {
-            input_tokens: number;
-            output_tokens: number;
-            total_tokens: number;
-            cached_input_tokens: number;
-            calls: number;
-            model: string | null;
-        };
         /** @description What happened to one input message. */
-        ActionInput: {
+        Action: {
+            /** @description the message, by its index in the request */
             index: number;
-            /** @enum {string} */
+            /**
+             * @description keep: unchanged; rewrite: changed in place; clear: content removed; offload: replaced by a placeholder, the original stored; truncate: head and tail kept; summarize: folded into a summary; drop: removed
+             * @enum {string}
+             */
             action: "keep" | "rewrite" | "clear" | "offload" | "truncate" | "summarize" | "drop";
+            /** @description tokens this message no longer takes */
             tokens_freed: number;
+            /** @description the art_… artifact holding the original, when it was kept */
             artifact_id?: string;
         };
-        WarningInput: {
-            code: string;
-            message: string;
-        };
-        /** @description A cheaper strategy stood in for a failed one. */
-        FallbackInput: {
-            from: string;
-            to: string;
-            reason: string;
-        };
-        ArtifactRefInput: {
-            /** @description art_… content address of the original */
+        /** @description One offloaded original, until it expires. */
+        Artifact: {
+            /** @description art_… content address */
             id: string;
-            /** @description the input message the original came from */
-            message_index: number;
-            /** @description tool_result, tool_result_duplicate, tool_result_truncated, tool_input, thinking, summary_range or section_range */
+            /** @description tool_result, tool_input, summary_range, … (as in ArtifactRef) */
             kind: string;
-            tool_name: string | null;
-            /** @description tokens of the original content */
-            tokens: number;
-            sha256: string;
-            /** @description the original JSON value (only with store: inline) */
-            content?: unknown;
-        };
-        DroppedInput: {
-            messages: number;
-            /** @description runs with at least one message dropped */
-            runs: number;
-            tokens: number;
-            /** @description run id of the newest dropped message (null without run_ids) */
-            last_dropped_run_id: string | null;
-        };
-        SummaryReportInput: {
-            /** @description the art_… artifact holding the summarized range (its content address with store none) */
-            id: string;
-            /** @description the earlier summary this one folded */
-            parent_id: string | null;
-            text: string;
-            /** @description user, system, pair, or "<role> (joined)" when it joined a neighbour to keep roles alternating */
-            role: string;
-            /** @description where the summary sits in the returned messages */
-            message_index: number;
-            /** @description original messages it stands for, through every earlier summary */
-            covered_messages: number;
-            last_summarized_run_id: string | null;
-            /** @enum {string} */
-            summarizer: "llm" | "extractive";
-            model: string | null;
-            /** @description nothing was billed for the summary: it came from the summary cache, or from an identical request in flight */
-            cached: boolean;
-            facts: {
-                found: number;
-                kept: number;
-                appended: number;
-            };
-        };
-        /** @description The summarizer calls a dry run would make (sections mode: those known in advance; merges past max_section_tokens and qa depend on the summaries written). The dry run's `actions` record what the real run would do to each message; `tokens.after` assumes each summary fills summarizer.max_tokens (`dry_run_estimate` warning). */
-        SummaryPlanInput: {
-            calls: {
-                /** @enum {string} */
-                purpose: "chunk" | "merge" | "summary";
-                input_tokens: number;
-            }[];
-            model: string | null;
-        };
-        StageInput: {
-            /** @enum {string} */
-            strategy: "compact" | "summarize" | "window";
-            applied: boolean;
-            tokens_after: number;
-            /** @description why the stage changed nothing: nothing_to_reduce, saving_too_small, summarizer_failed, … */
-            reason?: string;
-            usage: components["schemas"]["BilledUsageInput"];
-        };
-        /** @description What a reduction costs and saves with the provider's prompt cache in view (STRATEGIES.md, "Cost"); for a deferred fit, the best reduction found, not made. */
-        CostInput: {
-            /** @description the currency of the prices (USD, …), or `relative` when only their ratios are known */
-            unit: string;
-            /**
-             * @description reduce: it pays; defer: it does not pay yet (nothing applied); forced: the history was over `limit`
-             * @enum {string}
-             */
-            decision: "reduce" | "defer" | "forced";
-            /**
-             * @description where the agent's prices came from
-             * @enum {string}
-             */
-            pricing: "request" | "table" | "default";
-            cache: {
-                /**
-                 * @description usage: the previous call's usage; assumed: no usage, its prompt taken as cached; disabled: cache.enabled false
-                 * @enum {string}
-                 */
-                source: "usage" | "assumed" | "disabled";
-                /** @description tokens of the prefix the provider holds for the coming call */
-                cached_tokens: number;
-                ttl_seconds?: number;
-            };
-            /** @description tokens the reduction removes from every call from the coming one on */
-            tokens_removed: number;
-            /** @description the economic batch: below this saving, waiting until more can be cleared at once costs less per call than breaking the cache now */
-            batch_tokens: number;
-            /** @description tokens the coming call writes to the cache that as is it would have read from it (from the first edited message on) */
-            rewrite_tokens: number;
-            /** @description what the coming call pays more for them, net of the tokens it no longer reads */
-            rewrite_cost: number;
-            /** @description the summarizer's bill for the reduction (estimated for a reduction not made) */
-            summarizer_cost: number;
-            /** @description what every call from the coming one on pays less: tokens removed × the cached price */
-            saving_per_call: number;
-            /** @description calls until the reduction has paid for itself; null: never */
-            payback_calls: number | null;
-            /** @description expected calls left, the coming one included (`horizon`, or estimated from the history) */
-            horizon_calls: number;
-            /** @description the coming call's input bill without and with the reduction */
-            next_call: {
-                as_is: number;
-                reduced: number;
-            };
-            /** @description fit: the occupancy that forces a reduction */
-            limit?: number;
-            /** @description compact with `clear_at_least: "auto"`: the smallest saving that pays for the rewrite this compaction makes */
-            break_even_tokens?: number;
-        };
-        /** @description The provider's usage object from the agent's last call, as it came: OpenAI Chat (`prompt_tokens`, `completion_tokens`, `total_tokens`), OpenAI Responses (`input_tokens`, `output_tokens`, `total_tokens`), Anthropic (`input_tokens`, `cache_creation_input_tokens`, `cache_read_input_tokens`, `output_tokens`) or Gemini (`promptTokenCount`, `candidatesTokenCount`, `totalTokenCount`, …) field names. */
-        ReportedUsageInput: {
-            prompt_tokens?: number | null;
-            completion_tokens?: number | null;
-            total_tokens?: number | null;
-            input_tokens?: number | null;
-            output_tokens?: number | null;
-            cache_creation_input_tokens?: number | null;
-            cache_read_input_tokens?: number | null;
-            promptTokenCount?: number | null;
-            candidatesTokenCount?: number | null;
-            totalTokenCount?: number | null;
-            thoughtsTokenCount?: number | null;
-            toolUsePromptTokenCount?: number | null;
-            cachedContentTokenCount?: number | null;
-            prompt_token_count?: number | null;
-            candidates_token_count?: number | null;
-            total_token_count?: number | null;
-            thoughts_token_count?: number | null;
-            tool_use_prompt_token_count?: number | null;
-            cached_content_token_count?: number | null;
-            /** @description how many leading messages (the model reply included) the reported total covers; default: all */
-            messages_covered?: number;
-        } & {
-            [key: string]: unknown;
-        };
-        /** @description Act only if occupancy reaches any of these; omitted = always act. */
-        TriggerInput: {
-            /** @description act when occupancy >= this many tokens */
-            tokens?: number;
-            /** @description act when occupancy >= this fraction of the context window (needs a known `model` or `context_window`) */
-            fraction?: number;
-            /** @description act when the history has at least this many messages */
-            messages?: number;
-        };
-        /** @description RFC 9457 problem details (application/problem+json). */
-        ProblemInput: {
-            type: string;
-            title: string;
-            status: number;
-            detail: string;
-            /** @description stable CMP_ERR_… code, documented in the README */
-            code: string;
-            request_id: string;
-            errors?: {
-                path: string;
-                message: string;
-            }[];
-        };
-        ExpandRequestInput: {
-            /** @description the history, exactly as the agent would send it to its provider */
-            messages: components["schemas"]["MessageInput"][];
-            /**
-             * @description wire format of `messages`; omitted = detected from distinctive shapes, plain text read as openai-chat
-             * @enum {string}
-             */
-            format?: "openai-chat" | "anthropic" | "openai-responses" | "gemini";
-            /** @description originals returned by a `store: "inline"` compaction or summary, as the response gave them (only id and content are read; content is checked against its id; an entry without content, stored on the server, is skipped) */
-            artifacts?: {
-                id: string;
-                content?: unknown;
-                message_index?: number;
-                kind?: string;
-                tool_name?: string | null;
-                tokens?: number;
-                sha256?: string;
-            }[];
-        };
-        ExpandResponseInput: {
-            /** @description the history with every known original restored, byte-exact */
-            messages: components["schemas"]["MessageInput"][];
-            /** @enum {string} */
-            format: "openai-chat" | "anthropic" | "openai-responses" | "gemini";
-            /** @description placeholders replaced by their originals */
-            restored: number;
-            /** @description artifact ids that were unknown or expired: their placeholders stay */
-            missing: string[];
-        };
-        ArtifactInput: {
-            id: string;
-            kind: string;
+            /** @description the tool whose call or result it was; null for other content */
             tool_name: string | null;
             /** @description the original JSON value that was replaced */
             content: unknown;
+            /** @description SHA-256 of the original JSON value, hex */
             sha256: string;
             /** @description ISO 8601 */
             created_at: string;
             /** @description ISO 8601 */
             expires_at: string;
         };
-        PricingInput: {
-            /** @description price of an uncached input token, per million */
-            input: number;
-            /** @description price of an input token read from the prompt cache, per million */
-            cached_input: number;
-            /** @description price of an input token written to the cache, per million; default: `input` (OpenAI, Gemini) or 1.25 × `input` (Anthropic) */
-            cache_write?: number;
-            /** @description price of an output token, per million */
-            output: number;
-            /** @description ISO 4217 code (USD, EUR, …); omitted: the prices are relative units */
-            currency?: string;
+        /** @description An original that was offloaded: where it came from and how to get it back. */
+        ArtifactRef: {
+            /** @description art_… content address of the original */
+            id: string;
+            /** @description the input message the original came from */
+            message_index: number;
+            /** @description tool_result, tool_result_duplicate, tool_result_truncated, tool_input, thinking, summary_range or section_range */
+            kind: string;
+            /** @description the tool whose call or result it was; null for other content */
+            tool_name: string | null;
+            /** @description tokens of the original content */
+            tokens: number;
+            /** @description SHA-256 of the original JSON value, hex */
+            sha256: string;
+            /** @description the original JSON value (only with store: inline) */
+            content?: unknown;
         };
-        CacheSettingsInput: {
+        /** @description What this request was billed (all 0 when no LLM was called). */
+        BilledUsage: {
+            /** @description prompt tokens the summarizer was billed */
+            input_tokens: number;
+            /** @description completion tokens the summarizer was billed */
+            output_tokens: number;
+            /** @description input plus output */
+            total_tokens: number;
+            /** @description input tokens the summarizer's provider served from its cache */
+            cached_input_tokens: number;
+            /** @description LLM calls made */
+            calls: number;
+            /** @description the summarizer model; null when no LLM was called */
+            model: string | null;
+        };
+        CacheSettings: {
             /**
              * @description whether the agent's provider caches its prompt prefix (they all do by default)
              * @default true
@@ -1275,30 +2832,9 @@ export interface components {
             /** @description how long the provider keeps a prefix; reported back only: the decision assumes the next call comes within it */
             ttl_seconds?: number;
         };
-        HorizonInput: {
-            /** @description expected model calls left in this run, the coming one included */
-            calls: number;
-        };
-        CompactRuleInput: {
-            /** @description tool name, matched exactly */
-            tool: string;
-            /** @description template of the text that replaces an old result */
-            placeholder?: string;
-            /** @description this tool's newest N results are kept whatever the other options say */
-            keep_last?: number;
-        };
-        /** @description Exactly one of `runs`, `messages`, `tokens`. */
-        KeepInput: {
-            /** @description newest runs kept; 0 still keeps the run in flight */
-            runs?: number;
-            /** @description newest messages kept, grown back to a group boundary */
-            messages?: number;
-            /** @description token budget for all kept messages (head and first user message included) */
-            tokens?: number;
-        };
-        WindowRequestInput: {
+        CompactRequest: {
             /** @description the history, exactly as the agent would send it to its provider */
-            messages: components["schemas"]["MessageInput"][];
+            messages: components["schemas"]["Message"][];
             /**
              * @description wire format of `messages`; omitted = detected from distinctive shapes, plain text read as openai-chat
              * @enum {string}
@@ -1314,68 +2850,12 @@ export interface components {
             model?: string;
             /** @description overrides the model table's context window */
             context_window?: number;
-            usage?: components["schemas"]["ReportedUsageInput"];
+            /** @description the usage your provider reported for the agent's last call, as it came: occupancy is its total plus the tokens counted after it (omitted: everything is counted) */
+            usage?: components["schemas"]["ReportedUsage"];
             /** @description parallel to `messages`: which agent run produced each message */
             run_ids?: string[];
-            trigger?: components["schemas"]["TriggerInput"];
-            /**
-             * @description compute and report everything, change nothing: the history comes back unchanged, no LLM is called and nothing is stored, while `actions` records what the real run would do to each message (a summary's size, unknown before it is written, is estimated and said so in warnings)
-             * @default false
-             */
-            dry_run?: boolean;
-            /**
-             * @default {
-             *       "runs": 10
-             *     }
-             */
-            keep?: components["schemas"]["KeepInput"];
-            /**
-             * @description keep the first user message (the original task)
-             * @default true
-             */
-            keep_first_user?: boolean;
-        };
-        WindowResponseInput: {
-            /** @description the reduced history, same format as the request */
-            messages: components["schemas"]["MessageInput"][];
-            /**
-             * @description the format the history was read as
-             * @enum {string}
-             */
-            format: "openai-chat" | "anthropic" | "openai-responses" | "gemini";
-            /** @description whether anything changed */
-            applied: boolean;
-            /** @description when not applied: below_trigger, nothing_to_reduce, dry_run, … */
-            reason?: string;
-            tokens: components["schemas"]["TokensReportInput"];
-            usage: components["schemas"]["BilledUsageInput"];
-            actions: components["schemas"]["ActionInput"][];
-            warnings: components["schemas"]["WarningInput"][];
-            fallback?: components["schemas"]["FallbackInput"];
-            dropped: components["schemas"]["DroppedInput"];
-        };
-        CompactRequestInput: {
-            /** @description the history, exactly as the agent would send it to its provider */
-            messages: components["schemas"]["MessageInput"][];
-            /**
-             * @description wire format of `messages`; omitted = detected from distinctive shapes, plain text read as openai-chat
-             * @enum {string}
-             */
-            format?: "openai-chat" | "anthropic" | "openai-responses" | "gemini";
-            /** @description top-level system instruction (Anthropic's `system`, Gemini's `systemInstruction`); counted, never changed */
-            system?: string | unknown[] | {
-                [key: string]: unknown;
-            };
-            /** @description the agent's tool definitions; counted, never changed */
-            tools?: unknown[];
-            /** @description the agent's model: selects tokenizer and context window */
-            model?: string;
-            /** @description overrides the model table's context window */
-            context_window?: number;
-            usage?: components["schemas"]["ReportedUsageInput"];
-            /** @description parallel to `messages`: which agent run produced each message */
-            run_ids?: string[];
-            trigger?: components["schemas"]["TriggerInput"];
+            /** @description act only at or above this occupancy or length; omitted: always act */
+            trigger?: components["schemas"]["Trigger"];
             /**
              * @description compute and report everything, change nothing: the history comes back unchanged, no LLM is called and nothing is stored, while `actions` records what the real run would do to each message (a summary's size, unknown before it is written, is estimated and said so in warnings)
              * @default false
@@ -1405,7 +2885,7 @@ export interface components {
              * @description per-tool placeholders and keep_last
              * @default []
              */
-            rules?: components["schemas"]["CompactRuleInput"][];
+            rules?: components["schemas"]["CompactRule"][];
             /**
              * @description an older result identical to a newer one becomes a pointer to it
              * @default true
@@ -1415,6 +2895,7 @@ export interface components {
             truncate_tokens?: number;
             /** @description remove thinking/reasoning from all but the newest N assistant turns. A turn is everything after a real user message (a tool-use loop is one turn); the turn in progress always keeps its thinking, as providers require, even with keep_turns 0. Whole blocks, parts or reasoning_content; OpenAI Responses reasoning items whole, and only those no item of their response names by id (the others are reported in warnings). Not restorable by expand */
             clear_thinking?: {
+                /** @description newest assistant turns that keep their thinking */
                 keep_turns: number;
             };
             /** @description stop once occupancy is at or under this */
@@ -1428,15 +2909,16 @@ export interface components {
              */
             store?: "server" | "inline" | "none";
             /** @description the agent's model's prices; omitted: the built-in table for the request's model, else the format's provider defaults in relative units */
-            pricing?: components["schemas"]["PricingInput"];
+            pricing?: components["schemas"]["Pricing"];
             /** @description the prompt cache of the agent's provider; the cached prefix is read from `usage` */
-            cache?: components["schemas"]["CacheSettingsInput"];
+            cache?: components["schemas"]["CacheSettings"];
             /** @description expected remaining calls; omitted: a quarter of the calls the history shows so far (1 to 200), see the README */
-            horizon?: components["schemas"]["HorizonInput"];
+            horizon?: components["schemas"]["Horizon"];
         };
-        CompactResponseInput: {
+        /** @description The compacted history in the request's format, each placeholder naming its original in `artifacts`. */
+        CompactResponse: {
             /** @description the reduced history, same format as the request */
-            messages: components["schemas"]["MessageInput"][];
+            messages: components["schemas"]["Message"][];
             /**
              * @description the format the history was read as
              * @enum {string}
@@ -1446,18 +2928,146 @@ export interface components {
             applied: boolean;
             /** @description when not applied: below_trigger, nothing_to_reduce, dry_run, … */
             reason?: string;
-            tokens: components["schemas"]["TokensReportInput"];
-            usage: components["schemas"]["BilledUsageInput"];
-            actions: components["schemas"]["ActionInput"][];
-            warnings: components["schemas"]["WarningInput"][];
-            fallback?: components["schemas"]["FallbackInput"];
-            artifacts: components["schemas"]["ArtifactRefInput"][];
+            /** @description occupancy before and after, in tokens */
+            tokens: components["schemas"]["TokensReport"];
+            /** @description what this request was billed by the summarizer's LLM (all 0 when none was called) */
+            usage: components["schemas"]["BilledUsage"];
+            /** @description what was done to each message of the request, in order */
+            actions: components["schemas"]["Action"][];
+            /** @description what the caller should know (empty when all went as asked) */
+            warnings: components["schemas"]["Warning"][];
+            /** @description present when a cheaper strategy stood in for a failed one */
+            fallback?: components["schemas"]["Fallback"];
+            /** @description the originals offloaded, one per placeholder (with content: store inline) */
+            artifacts: components["schemas"]["ArtifactRef"][];
             /** @description when pricing or usage is given, or clear_at_least is "auto" */
-            cost?: components["schemas"]["CostInput"];
+            cost?: components["schemas"]["Cost"];
         };
-        SummarizeRequestInput: {
+        CompactRule: {
+            /** @description tool name, matched exactly */
+            tool: string;
+            /** @description template of the text that replaces an old result */
+            placeholder?: string;
+            /** @description this tool's newest N results are kept whatever the other options say */
+            keep_last?: number;
+        };
+        /** @description What a reduction costs and saves with the provider's prompt cache in view (STRATEGIES.md, "Cost"); for a deferred fit, the best reduction found, not made. */
+        Cost: {
+            /** @description the currency of the prices (USD, …), or `relative` when only their ratios are known */
+            unit: string;
+            /**
+             * @description reduce: it pays; defer: it does not pay yet (nothing applied); forced: the history was over `limit`
+             * @enum {string}
+             */
+            decision: "reduce" | "defer" | "forced";
+            /**
+             * @description where the agent's prices came from
+             * @enum {string}
+             */
+            pricing: "request" | "table" | "default";
+            /** @description the provider's prompt cache as the decision saw it */
+            cache: {
+                /**
+                 * @description usage: the previous call's usage; assumed: no usage, its prompt taken as cached; disabled: cache.enabled false
+                 * @enum {string}
+                 */
+                source: "usage" | "assumed" | "disabled";
+                /** @description tokens of the prefix the provider holds for the coming call */
+                cached_tokens: number;
+                /** @description the cache lifetime the request gave */
+                ttl_seconds?: number;
+            };
+            /** @description tokens the reduction removes from every call from the coming one on */
+            tokens_removed: number;
+            /** @description the economic batch: below this saving, waiting until more can be cleared at once costs less per call than breaking the cache now */
+            batch_tokens: number;
+            /** @description tokens the coming call writes to the cache that as is it would have read from it (from the first edited message on) */
+            rewrite_tokens: number;
+            /** @description what the coming call pays more for them, net of the tokens it no longer reads */
+            rewrite_cost: number;
+            /** @description the summarizer's bill for the reduction (estimated for a reduction not made) */
+            summarizer_cost: number;
+            /** @description what every call from the coming one on pays less: tokens removed × the cached price */
+            saving_per_call: number;
+            /** @description calls until the reduction has paid for itself; null: never */
+            payback_calls: number | null;
+            /** @description expected calls left, the coming one included (`horizon`, or estimated from the history) */
+            horizon_calls: number;
+            /** @description the coming call's input bill without and with the reduction */
+            next_call: {
+                /** @description the bill with the history as it was */
+                as_is: number;
+                /** @description the bill with the reduced history */
+                reduced: number;
+            };
+            /** @description fit: the occupancy that forces a reduction */
+            limit?: number;
+            /** @description compact with `clear_at_least: "auto"`: the smallest saving that pays for the rewrite this compaction makes */
+            break_even_tokens?: number;
+        };
+        /** @description What the sliding window dropped. */
+        Dropped: {
+            /** @description messages dropped */
+            messages: number;
+            /** @description runs with at least one message dropped */
+            runs: number;
+            /** @description tokens the dropped messages took */
+            tokens: number;
+            /** @description run id of the newest dropped message (null without run_ids) */
+            last_dropped_run_id: string | null;
+        };
+        ExpandRequest: {
             /** @description the history, exactly as the agent would send it to its provider */
-            messages: components["schemas"]["MessageInput"][];
+            messages: components["schemas"]["Message"][];
+            /**
+             * @description wire format of `messages`; omitted = detected from distinctive shapes, plain text read as openai-chat
+             * @enum {string}
+             */
+            format?: "openai-chat" | "anthropic" | "openai-responses" | "gemini";
+            /** @description originals returned by a `store: "inline"` compaction or summary, as the response gave them (only id and content are read; content is checked against its id; an entry without content, stored on the server, is skipped) */
+            artifacts?: {
+                /** @description the art_… id a placeholder names */
+                id: string;
+                /** @description the original JSON value (absent: stored on the server, skipped) */
+                content?: unknown;
+                /** @description as the response gave it; not read */
+                message_index?: number;
+                /** @description as the response gave it; not read */
+                kind?: string;
+                /** @description as the response gave it; not read */
+                tool_name?: string | null;
+                /** @description as the response gave it; not read */
+                tokens?: number;
+                /** @description as the response gave it; not read */
+                sha256?: string;
+            }[];
+        };
+        /** @description The history with its offloaded originals put back. */
+        ExpandResponse: {
+            /** @description the history with every known original restored, byte-exact */
+            messages: components["schemas"]["Message"][];
+            /**
+             * @description the format the history was read as
+             * @enum {string}
+             */
+            format: "openai-chat" | "anthropic" | "openai-responses" | "gemini";
+            /** @description placeholders replaced by their originals */
+            restored: number;
+            /** @description artifact ids that were unknown or expired: their placeholders stay */
+            missing: string[];
+        };
+        /** @description A cheaper strategy stood in for a failed one. */
+        Fallback: {
+            /** @description the strategy that failed (summarize) */
+            from: string;
+            /** @description the strategy that stood in (window) */
+            to: string;
+            /** @description why: the failure code */
+            reason: string;
+        };
+        FitRequest: {
+            /** @description the history, exactly as the agent would send it to its provider */
+            messages: components["schemas"]["Message"][];
             /**
              * @description wire format of `messages`; omitted = detected from distinctive shapes, plain text read as openai-chat
              * @enum {string}
@@ -1473,10 +3083,402 @@ export interface components {
             model?: string;
             /** @description overrides the model table's context window */
             context_window?: number;
-            usage?: components["schemas"]["ReportedUsageInput"];
+            /** @description the usage your provider reported for the agent's last call, as it came: occupancy is its total plus the tokens counted after it (omitted: everything is counted) */
+            usage?: components["schemas"]["ReportedUsage"];
             /** @description parallel to `messages`: which agent run produced each message */
             run_ids?: string[];
-            trigger?: components["schemas"]["TriggerInput"];
+            /** @description act only at or above this occupancy or length; omitted: always act */
+            trigger?: components["schemas"]["Trigger"];
+            /**
+             * @description compute and report everything, change nothing: the history comes back unchanged, no LLM is called and nothing is stored, while `actions` records what the real run would do to each message (a summary's size, unknown before it is written, is estimated and said so in warnings)
+             * @default false
+             */
+            dry_run?: boolean;
+            /** @description the occupancy to get under (this or target_fraction is required) */
+            target_tokens?: number;
+            /** @description the target as a fraction of the model's context window */
+            target_fraction?: number;
+            /**
+             * @description a stage that would free less than this fraction of occupancy is skipped (no cache rewrite that does not pay)
+             * @default 0.02
+             */
+            min_saving_fraction?: number;
+            /**
+             * @description cost: reduce where that lowers the agent's bill with its prompt cache in view, always above `limit` (STRATEGIES.md, "Cost"); tokens: reduce whenever over the target
+             * @default cost
+             * @enum {string}
+             */
+            policy?: "cost" | "tokens";
+            /** @description policy cost: the occupancy a call must never exceed: above it a reduction is forced, down to the target. Default: the context window minus a reserve for the reply (10% of it, at most 16,384 tokens); the target when the window is unknown */
+            limit?: {
+                /** @description the limit in tokens */
+                tokens?: number;
+                /** @description the limit as a fraction of the model's context window */
+                fraction?: number;
+            };
+            /** @description the agent's model's prices; omitted: the built-in table for the request's model, else the format's provider defaults in relative units */
+            pricing?: components["schemas"]["Pricing"];
+            /** @description the prompt cache of the agent's provider; the cached prefix is read from `usage` */
+            cache?: components["schemas"]["CacheSettings"];
+            /** @description expected remaining calls; omitted: a quarter of the calls the history shows so far (1 to 200), see the README */
+            horizon?: components["schemas"]["Horizon"];
+            /** @description options of the compaction stage (its target is the fit target; under policy cost it clears all it may) */
+            compact?: {
+                /**
+                 * @description the newest N tool results are never touched
+                 * @default 3
+                 */
+                keep_tool_uses?: number;
+                /**
+                 * @description results smaller than this are left alone
+                 * @default 100
+                 */
+                min_tokens?: number;
+                /**
+                 * @description tool names never compacted
+                 * @default []
+                 */
+                exclude_tools?: string[];
+                /**
+                 * @description also compact large arguments of old tool calls
+                 * @default false
+                 */
+                clear_tool_inputs?: boolean;
+                /**
+                 * @description per-tool placeholders and keep_last
+                 * @default []
+                 */
+                rules?: components["schemas"]["CompactRule"][];
+                /**
+                 * @description an older result identical to a newer one becomes a pointer to it
+                 * @default true
+                 */
+                dedupe?: boolean;
+                /** @description old results kept verbatim but larger than this are cut to head and tail, the original offloaded */
+                truncate_tokens?: number;
+                /** @description remove thinking/reasoning from all but the newest N assistant turns. A turn is everything after a real user message (a tool-use loop is one turn); the turn in progress always keeps its thinking, as providers require, even with keep_turns 0. Whole blocks, parts or reasoning_content; OpenAI Responses reasoning items whole, and only those no item of their response names by id (the others are reported in warnings). Not restorable by expand */
+                clear_thinking?: {
+                    /** @description newest assistant turns that keep their thinking */
+                    keep_turns: number;
+                };
+                /** @description stop once occupancy is at or under this */
+                target_tokens?: number;
+                /** @description do nothing unless at least this many tokens would be freed; "auto": unless the saving pays, over the expected remaining calls, for the cached tokens the compaction rewrites (the cost rule of STRATEGIES.md; `cost.break_even_tokens` says how much would) */
+                clear_at_least?: number | "auto";
+                /**
+                 * @description server: originals persisted with a TTL; inline: returned in `artifacts`; none: lossy clearing
+                 * @default server
+                 * @enum {string}
+                 */
+                store?: "server" | "inline" | "none";
+            };
+            /** @description options of the summarization stage */
+            summarize?: {
+                /**
+                 * @description rolling: head + one summary + kept tail; sections: per-section summaries, last-section rotation, QA merge
+                 * @default rolling
+                 * @enum {string}
+                 */
+                mode?: "rolling" | "sections";
+                /**
+                 * @description the newest history kept verbatim after the summary: runs, messages or tokens
+                 * @default {
+                 *       "messages": 20
+                 *     }
+                 */
+                keep?: components["schemas"]["Keep"];
+                /**
+                 * @description keep the first user message (the original task)
+                 * @default true
+                 */
+                keep_first_user?: boolean;
+                /**
+                 * @description user; system (formats that accept a system message inside the history); pair (a user request and an assistant answer)
+                 * @default user
+                 * @enum {string}
+                 */
+                summary_role?: "user" | "system" | "pair";
+                /**
+                 * @description the summary's model, extra instructions, budget and temperature
+                 * @default {
+                 *       "max_tokens": 1024
+                 *     }
+                 */
+                summarizer?: {
+                    /** @description the default model or one in COMPACTOR_SUMMARIZER_MODELS; with no LLM configured, none is allowed (400) */
+                    model?: string;
+                    /** @description extra instructions appended to the versioned prompt */
+                    prompt?: string;
+                    /**
+                     * @description the summary's budget
+                     * @default 1024
+                     */
+                    max_tokens?: number;
+                    /** @description the summarizer's sampling temperature; omitted: the model's default */
+                    temperature?: number;
+                };
+                /**
+                 * @description one summarizer call's input budget: a longer range is summarized in chunks, then merged
+                 * @default 32000
+                 */
+                max_input_tokens?: number;
+                /**
+                 * @description keep: history unchanged; window: fall back to the sliding window; error: 502/503/504 (a model not allowed is a 400 in every case)
+                 * @default keep
+                 * @enum {string}
+                 */
+                on_failure?: "keep" | "window" | "error";
+                /** @description deadline for the whole request */
+                timeout_ms?: number;
+                /**
+                 * @description server: the summarized range is offloaded as an artifact the summary names; inline: returned in `artifacts[].content`, nothing stored; none: nothing kept
+                 * @default server
+                 * @enum {string}
+                 */
+                store?: "server" | "inline" | "none";
+                /**
+                 * @description sections mode: newest sections kept whole
+                 * @default 1
+                 */
+                keep_sections?: number;
+                /**
+                 * @description sections mode: a kept pair over this is summarized alone
+                 * @default 4096
+                 */
+                max_pair_tokens?: number;
+                /**
+                 * @description sections mode: a kept section over this has its oldest pairs summarized
+                 * @default 12800
+                 */
+                max_section_tokens?: number;
+                /**
+                 * @description sections mode: past these, the older sections merge into one
+                 * @default {
+                 *       "enabled": true,
+                 *       "max_sections": 10,
+                 *       "max_tokens": 16384
+                 *     }
+                 */
+                qa?: {
+                    /**
+                     * @description whether older sections are ever merged
+                     * @default true
+                     */
+                    enabled?: boolean;
+                    /**
+                     * @description more sections than this: the older ones merge
+                     * @default 10
+                     */
+                    max_sections?: number;
+                    /**
+                     * @description sections over this many tokens in all: the older ones merge
+                     * @default 16384
+                     */
+                    max_tokens?: number;
+                };
+                /**
+                 * @description sections mode: the QA-merged header summarizes (true) or joins (false) the user messages of the merged sections
+                 * @default false
+                 */
+                summarize_user_messages?: boolean;
+            };
+            /** @description options of the sliding-window stage (default: a token budget that meets the target) */
+            window?: {
+                /**
+                 * @description how much of the newest history to keep: runs, messages or tokens
+                 * @default {
+                 *       "runs": 10
+                 *     }
+                 */
+                keep?: components["schemas"]["Keep"];
+                /**
+                 * @description keep the first user message (the original task)
+                 * @default true
+                 */
+                keep_first_user?: boolean;
+            };
+        };
+        /** @description The history brought under the target in the request's format (or unchanged, with `reason` and `call_again_at`, when no reduction pays yet): each stage, what happened to each message, and the cost decision. */
+        FitResponse: {
+            /** @description the reduced history, same format as the request */
+            messages: components["schemas"]["Message"][];
+            /**
+             * @description the format the history was read as
+             * @enum {string}
+             */
+            format: "openai-chat" | "anthropic" | "openai-responses" | "gemini";
+            /** @description whether anything changed */
+            applied: boolean;
+            /** @description when not applied: below_trigger, nothing_to_reduce, dry_run, … */
+            reason?: string;
+            /** @description occupancy before and after, in tokens */
+            tokens: components["schemas"]["TokensReport"];
+            /** @description what this request was billed by the summarizer's LLM (all 0 when none was called) */
+            usage: components["schemas"]["BilledUsage"];
+            /** @description what was done to each message of the request, in order */
+            actions: components["schemas"]["Action"][];
+            /** @description what the caller should know (empty when all went as asked) */
+            warnings: components["schemas"]["Warning"][];
+            /** @description present when a cheaper strategy stood in for a failed one */
+            fallback?: components["schemas"]["Fallback"];
+            /** @description each stage, in order: whether it ran and what it left */
+            stages: components["schemas"]["Stage"][];
+            /** @description the occupancy aimed at */
+            target: number;
+            /** @description the originals the compact and summarize stages offloaded */
+            artifacts: components["schemas"]["ArtifactRef"][];
+            /** @description the summary the summarize stage wrote; null when it did not run or failed */
+            summary: components["schemas"]["SummaryReport"] | null;
+            /** @description what the window stage dropped; null when it did not run */
+            dropped: components["schemas"]["Dropped"] | null;
+            /** @description the occupancy at which calling again is worth it (guards against thrashing) */
+            call_again_at: number;
+            /** @description what the reduction costs and saves, and why it was made, forced or deferred */
+            cost: components["schemas"]["Cost"];
+            /** @description dry run: the summarizer calls the summarize stage would make; `actions` record what it would summarize, `tokens.after` estimates the summary at its max_tokens budget, and the window stage, which depends on the summary's real size, is not predicted */
+            plan?: components["schemas"]["SummaryPlan"];
+        };
+        /** @description The service is up (`ok`) or ready to serve (`ready`). */
+        HealthStatus: {
+            /** @description `ok`, `ready`, `draining`, `store_unavailable` or `store_failed` */
+            status: string;
+            /** @description Why the service is not ready (never content, never a path) */
+            reason?: string;
+        };
+        Horizon: {
+            /** @description expected model calls left in this run, the coming one included */
+            calls: number;
+        };
+        /** @description Exactly one of `runs`, `messages`, `tokens`. */
+        Keep: {
+            /** @description newest runs kept; 0 still keeps the run in flight */
+            runs?: number;
+            /** @description newest messages kept, grown back to a group boundary */
+            messages?: number;
+            /** @description token budget for all kept messages (head and first user message included) */
+            tokens?: number;
+        };
+        /** @description One message exactly as the agent would send it to its provider: an OpenAI Chat Completions message, an Anthropic Messages message, an OpenAI Responses input item, or a Gemini content. Unknown fields are kept. */
+        Message: Record<string, unknown>;
+        Pricing: {
+            /** @description price of an uncached input token, per million */
+            input: number;
+            /** @description price of an input token read from the prompt cache, per million */
+            cached_input: number;
+            /** @description price of an input token written to the cache, per million; default: `input` (OpenAI, Gemini) or 1.25 × `input` (Anthropic) */
+            cache_write?: number;
+            /** @description price of an output token, per million */
+            output: number;
+            /** @description ISO 4217 code (USD, EUR, …); omitted: the prices are relative units */
+            currency?: string;
+        };
+        /** @description RFC 9457 problem details (application/problem+json). */
+        Problem: {
+            /** @description urn:compactor:error:<code> */
+            type: string;
+            /** @description the code's short title */
+            title: string;
+            /** @description the HTTP status */
+            status: number;
+            /** @description what was wrong with this request */
+            detail: string;
+            /** @description stable CMP_ERR_… code, documented in the README */
+            code: string;
+            /** @description the id the logs know this request by */
+            request_id: string;
+            /** @description each field that failed validation */
+            errors?: {
+                /** @description where in the body (keep, messages[1], …) */
+                path: string;
+                /** @description what is wrong there */
+                message: string;
+            }[];
+        };
+        /** @description The provider's usage object from the agent's last call, as it came: OpenAI Chat (`prompt_tokens`, `completion_tokens`, `total_tokens`), OpenAI Responses (`input_tokens`, `output_tokens`, `total_tokens`), Anthropic (`input_tokens`, `cache_creation_input_tokens`, `cache_read_input_tokens`, `output_tokens`) or Gemini (`promptTokenCount`, `candidatesTokenCount`, `totalTokenCount`, …) field names. */
+        ReportedUsage: {
+            /** @description OpenAI Chat: prompt tokens, cached ones included */
+            prompt_tokens?: number | null;
+            /** @description OpenAI Chat: the reply's tokens */
+            completion_tokens?: number | null;
+            /** @description OpenAI Chat and Responses: prompt plus reply */
+            total_tokens?: number | null;
+            /** @description OpenAI Responses: input tokens, cached ones included; Anthropic: uncached input tokens after the last cache breakpoint */
+            input_tokens?: number | null;
+            /** @description OpenAI Responses, Anthropic: the reply's tokens */
+            output_tokens?: number | null;
+            /** @description Anthropic: input tokens written to the cache */
+            cache_creation_input_tokens?: number | null;
+            /** @description Anthropic: input tokens read from the cache */
+            cache_read_input_tokens?: number | null;
+            /** @description Gemini: prompt tokens, cached ones included */
+            promptTokenCount?: number | null;
+            /** @description Gemini: the reply's tokens */
+            candidatesTokenCount?: number | null;
+            /** @description Gemini: prompt, reply and thoughts */
+            totalTokenCount?: number | null;
+            /** @description Gemini: the reply's thinking tokens */
+            thoughtsTokenCount?: number | null;
+            /** @description Gemini: tokens of tool-use prompts */
+            toolUsePromptTokenCount?: number | null;
+            /** @description Gemini: prompt tokens read from the cache */
+            cachedContentTokenCount?: number | null;
+            /** @description Gemini: prompt tokens, cached ones included (SDK spelling) */
+            prompt_token_count?: number | null;
+            /** @description Gemini: the reply's tokens (SDK spelling) */
+            candidates_token_count?: number | null;
+            /** @description Gemini: prompt, reply and thoughts (SDK spelling) */
+            total_token_count?: number | null;
+            /** @description Gemini: the reply's thinking tokens (SDK spelling) */
+            thoughts_token_count?: number | null;
+            /** @description Gemini: tokens of tool-use prompts (SDK spelling) */
+            tool_use_prompt_token_count?: number | null;
+            /** @description Gemini: prompt tokens read from the cache (SDK spelling) */
+            cached_content_token_count?: number | null;
+            /** @description how many leading messages (the model reply included) the reported total covers; default: all */
+            messages_covered?: number;
+        } & {
+            [key: string]: unknown;
+        };
+        /** @description One of fit's stages: whether it ran and what it left. */
+        Stage: {
+            /**
+             * @description the stage
+             * @enum {string}
+             */
+            strategy: "compact" | "summarize" | "window";
+            /** @description whether it changed the history */
+            applied: boolean;
+            /** @description occupancy after it */
+            tokens_after: number;
+            /** @description why the stage changed nothing: nothing_to_reduce, saving_too_small, summarizer_failed, … */
+            reason?: string;
+            /** @description the stage's LLM bill */
+            usage: components["schemas"]["BilledUsage"];
+        };
+        SummarizeRequest: {
+            /** @description the history, exactly as the agent would send it to its provider */
+            messages: components["schemas"]["Message"][];
+            /**
+             * @description wire format of `messages`; omitted = detected from distinctive shapes, plain text read as openai-chat
+             * @enum {string}
+             */
+            format?: "openai-chat" | "anthropic" | "openai-responses" | "gemini";
+            /** @description top-level system instruction (Anthropic's `system`, Gemini's `systemInstruction`); counted, never changed */
+            system?: string | unknown[] | {
+                [key: string]: unknown;
+            };
+            /** @description the agent's tool definitions; counted, never changed */
+            tools?: unknown[];
+            /** @description the agent's model: selects tokenizer and context window */
+            model?: string;
+            /** @description overrides the model table's context window */
+            context_window?: number;
+            /** @description the usage your provider reported for the agent's last call, as it came: occupancy is its total plus the tokens counted after it (omitted: everything is counted) */
+            usage?: components["schemas"]["ReportedUsage"];
+            /** @description parallel to `messages`: which agent run produced each message */
+            run_ids?: string[];
+            /** @description act only at or above this occupancy or length; omitted: always act */
+            trigger?: components["schemas"]["Trigger"];
             /**
              * @description compute and report everything, change nothing: the history comes back unchanged, no LLM is called and nothing is stored, while `actions` records what the real run would do to each message (a summary's size, unknown before it is written, is estimated and said so in warnings)
              * @default false
@@ -1489,11 +3491,12 @@ export interface components {
              */
             mode?: "rolling" | "sections";
             /**
+             * @description the newest history kept verbatim after the summary: runs, messages or tokens
              * @default {
              *       "messages": 20
              *     }
              */
-            keep?: components["schemas"]["KeepInput"];
+            keep?: components["schemas"]["Keep"];
             /**
              * @description keep the first user message (the original task)
              * @default true
@@ -1506,6 +3509,7 @@ export interface components {
              */
             summary_role?: "user" | "system" | "pair";
             /**
+             * @description the summary's model, extra instructions, budget and temperature
              * @default {
              *       "max_tokens": 1024
              *     }
@@ -1520,6 +3524,7 @@ export interface components {
                  * @default 1024
                  */
                 max_tokens?: number;
+                /** @description the summarizer's sampling temperature; omitted: the model's default */
                 temperature?: number;
             };
             /**
@@ -1565,11 +3570,20 @@ export interface components {
              *     }
              */
             qa?: {
-                /** @default true */
+                /**
+                 * @description whether older sections are ever merged
+                 * @default true
+                 */
                 enabled?: boolean;
-                /** @default 10 */
+                /**
+                 * @description more sections than this: the older ones merge
+                 * @default 10
+                 */
                 max_sections?: number;
-                /** @default 16384 */
+                /**
+                 * @description sections over this many tokens in all: the older ones merge
+                 * @default 16384
+                 */
                 max_tokens?: number;
             };
             /**
@@ -1578,934 +3592,13 @@ export interface components {
              */
             summarize_user_messages?: boolean;
             /** @description the agent's model's prices; omitted: the built-in table for the request's model, else the format's provider defaults in relative units */
-            pricing?: components["schemas"]["PricingInput"];
-            /** @description the prompt cache of the agent's provider; the cached prefix is read from `usage` */
-            cache?: components["schemas"]["CacheSettingsInput"];
-            /** @description expected remaining calls; omitted: a quarter of the calls the history shows so far (1 to 200), see the README */
-            horizon?: components["schemas"]["HorizonInput"];
-        };
-        SummarizeResponseInput: {
-            /** @description the reduced history, same format as the request */
-            messages: components["schemas"]["MessageInput"][];
-            /**
-             * @description the format the history was read as
-             * @enum {string}
-             */
-            format: "openai-chat" | "anthropic" | "openai-responses" | "gemini";
-            /** @description whether anything changed */
-            applied: boolean;
-            /** @description when not applied: below_trigger, nothing_to_reduce, dry_run, … */
-            reason?: string;
-            tokens: components["schemas"]["TokensReportInput"];
-            usage: components["schemas"]["BilledUsageInput"];
-            actions: components["schemas"]["ActionInput"][];
-            warnings: components["schemas"]["WarningInput"][];
-            fallback?: components["schemas"]["FallbackInput"];
-            summary: components["schemas"]["SummaryReportInput"] | null;
-            plan?: components["schemas"]["SummaryPlanInput"];
-            /** @description when the sliding window stood in for a failed summary */
-            dropped?: components["schemas"]["DroppedInput"];
-            /** @description when a summary was committed: the summarized ranges it names (kind summary_range or section_range); with store inline, their content, to pass to /v1/expand */
-            artifacts?: components["schemas"]["ArtifactRefInput"][];
-            /** @description when pricing or usage is given */
-            cost?: components["schemas"]["CostInput"];
-        };
-        FitRequestInput: {
-            /** @description the history, exactly as the agent would send it to its provider */
-            messages: components["schemas"]["MessageInput"][];
-            /**
-             * @description wire format of `messages`; omitted = detected from distinctive shapes, plain text read as openai-chat
-             * @enum {string}
-             */
-            format?: "openai-chat" | "anthropic" | "openai-responses" | "gemini";
-            /** @description top-level system instruction (Anthropic's `system`, Gemini's `systemInstruction`); counted, never changed */
-            system?: string | unknown[] | {
-                [key: string]: unknown;
-            };
-            /** @description the agent's tool definitions; counted, never changed */
-            tools?: unknown[];
-            /** @description the agent's model: selects tokenizer and context window */
-            model?: string;
-            /** @description overrides the model table's context window */
-            context_window?: number;
-            usage?: components["schemas"]["ReportedUsageInput"];
-            /** @description parallel to `messages`: which agent run produced each message */
-            run_ids?: string[];
-            trigger?: components["schemas"]["TriggerInput"];
-            /**
-             * @description compute and report everything, change nothing: the history comes back unchanged, no LLM is called and nothing is stored, while `actions` records what the real run would do to each message (a summary's size, unknown before it is written, is estimated and said so in warnings)
-             * @default false
-             */
-            dry_run?: boolean;
-            /** @description the occupancy to get under (this or target_fraction is required) */
-            target_tokens?: number;
-            /** @description the target as a fraction of the model's context window */
-            target_fraction?: number;
-            /**
-             * @description a stage that would free less than this fraction of occupancy is skipped (no cache rewrite that does not pay)
-             * @default 0.02
-             */
-            min_saving_fraction?: number;
-            /**
-             * @description cost: reduce where that lowers the agent's bill with its prompt cache in view, always above `limit` (STRATEGIES.md, "Cost"); tokens: reduce whenever over the target
-             * @default cost
-             * @enum {string}
-             */
-            policy?: "cost" | "tokens";
-            /** @description policy cost: the occupancy a call must never exceed: above it a reduction is forced, down to the target. Default: the context window minus a reserve for the reply (10% of it, at most 16,384 tokens); the target when the window is unknown */
-            limit?: {
-                tokens?: number;
-                fraction?: number;
-            };
-            /** @description the agent's model's prices; omitted: the built-in table for the request's model, else the format's provider defaults in relative units */
-            pricing?: components["schemas"]["PricingInput"];
-            /** @description the prompt cache of the agent's provider; the cached prefix is read from `usage` */
-            cache?: components["schemas"]["CacheSettingsInput"];
-            /** @description expected remaining calls; omitted: a quarter of the calls the history shows so far (1 to 200), see the README */
-            horizon?: components["schemas"]["HorizonInput"];
-            /** @description options of the compaction stage (its target is the fit target; under policy cost it clears all it may) */
-            compact?: {
-                /**
-                 * @description the newest N tool results are never touched
-                 * @default 3
-                 */
-                keep_tool_uses?: number;
-                /**
-                 * @description results smaller than this are left alone
-                 * @default 100
-                 */
-                min_tokens?: number;
-                /**
-                 * @description tool names never compacted
-                 * @default []
-                 */
-                exclude_tools?: string[];
-                /**
-                 * @description also compact large arguments of old tool calls
-                 * @default false
-                 */
-                clear_tool_inputs?: boolean;
-                /**
-                 * @description per-tool placeholders and keep_last
-                 * @default []
-                 */
-                rules?: components["schemas"]["CompactRuleInput"][];
-                /**
-                 * @description an older result identical to a newer one becomes a pointer to it
-                 * @default true
-                 */
-                dedupe?: boolean;
-                /** @description old results kept verbatim but larger than this are cut to head and tail, the original offloaded */
-                truncate_tokens?: number;
-                /** @description remove thinking/reasoning from all but the newest N assistant turns. A turn is everything after a real user message (a tool-use loop is one turn); the turn in progress always keeps its thinking, as providers require, even with keep_turns 0. Whole blocks, parts or reasoning_content; OpenAI Responses reasoning items whole, and only those no item of their response names by id (the others are reported in warnings). Not restorable by expand */
-                clear_thinking?: {
-                    keep_turns: number;
-                };
-                /** @description stop once occupancy is at or under this */
-                target_tokens?: number;
-                /** @description do nothing unless at least this many tokens would be freed; "auto": unless the saving pays, over the expected remaining calls, for the cached tokens the compaction rewrites (the cost rule of STRATEGIES.md; `cost.break_even_tokens` says how much would) */
-                clear_at_least?: number | "auto";
-                /**
-                 * @description server: originals persisted with a TTL; inline: returned in `artifacts`; none: lossy clearing
-                 * @default server
-                 * @enum {string}
-                 */
-                store?: "server" | "inline" | "none";
-            };
-            /** @description options of the summarization stage */
-            summarize?: {
-                /**
-                 * @description rolling: head + one summary + kept tail; sections: per-section summaries, last-section rotation, QA merge
-                 * @default rolling
-                 * @enum {string}
-                 */
-                mode?: "rolling" | "sections";
-                /**
-                 * @default {
-                 *       "messages": 20
-                 *     }
-                 */
-                keep?: components["schemas"]["KeepInput"];
-                /**
-                 * @description keep the first user message (the original task)
-                 * @default true
-                 */
-                keep_first_user?: boolean;
-                /**
-                 * @description user; system (formats that accept a system message inside the history); pair (a user request and an assistant answer)
-                 * @default user
-                 * @enum {string}
-                 */
-                summary_role?: "user" | "system" | "pair";
-                /**
-                 * @default {
-                 *       "max_tokens": 1024
-                 *     }
-                 */
-                summarizer?: {
-                    /** @description the default model or one in COMPACTOR_SUMMARIZER_MODELS; with no LLM configured, none is allowed (400) */
-                    model?: string;
-                    /** @description extra instructions appended to the versioned prompt */
-                    prompt?: string;
-                    /**
-                     * @description the summary's budget
-                     * @default 1024
-                     */
-                    max_tokens?: number;
-                    temperature?: number;
-                };
-                /**
-                 * @description one summarizer call's input budget: a longer range is summarized in chunks, then merged
-                 * @default 32000
-                 */
-                max_input_tokens?: number;
-                /**
-                 * @description keep: history unchanged; window: fall back to the sliding window; error: 502/503/504 (a model not allowed is a 400 in every case)
-                 * @default keep
-                 * @enum {string}
-                 */
-                on_failure?: "keep" | "window" | "error";
-                /** @description deadline for the whole request */
-                timeout_ms?: number;
-                /**
-                 * @description server: the summarized range is offloaded as an artifact the summary names; inline: returned in `artifacts[].content`, nothing stored; none: nothing kept
-                 * @default server
-                 * @enum {string}
-                 */
-                store?: "server" | "inline" | "none";
-                /**
-                 * @description sections mode: newest sections kept whole
-                 * @default 1
-                 */
-                keep_sections?: number;
-                /**
-                 * @description sections mode: a kept pair over this is summarized alone
-                 * @default 4096
-                 */
-                max_pair_tokens?: number;
-                /**
-                 * @description sections mode: a kept section over this has its oldest pairs summarized
-                 * @default 12800
-                 */
-                max_section_tokens?: number;
-                /**
-                 * @description sections mode: past these, the older sections merge into one
-                 * @default {
-                 *       "enabled": true,
-                 *       "max_sections": 10,
-                 *       "max_tokens": 16384
-                 *     }
-                 */
-                qa?: {
-                    /** @default true */
-                    enabled?: boolean;
-                    /** @default 10 */
-                    max_sections?: number;
-                    /** @default 16384 */
-                    max_tokens?: number;
-                };
-                /**
-                 * @description sections mode: the QA-merged header summarizes (true) or joins (false) the user messages of the merged sections
-                 * @default false
-                 */
-                summarize_user_messages?: boolean;
-            };
-            /** @description options of the sliding-window stage (default: a token budget that meets the target) */
-            window?: {
-                /**
-                 * @default {
-                 *       "runs": 10
-                 *     }
-                 */
-                keep?: components["schemas"]["KeepInput"];
-                /**
-                 * @description keep the first user message (the original task)
-                 * @default true
-                 */
-                keep_first_user?: boolean;
-            };
-        };
-        FitResponseInput: {
-            /** @description the reduced history, same format as the request */
-            messages: components["schemas"]["MessageInput"][];
-            /**
-             * @description the format the history was read as
-             * @enum {string}
-             */
-            format: "openai-chat" | "anthropic" | "openai-responses" | "gemini";
-            /** @description whether anything changed */
-            applied: boolean;
-            /** @description when not applied: below_trigger, nothing_to_reduce, dry_run, … */
-            reason?: string;
-            tokens: components["schemas"]["TokensReportInput"];
-            usage: components["schemas"]["BilledUsageInput"];
-            actions: components["schemas"]["ActionInput"][];
-            warnings: components["schemas"]["WarningInput"][];
-            fallback?: components["schemas"]["FallbackInput"];
-            stages: components["schemas"]["StageInput"][];
-            /** @description the occupancy aimed at */
-            target: number;
-            artifacts: components["schemas"]["ArtifactRefInput"][];
-            summary: components["schemas"]["SummaryReportInput"] | null;
-            dropped: components["schemas"]["DroppedInput"] | null;
-            /** @description the occupancy at which calling again is worth it (guards against thrashing) */
-            call_again_at: number;
-            cost: components["schemas"]["CostInput"];
-            /** @description dry run: the summarizer calls the summarize stage would make; `actions` record what it would summarize, `tokens.after` estimates the summary at its max_tokens budget, and the window stage, which depends on the summary's real size, is not predicted */
-            plan?: components["schemas"]["SummaryPlanInput"];
-        };
-        TokensRequestInput: {
-            /** @description the history, exactly as the agent would send it to its provider */
-            messages: components["schemas"]["MessageInput"][];
-            /**
-             * @description wire format of `messages`; omitted = detected from distinctive shapes, plain text read as openai-chat
-             * @enum {string}
-             */
-            format?: "openai-chat" | "anthropic" | "openai-responses" | "gemini";
-            /** @description top-level system instruction (Anthropic's `system`, Gemini's `systemInstruction`); counted, never changed */
-            system?: string | unknown[] | {
-                [key: string]: unknown;
-            };
-            /** @description the agent's tool definitions; counted, never changed */
-            tools?: unknown[];
-            /** @description the agent's model: selects tokenizer and context window */
-            model?: string;
-            /** @description overrides the model table's context window */
-            context_window?: number;
-            usage?: components["schemas"]["ReportedUsageInput"];
-            /** @description parallel to `messages`: which agent run produced each message */
-            run_ids?: string[];
-        };
-        TokensResponseInput: {
-            /** @description messages, system, tools and every framing overhead the provider charges */
-            total: number;
-            /** @description tokens per message, framing included */
-            messages: number[];
-            system: number;
-            tools: number;
-            /** @description reported usage plus counted tokens after it; equals total without usage */
-            occupancy: number;
-            /** @enum {string} */
-            counting: "exact" | "estimated" | "usage+exact" | "usage+estimated";
-            tokenizer: string;
-            /** @enum {string} */
-            format: "openai-chat" | "anthropic" | "openai-responses" | "gemini";
-            context_window: number | null;
-        };
-        ValidateRequestInput: {
-            /** @description the history, exactly as the agent would send it to its provider */
-            messages: components["schemas"]["MessageInput"][];
-            /**
-             * @description wire format of `messages`; omitted = detected from distinctive shapes, plain text read as openai-chat
-             * @enum {string}
-             */
-            format?: "openai-chat" | "anthropic" | "openai-responses" | "gemini";
-            /** @description top-level system instruction (Anthropic's `system`, Gemini's `systemInstruction`); counted, never changed */
-            system?: string | unknown[] | {
-                [key: string]: unknown;
-            };
-            /** @description the agent's tool definitions; counted, never changed */
-            tools?: unknown[];
-            /** @description the agent's model: selects tokenizer and context window */
-            model?: string;
-            /** @description overrides the model table's context window */
-            context_window?: number;
-            usage?: components["schemas"]["ReportedUsageInput"];
-            /** @description parallel to `messages`: which agent run produced each message */
-            run_ids?: string[];
-        };
-        ValidateResponseInput: {
-            valid: boolean;
-            /** @enum {string} */
-            format: "openai-chat" | "anthropic" | "openai-responses" | "gemini";
-            violations: {
-                index: number;
-                rule: string;
-                message: string;
-            }[];
-            warnings: {
-                code: string;
-                message: string;
-            }[];
-        };
-        HealthStatus: {
-            /** @description `ok`, `ready`, `draining`, `store_unavailable` or `store_failed` */
-            status: string;
-            /** @description Why the service is not ready (never content, never a path) */
-            reason?: string;
-        };
-        /** @description One message exactly as the agent would send it to its provider: an OpenAI Chat Completions message, an Anthropic Messages message, an OpenAI Responses input item, or a Gemini content. Unknown fields are kept. */
-        Message: Record<string, unknown>;
-        TokensReport: {
-            /** @description occupancy before: reported usage plus counted tokens after it, or all counted */
-            before: number;
-            after: number;
-            saved: number;
-            /** @enum {string} */
-            counting: "exact" | "estimated" | "usage+exact" | "usage+estimated";
-            tokenizer: string;
-        };
-        /** @description What this request was billed (all 0 when no LLM was called). */
-        BilledUsage: {
-            input_tokens: number;
-            output_tokens: number;
-            total_tokens: number;
-            cached_input_tokens: number;
-            calls: number;
-            model: string | null;
-        };
-        /** @description What happened to one input message. */
-        Action: {
-            index: number;
-            /** @enum {string} */
-            action: "keep" | "rewrite" | "clear" | "offload" | "truncate" | "summarize" | "drop";
-            tokens_freed: number;
-            artifact_id?: string;
-        };
-        Warning: {
-            code: string;
-            message: string;
-        };
-        /** @description A cheaper strategy stood in for a failed one. */
-        Fallback: {
-            from: string;
-            to: string;
-            reason: string;
-        };
-        ArtifactRef: {
-            /** @description art_… content address of the original */
-            id: string;
-            /** @description the input message the original came from */
-            message_index: number;
-            /** @description tool_result, tool_result_duplicate, tool_result_truncated, tool_input, thinking, summary_range or section_range */
-            kind: string;
-            tool_name: string | null;
-            /** @description tokens of the original content */
-            tokens: number;
-            sha256: string;
-            /** @description the original JSON value (only with store: inline) */
-            content?: unknown;
-        };
-        Dropped: {
-            messages: number;
-            /** @description runs with at least one message dropped */
-            runs: number;
-            tokens: number;
-            /** @description run id of the newest dropped message (null without run_ids) */
-            last_dropped_run_id: string | null;
-        };
-        SummaryReport: {
-            /** @description the art_… artifact holding the summarized range (its content address with store none) */
-            id: string;
-            /** @description the earlier summary this one folded */
-            parent_id: string | null;
-            text: string;
-            /** @description user, system, pair, or "<role> (joined)" when it joined a neighbour to keep roles alternating */
-            role: string;
-            /** @description where the summary sits in the returned messages */
-            message_index: number;
-            /** @description original messages it stands for, through every earlier summary */
-            covered_messages: number;
-            last_summarized_run_id: string | null;
-            /** @enum {string} */
-            summarizer: "llm" | "extractive";
-            model: string | null;
-            /** @description nothing was billed for the summary: it came from the summary cache, or from an identical request in flight */
-            cached: boolean;
-            facts: {
-                found: number;
-                kept: number;
-                appended: number;
-            };
-        };
-        /** @description The summarizer calls a dry run would make (sections mode: those known in advance; merges past max_section_tokens and qa depend on the summaries written). The dry run's `actions` record what the real run would do to each message; `tokens.after` assumes each summary fills summarizer.max_tokens (`dry_run_estimate` warning). */
-        SummaryPlan: {
-            calls: {
-                /** @enum {string} */
-                purpose: "chunk" | "merge" | "summary";
-                input_tokens: number;
-            }[];
-            model: string | null;
-        };
-        Stage: {
-            /** @enum {string} */
-            strategy: "compact" | "summarize" | "window";
-            applied: boolean;
-            tokens_after: number;
-            /** @description why the stage changed nothing: nothing_to_reduce, saving_too_small, summarizer_failed, … */
-            reason?: string;
-            usage: components["schemas"]["BilledUsage"];
-        };
-        /** @description What a reduction costs and saves with the provider's prompt cache in view (STRATEGIES.md, "Cost"); for a deferred fit, the best reduction found, not made. */
-        Cost: {
-            /** @description the currency of the prices (USD, …), or `relative` when only their ratios are known */
-            unit: string;
-            /**
-             * @description reduce: it pays; defer: it does not pay yet (nothing applied); forced: the history was over `limit`
-             * @enum {string}
-             */
-            decision: "reduce" | "defer" | "forced";
-            /**
-             * @description where the agent's prices came from
-             * @enum {string}
-             */
-            pricing: "request" | "table" | "default";
-            cache: {
-                /**
-                 * @description usage: the previous call's usage; assumed: no usage, its prompt taken as cached; disabled: cache.enabled false
-                 * @enum {string}
-                 */
-                source: "usage" | "assumed" | "disabled";
-                /** @description tokens of the prefix the provider holds for the coming call */
-                cached_tokens: number;
-                ttl_seconds?: number;
-            };
-            /** @description tokens the reduction removes from every call from the coming one on */
-            tokens_removed: number;
-            /** @description the economic batch: below this saving, waiting until more can be cleared at once costs less per call than breaking the cache now */
-            batch_tokens: number;
-            /** @description tokens the coming call writes to the cache that as is it would have read from it (from the first edited message on) */
-            rewrite_tokens: number;
-            /** @description what the coming call pays more for them, net of the tokens it no longer reads */
-            rewrite_cost: number;
-            /** @description the summarizer's bill for the reduction (estimated for a reduction not made) */
-            summarizer_cost: number;
-            /** @description what every call from the coming one on pays less: tokens removed × the cached price */
-            saving_per_call: number;
-            /** @description calls until the reduction has paid for itself; null: never */
-            payback_calls: number | null;
-            /** @description expected calls left, the coming one included (`horizon`, or estimated from the history) */
-            horizon_calls: number;
-            /** @description the coming call's input bill without and with the reduction */
-            next_call: {
-                as_is: number;
-                reduced: number;
-            };
-            /** @description fit: the occupancy that forces a reduction */
-            limit?: number;
-            /** @description compact with `clear_at_least: "auto"`: the smallest saving that pays for the rewrite this compaction makes */
-            break_even_tokens?: number;
-        };
-        /** @description The provider's usage object from the agent's last call, as it came: OpenAI Chat (`prompt_tokens`, `completion_tokens`, `total_tokens`), OpenAI Responses (`input_tokens`, `output_tokens`, `total_tokens`), Anthropic (`input_tokens`, `cache_creation_input_tokens`, `cache_read_input_tokens`, `output_tokens`) or Gemini (`promptTokenCount`, `candidatesTokenCount`, `totalTokenCount`, …) field names. */
-        ReportedUsage: {
-            prompt_tokens?: number | null;
-            completion_tokens?: number | null;
-            total_tokens?: number | null;
-            input_tokens?: number | null;
-            output_tokens?: number | null;
-            cache_creation_input_tokens?: number | null;
-            cache_read_input_tokens?: number | null;
-            promptTokenCount?: number | null;
-            candidatesTokenCount?: number | null;
-            totalTokenCount?: number | null;
-            thoughtsTokenCount?: number | null;
-            toolUsePromptTokenCount?: number | null;
-            cachedContentTokenCount?: number | null;
-            prompt_token_count?: number | null;
-            candidates_token_count?: number | null;
-            total_token_count?: number | null;
-            thoughts_token_count?: number | null;
-            tool_use_prompt_token_count?: number | null;
-            cached_content_token_count?: number | null;
-            /** @description how many leading messages (the model reply included) the reported total covers; default: all */
-            messages_covered?: number;
-        } & {
-            [key: string]: unknown;
-        };
-        /** @description Act only if occupancy reaches any of these; omitted = always act. */
-        Trigger: {
-            /** @description act when occupancy >= this many tokens */
-            tokens?: number;
-            /** @description act when occupancy >= this fraction of the context window (needs a known `model` or `context_window`) */
-            fraction?: number;
-            /** @description act when the history has at least this many messages */
-            messages?: number;
-        };
-        /** @description RFC 9457 problem details (application/problem+json). */
-        Problem: {
-            type: string;
-            title: string;
-            status: number;
-            detail: string;
-            /** @description stable CMP_ERR_… code, documented in the README */
-            code: string;
-            request_id: string;
-            errors?: {
-                path: string;
-                message: string;
-            }[];
-        };
-        ExpandRequest: {
-            /** @description the history, exactly as the agent would send it to its provider */
-            messages: components["schemas"]["Message"][];
-            /**
-             * @description wire format of `messages`; omitted = detected from distinctive shapes, plain text read as openai-chat
-             * @enum {string}
-             */
-            format?: "openai-chat" | "anthropic" | "openai-responses" | "gemini";
-            /** @description originals returned by a `store: "inline"` compaction or summary, as the response gave them (only id and content are read; content is checked against its id; an entry without content, stored on the server, is skipped) */
-            artifacts?: {
-                id: string;
-                content?: unknown;
-                message_index?: number;
-                kind?: string;
-                tool_name?: string | null;
-                tokens?: number;
-                sha256?: string;
-            }[];
-        };
-        ExpandResponse: {
-            /** @description the history with every known original restored, byte-exact */
-            messages: components["schemas"]["Message"][];
-            /** @enum {string} */
-            format: "openai-chat" | "anthropic" | "openai-responses" | "gemini";
-            /** @description placeholders replaced by their originals */
-            restored: number;
-            /** @description artifact ids that were unknown or expired: their placeholders stay */
-            missing: string[];
-        };
-        Artifact: {
-            id: string;
-            kind: string;
-            tool_name: string | null;
-            /** @description the original JSON value that was replaced */
-            content: unknown;
-            sha256: string;
-            /** @description ISO 8601 */
-            created_at: string;
-            /** @description ISO 8601 */
-            expires_at: string;
-        };
-        Pricing: {
-            /** @description price of an uncached input token, per million */
-            input: number;
-            /** @description price of an input token read from the prompt cache, per million */
-            cached_input: number;
-            /** @description price of an input token written to the cache, per million; default: `input` (OpenAI, Gemini) or 1.25 × `input` (Anthropic) */
-            cache_write?: number;
-            /** @description price of an output token, per million */
-            output: number;
-            /** @description ISO 4217 code (USD, EUR, …); omitted: the prices are relative units */
-            currency?: string;
-        };
-        CacheSettings: {
-            /**
-             * @description whether the agent's provider caches its prompt prefix (they all do by default)
-             * @default true
-             */
-            enabled: boolean;
-            /** @description how long the provider keeps a prefix; reported back only: the decision assumes the next call comes within it */
-            ttl_seconds?: number;
-        };
-        Horizon: {
-            /** @description expected model calls left in this run, the coming one included */
-            calls: number;
-        };
-        CompactRule: {
-            /** @description tool name, matched exactly */
-            tool: string;
-            /** @description template of the text that replaces an old result */
-            placeholder?: string;
-            /** @description this tool's newest N results are kept whatever the other options say */
-            keep_last?: number;
-        };
-        /** @description Exactly one of `runs`, `messages`, `tokens`. */
-        Keep: {
-            /** @description newest runs kept; 0 still keeps the run in flight */
-            runs?: number;
-            /** @description newest messages kept, grown back to a group boundary */
-            messages?: number;
-            /** @description token budget for all kept messages (head and first user message included) */
-            tokens?: number;
-        };
-        WindowRequest: {
-            /** @description the history, exactly as the agent would send it to its provider */
-            messages: components["schemas"]["Message"][];
-            /**
-             * @description wire format of `messages`; omitted = detected from distinctive shapes, plain text read as openai-chat
-             * @enum {string}
-             */
-            format?: "openai-chat" | "anthropic" | "openai-responses" | "gemini";
-            /** @description top-level system instruction (Anthropic's `system`, Gemini's `systemInstruction`); counted, never changed */
-            system?: string | unknown[] | {
-                [key: string]: unknown;
-            };
-            /** @description the agent's tool definitions; counted, never changed */
-            tools?: unknown[];
-            /** @description the agent's model: selects tokenizer and context window */
-            model?: string;
-            /** @description overrides the model table's context window */
-            context_window?: number;
-            usage?: components["schemas"]["ReportedUsage"];
-            /** @description parallel to `messages`: which agent run produced each message */
-            run_ids?: string[];
-            trigger?: components["schemas"]["Trigger"];
-            /**
-             * @description compute and report everything, change nothing: the history comes back unchanged, no LLM is called and nothing is stored, while `actions` records what the real run would do to each message (a summary's size, unknown before it is written, is estimated and said so in warnings)
-             * @default false
-             */
-            dry_run: boolean;
-            /**
-             * @default {
-             *       "runs": 10
-             *     }
-             */
-            keep: components["schemas"]["Keep"];
-            /**
-             * @description keep the first user message (the original task)
-             * @default true
-             */
-            keep_first_user: boolean;
-        };
-        WindowResponse: {
-            /** @description the reduced history, same format as the request */
-            messages: components["schemas"]["Message"][];
-            /**
-             * @description the format the history was read as
-             * @enum {string}
-             */
-            format: "openai-chat" | "anthropic" | "openai-responses" | "gemini";
-            /** @description whether anything changed */
-            applied: boolean;
-            /** @description when not applied: below_trigger, nothing_to_reduce, dry_run, … */
-            reason?: string;
-            tokens: components["schemas"]["TokensReport"];
-            usage: components["schemas"]["BilledUsage"];
-            actions: components["schemas"]["Action"][];
-            warnings: components["schemas"]["Warning"][];
-            fallback?: components["schemas"]["Fallback"];
-            dropped: components["schemas"]["Dropped"];
-        };
-        CompactRequest: {
-            /** @description the history, exactly as the agent would send it to its provider */
-            messages: components["schemas"]["Message"][];
-            /**
-             * @description wire format of `messages`; omitted = detected from distinctive shapes, plain text read as openai-chat
-             * @enum {string}
-             */
-            format?: "openai-chat" | "anthropic" | "openai-responses" | "gemini";
-            /** @description top-level system instruction (Anthropic's `system`, Gemini's `systemInstruction`); counted, never changed */
-            system?: string | unknown[] | {
-                [key: string]: unknown;
-            };
-            /** @description the agent's tool definitions; counted, never changed */
-            tools?: unknown[];
-            /** @description the agent's model: selects tokenizer and context window */
-            model?: string;
-            /** @description overrides the model table's context window */
-            context_window?: number;
-            usage?: components["schemas"]["ReportedUsage"];
-            /** @description parallel to `messages`: which agent run produced each message */
-            run_ids?: string[];
-            trigger?: components["schemas"]["Trigger"];
-            /**
-             * @description compute and report everything, change nothing: the history comes back unchanged, no LLM is called and nothing is stored, while `actions` records what the real run would do to each message (a summary's size, unknown before it is written, is estimated and said so in warnings)
-             * @default false
-             */
-            dry_run: boolean;
-            /**
-             * @description the newest N tool results are never touched
-             * @default 3
-             */
-            keep_tool_uses: number;
-            /**
-             * @description results smaller than this are left alone
-             * @default 100
-             */
-            min_tokens: number;
-            /**
-             * @description tool names never compacted
-             * @default []
-             */
-            exclude_tools: string[];
-            /**
-             * @description also compact large arguments of old tool calls
-             * @default false
-             */
-            clear_tool_inputs: boolean;
-            /**
-             * @description per-tool placeholders and keep_last
-             * @default []
-             */
-            rules: components["schemas"]["CompactRule"][];
-            /**
-             * @description an older result identical to a newer one becomes a pointer to it
-             * @default true
-             */
-            dedupe: boolean;
-            /** @description old results kept verbatim but larger than this are cut to head and tail, the original offloaded */
-            truncate_tokens?: number;
-            /** @description remove thinking/reasoning from all but the newest N assistant turns. A turn is everything after a real user message (a tool-use loop is one turn); the turn in progress always keeps its thinking, as providers require, even with keep_turns 0. Whole blocks, parts or reasoning_content; OpenAI Responses reasoning items whole, and only those no item of their response names by id (the others are reported in warnings). Not restorable by expand */
-            clear_thinking?: {
-                keep_turns: number;
-            };
-            /** @description stop once occupancy is at or under this */
-            target_tokens?: number;
-            /** @description do nothing unless at least this many tokens would be freed; "auto": unless the saving pays, over the expected remaining calls, for the cached tokens the compaction rewrites (the cost rule of STRATEGIES.md; `cost.break_even_tokens` says how much would) */
-            clear_at_least?: number | "auto";
-            /**
-             * @description server: originals persisted with a TTL; inline: returned in `artifacts`; none: lossy clearing
-             * @default server
-             * @enum {string}
-             */
-            store: "server" | "inline" | "none";
-            /** @description the agent's model's prices; omitted: the built-in table for the request's model, else the format's provider defaults in relative units */
             pricing?: components["schemas"]["Pricing"];
             /** @description the prompt cache of the agent's provider; the cached prefix is read from `usage` */
             cache?: components["schemas"]["CacheSettings"];
             /** @description expected remaining calls; omitted: a quarter of the calls the history shows so far (1 to 200), see the README */
             horizon?: components["schemas"]["Horizon"];
         };
-        CompactResponse: {
-            /** @description the reduced history, same format as the request */
-            messages: components["schemas"]["Message"][];
-            /**
-             * @description the format the history was read as
-             * @enum {string}
-             */
-            format: "openai-chat" | "anthropic" | "openai-responses" | "gemini";
-            /** @description whether anything changed */
-            applied: boolean;
-            /** @description when not applied: below_trigger, nothing_to_reduce, dry_run, … */
-            reason?: string;
-            tokens: components["schemas"]["TokensReport"];
-            usage: components["schemas"]["BilledUsage"];
-            actions: components["schemas"]["Action"][];
-            warnings: components["schemas"]["Warning"][];
-            fallback?: components["schemas"]["Fallback"];
-            artifacts: components["schemas"]["ArtifactRef"][];
-            /** @description when pricing or usage is given, or clear_at_least is "auto" */
-            cost?: components["schemas"]["Cost"];
-        };
-        SummarizeRequest: {
-            /** @description the history, exactly as the agent would send it to its provider */
-            messages: components["schemas"]["Message"][];
-            /**
-             * @description wire format of `messages`; omitted = detected from distinctive shapes, plain text read as openai-chat
-             * @enum {string}
-             */
-            format?: "openai-chat" | "anthropic" | "openai-responses" | "gemini";
-            /** @description top-level system instruction (Anthropic's `system`, Gemini's `systemInstruction`); counted, never changed */
-            system?: string | unknown[] | {
-                [key: string]: unknown;
-            };
-            /** @description the agent's tool definitions; counted, never changed */
-            tools?: unknown[];
-            /** @description the agent's model: selects tokenizer and context window */
-            model?: string;
-            /** @description overrides the model table's context window */
-            context_window?: number;
-            usage?: components["schemas"]["ReportedUsage"];
-            /** @description parallel to `messages`: which agent run produced each message */
-            run_ids?: string[];
-            trigger?: components["schemas"]["Trigger"];
-            /**
-             * @description compute and report everything, change nothing: the history comes back unchanged, no LLM is called and nothing is stored, while `actions` records what the real run would do to each message (a summary's size, unknown before it is written, is estimated and said so in warnings)
-             * @default false
-             */
-            dry_run: boolean;
-            /**
-             * @description rolling: head + one summary + kept tail; sections: per-section summaries, last-section rotation, QA merge
-             * @default rolling
-             * @enum {string}
-             */
-            mode: "rolling" | "sections";
-            /**
-             * @default {
-             *       "messages": 20
-             *     }
-             */
-            keep: components["schemas"]["Keep"];
-            /**
-             * @description keep the first user message (the original task)
-             * @default true
-             */
-            keep_first_user: boolean;
-            /**
-             * @description user; system (formats that accept a system message inside the history); pair (a user request and an assistant answer)
-             * @default user
-             * @enum {string}
-             */
-            summary_role: "user" | "system" | "pair";
-            /**
-             * @default {
-             *       "max_tokens": 1024
-             *     }
-             */
-            summarizer: {
-                /** @description the default model or one in COMPACTOR_SUMMARIZER_MODELS; with no LLM configured, none is allowed (400) */
-                model?: string;
-                /** @description extra instructions appended to the versioned prompt */
-                prompt?: string;
-                /**
-                 * @description the summary's budget
-                 * @default 1024
-                 */
-                max_tokens: number;
-                temperature?: number;
-            };
-            /**
-             * @description one summarizer call's input budget: a longer range is summarized in chunks, then merged
-             * @default 32000
-             */
-            max_input_tokens: number;
-            /**
-             * @description keep: history unchanged; window: fall back to the sliding window; error: 502/503/504 (a model not allowed is a 400 in every case)
-             * @default keep
-             * @enum {string}
-             */
-            on_failure: "keep" | "window" | "error";
-            /** @description deadline for the whole request */
-            timeout_ms?: number;
-            /**
-             * @description server: the summarized range is offloaded as an artifact the summary names; inline: returned in `artifacts[].content`, nothing stored; none: nothing kept
-             * @default server
-             * @enum {string}
-             */
-            store: "server" | "inline" | "none";
-            /**
-             * @description sections mode: newest sections kept whole
-             * @default 1
-             */
-            keep_sections: number;
-            /**
-             * @description sections mode: a kept pair over this is summarized alone
-             * @default 4096
-             */
-            max_pair_tokens: number;
-            /**
-             * @description sections mode: a kept section over this has its oldest pairs summarized
-             * @default 12800
-             */
-            max_section_tokens: number;
-            /**
-             * @description sections mode: past these, the older sections merge into one
-             * @default {
-             *       "enabled": true,
-             *       "max_sections": 10,
-             *       "max_tokens": 16384
-             *     }
-             */
-            qa: {
-                /** @default true */
-                enabled: boolean;
-                /** @default 10 */
-                max_sections: number;
-                /** @default 16384 */
-                max_tokens: number;
-            };
-            /**
-             * @description sections mode: the QA-merged header summarizes (true) or joins (false) the user messages of the merged sections
-             * @default false
-             */
-            summarize_user_messages: boolean;
-            /** @description the agent's model's prices; omitted: the built-in table for the request's model, else the format's provider defaults in relative units */
-            pricing?: components["schemas"]["Pricing"];
-            /** @description the prompt cache of the agent's provider; the cached prefix is read from `usage` */
-            cache?: components["schemas"]["CacheSettings"];
-            /** @description expected remaining calls; omitted: a quarter of the calls the history shows so far (1 to 200), see the README */
-            horizon?: components["schemas"]["Horizon"];
-        };
+        /** @description The history with its older range replaced by a summary, in the request's format: the summary (`summary`), what happened to each message, occupancy before and after, and the summarizer's bill. */
         SummarizeResponse: {
             /** @description the reduced history, same format as the request */
             messages: components["schemas"]["Message"][];
@@ -2518,12 +3611,19 @@ export interface components {
             applied: boolean;
             /** @description when not applied: below_trigger, nothing_to_reduce, dry_run, … */
             reason?: string;
+            /** @description occupancy before and after, in tokens */
             tokens: components["schemas"]["TokensReport"];
+            /** @description what this request was billed by the summarizer's LLM (all 0 when none was called) */
             usage: components["schemas"]["BilledUsage"];
+            /** @description what was done to each message of the request, in order */
             actions: components["schemas"]["Action"][];
+            /** @description what the caller should know (empty when all went as asked) */
             warnings: components["schemas"]["Warning"][];
+            /** @description present when a cheaper strategy stood in for a failed one */
             fallback?: components["schemas"]["Fallback"];
+            /** @description the summary written or reused; null when none was made */
             summary: components["schemas"]["SummaryReport"] | null;
+            /** @description dry run: the summarizer calls the real run would make */
             plan?: components["schemas"]["SummaryPlan"];
             /** @description when the sliding window stood in for a failed summary */
             dropped?: components["schemas"]["Dropped"];
@@ -2532,249 +3632,71 @@ export interface components {
             /** @description when pricing or usage is given */
             cost?: components["schemas"]["Cost"];
         };
-        FitRequest: {
-            /** @description the history, exactly as the agent would send it to its provider */
-            messages: components["schemas"]["Message"][];
+        /** @description The summarizer calls a dry run would make (sections mode: those known in advance; merges past max_section_tokens and qa depend on the summaries written). The dry run's `actions` record what the real run would do to each message; `tokens.after` assumes each summary fills summarizer.max_tokens (`dry_run_estimate` warning). */
+        SummaryPlan: {
+            /** @description the calls, in order */
+            calls: {
+                /**
+                 * @description chunk: part of a long range; merge: chunk summaries into one; summary: a whole range
+                 * @enum {string}
+                 */
+                purpose: "chunk" | "merge" | "summary";
+                /** @description the call's prompt size */
+                input_tokens: number;
+            }[];
+            /** @description the model they would use; null: extractive, no LLM */
+            model: string | null;
+        };
+        /** @description The summary written (or reused) and what it stands for. */
+        SummaryReport: {
+            /** @description the art_… artifact holding the summarized range (its content address with store none) */
+            id: string;
+            /** @description the earlier summary this one folded */
+            parent_id: string | null;
+            /** @description the summary as it appears in the history */
+            text: string;
+            /** @description user, system, pair, or "<role> (joined)" when it joined a neighbour to keep roles alternating */
+            role: string;
+            /** @description where the summary sits in the returned messages */
+            message_index: number;
+            /** @description original messages it stands for, through every earlier summary */
+            covered_messages: number;
+            /** @description run id of the newest summarized message (null without run_ids) */
+            last_summarized_run_id: string | null;
             /**
-             * @description wire format of `messages`; omitted = detected from distinctive shapes, plain text read as openai-chat
+             * @description llm: the configured model wrote it; extractive: no LLM configured, picked from the messages
              * @enum {string}
              */
-            format?: "openai-chat" | "anthropic" | "openai-responses" | "gemini";
-            /** @description top-level system instruction (Anthropic's `system`, Gemini's `systemInstruction`); counted, never changed */
-            system?: string | unknown[] | {
-                [key: string]: unknown;
-            };
-            /** @description the agent's tool definitions; counted, never changed */
-            tools?: unknown[];
-            /** @description the agent's model: selects tokenizer and context window */
-            model?: string;
-            /** @description overrides the model table's context window */
-            context_window?: number;
-            usage?: components["schemas"]["ReportedUsage"];
-            /** @description parallel to `messages`: which agent run produced each message */
-            run_ids?: string[];
-            trigger?: components["schemas"]["Trigger"];
-            /**
-             * @description compute and report everything, change nothing: the history comes back unchanged, no LLM is called and nothing is stored, while `actions` records what the real run would do to each message (a summary's size, unknown before it is written, is estimated and said so in warnings)
-             * @default false
-             */
-            dry_run: boolean;
-            /** @description the occupancy to get under (this or target_fraction is required) */
-            target_tokens?: number;
-            /** @description the target as a fraction of the model's context window */
-            target_fraction?: number;
-            /**
-             * @description a stage that would free less than this fraction of occupancy is skipped (no cache rewrite that does not pay)
-             * @default 0.02
-             */
-            min_saving_fraction: number;
-            /**
-             * @description cost: reduce where that lowers the agent's bill with its prompt cache in view, always above `limit` (STRATEGIES.md, "Cost"); tokens: reduce whenever over the target
-             * @default cost
-             * @enum {string}
-             */
-            policy: "cost" | "tokens";
-            /** @description policy cost: the occupancy a call must never exceed: above it a reduction is forced, down to the target. Default: the context window minus a reserve for the reply (10% of it, at most 16,384 tokens); the target when the window is unknown */
-            limit?: {
-                tokens?: number;
-                fraction?: number;
-            };
-            /** @description the agent's model's prices; omitted: the built-in table for the request's model, else the format's provider defaults in relative units */
-            pricing?: components["schemas"]["Pricing"];
-            /** @description the prompt cache of the agent's provider; the cached prefix is read from `usage` */
-            cache?: components["schemas"]["CacheSettings"];
-            /** @description expected remaining calls; omitted: a quarter of the calls the history shows so far (1 to 200), see the README */
-            horizon?: components["schemas"]["Horizon"];
-            /** @description options of the compaction stage (its target is the fit target; under policy cost it clears all it may) */
-            compact?: {
-                /**
-                 * @description the newest N tool results are never touched
-                 * @default 3
-                 */
-                keep_tool_uses?: number;
-                /**
-                 * @description results smaller than this are left alone
-                 * @default 100
-                 */
-                min_tokens?: number;
-                /**
-                 * @description tool names never compacted
-                 * @default []
-                 */
-                exclude_tools?: string[];
-                /**
-                 * @description also compact large arguments of old tool calls
-                 * @default false
-                 */
-                clear_tool_inputs?: boolean;
-                /**
-                 * @description per-tool placeholders and keep_last
-                 * @default []
-                 */
-                rules?: components["schemas"]["CompactRule"][];
-                /**
-                 * @description an older result identical to a newer one becomes a pointer to it
-                 * @default true
-                 */
-                dedupe?: boolean;
-                /** @description old results kept verbatim but larger than this are cut to head and tail, the original offloaded */
-                truncate_tokens?: number;
-                /** @description remove thinking/reasoning from all but the newest N assistant turns. A turn is everything after a real user message (a tool-use loop is one turn); the turn in progress always keeps its thinking, as providers require, even with keep_turns 0. Whole blocks, parts or reasoning_content; OpenAI Responses reasoning items whole, and only those no item of their response names by id (the others are reported in warnings). Not restorable by expand */
-                clear_thinking?: {
-                    keep_turns: number;
-                };
-                /** @description stop once occupancy is at or under this */
-                target_tokens?: number;
-                /** @description do nothing unless at least this many tokens would be freed; "auto": unless the saving pays, over the expected remaining calls, for the cached tokens the compaction rewrites (the cost rule of STRATEGIES.md; `cost.break_even_tokens` says how much would) */
-                clear_at_least?: number | "auto";
-                /**
-                 * @description server: originals persisted with a TTL; inline: returned in `artifacts`; none: lossy clearing
-                 * @default server
-                 * @enum {string}
-                 */
-                store?: "server" | "inline" | "none";
-            };
-            /** @description options of the summarization stage */
-            summarize?: {
-                /**
-                 * @description rolling: head + one summary + kept tail; sections: per-section summaries, last-section rotation, QA merge
-                 * @default rolling
-                 * @enum {string}
-                 */
-                mode?: "rolling" | "sections";
-                /**
-                 * @default {
-                 *       "messages": 20
-                 *     }
-                 */
-                keep?: components["schemas"]["Keep"];
-                /**
-                 * @description keep the first user message (the original task)
-                 * @default true
-                 */
-                keep_first_user?: boolean;
-                /**
-                 * @description user; system (formats that accept a system message inside the history); pair (a user request and an assistant answer)
-                 * @default user
-                 * @enum {string}
-                 */
-                summary_role?: "user" | "system" | "pair";
-                /**
-                 * @default {
-                 *       "max_tokens": 1024
-                 *     }
-                 */
-                summarizer?: {
-                    /** @description the default model or one in COMPACTOR_SUMMARIZER_MODELS; with no LLM configured, none is allowed (400) */
-                    model?: string;
-                    /** @description extra instructions appended to the versioned prompt */
-                    prompt?: string;
-                    /**
-                     * @description the summary's budget
-                     * @default 1024
-                     */
-                    max_tokens: number;
-                    temperature?: number;
-                };
-                /**
-                 * @description one summarizer call's input budget: a longer range is summarized in chunks, then merged
-                 * @default 32000
-                 */
-                max_input_tokens?: number;
-                /**
-                 * @description keep: history unchanged; window: fall back to the sliding window; error: 502/503/504 (a model not allowed is a 400 in every case)
-                 * @default keep
-                 * @enum {string}
-                 */
-                on_failure?: "keep" | "window" | "error";
-                /** @description deadline for the whole request */
-                timeout_ms?: number;
-                /**
-                 * @description server: the summarized range is offloaded as an artifact the summary names; inline: returned in `artifacts[].content`, nothing stored; none: nothing kept
-                 * @default server
-                 * @enum {string}
-                 */
-                store?: "server" | "inline" | "none";
-                /**
-                 * @description sections mode: newest sections kept whole
-                 * @default 1
-                 */
-                keep_sections?: number;
-                /**
-                 * @description sections mode: a kept pair over this is summarized alone
-                 * @default 4096
-                 */
-                max_pair_tokens?: number;
-                /**
-                 * @description sections mode: a kept section over this has its oldest pairs summarized
-                 * @default 12800
-                 */
-                max_section_tokens?: number;
-                /**
-                 * @description sections mode: past these, the older sections merge into one
-                 * @default {
-                 *       "enabled": true,
-                 *       "max_sections": 10,
-                 *       "max_tokens": 16384
-                 *     }
-                 */
-                qa?: {
-                    /** @default true */
-                    enabled: boolean;
-                    /** @default 10 */
-                    max_sections: number;
-                    /** @default 16384 */
-                    max_tokens: number;
-                };
-                /**
-                 * @description sections mode: the QA-merged header summarizes (true) or joins (false) the user messages of the merged sections
-                 * @default false
-                 */
-                summarize_user_messages?: boolean;
-            };
-            /** @description options of the sliding-window stage (default: a token budget that meets the target) */
-            window?: {
-                /**
-                 * @default {
-                 *       "runs": 10
-                 *     }
-                 */
-                keep?: components["schemas"]["Keep"];
-                /**
-                 * @description keep the first user message (the original task)
-                 * @default true
-                 */
-                keep_first_user?: boolean;
+            summarizer: "llm" | "extractive";
+            /** @description the model that wrote it; null for extractive */
+            model: string | null;
+            /** @description nothing was billed for the summary: it came from the summary cache, or from an identical request in flight */
+            cached: boolean;
+            /** @description identifiers of the range and whether the summary kept them */
+            facts: {
+                /** @description exact identifiers (paths, ids, URLs, numbers) found in the summarized range */
+                found: number;
+                /** @description of those, the ones the summary kept */
+                kept: number;
+                /** @description the ones it dropped, appended under "Key references" */
+                appended: number;
             };
         };
-        FitResponse: {
-            /** @description the reduced history, same format as the request */
-            messages: components["schemas"]["Message"][];
+        /** @description Occupancy of the history before and after, in tokens. */
+        TokensReport: {
+            /** @description occupancy before: reported usage plus counted tokens after it, or all counted */
+            before: number;
+            /** @description occupancy after: the same measure of the returned history */
+            after: number;
+            /** @description before minus after */
+            saved: number;
             /**
-             * @description the format the history was read as
+             * @description exact: the model's own tokenizer; estimated: a close one; usage+: the reported usage plus counted tokens after it
              * @enum {string}
              */
-            format: "openai-chat" | "anthropic" | "openai-responses" | "gemini";
-            /** @description whether anything changed */
-            applied: boolean;
-            /** @description when not applied: below_trigger, nothing_to_reduce, dry_run, … */
-            reason?: string;
-            tokens: components["schemas"]["TokensReport"];
-            usage: components["schemas"]["BilledUsage"];
-            actions: components["schemas"]["Action"][];
-            warnings: components["schemas"]["Warning"][];
-            fallback?: components["schemas"]["Fallback"];
-            stages: components["schemas"]["Stage"][];
-            /** @description the occupancy aimed at */
-            target: number;
-            artifacts: components["schemas"]["ArtifactRef"][];
-            summary: components["schemas"]["SummaryReport"] | null;
-            dropped: components["schemas"]["Dropped"] | null;
-            /** @description the occupancy at which calling again is worth it (guards against thrashing) */
-            call_again_at: number;
-            cost: components["schemas"]["Cost"];
-            /** @description dry run: the summarizer calls the summarize stage would make; `actions` record what it would summarize, `tokens.after` estimates the summary at its max_tokens budget, and the window stage, which depends on the summary's real size, is not predicted */
-            plan?: components["schemas"]["SummaryPlan"];
+            counting: "exact" | "estimated" | "usage+exact" | "usage+estimated";
+            /** @description the tokenizer that counted (o200k_base, cl100k_base, …) */
+            tokenizer: string;
         };
         TokensRequest: {
             /** @description the history, exactly as the agent would send it to its provider */
@@ -2794,25 +3716,46 @@ export interface components {
             model?: string;
             /** @description overrides the model table's context window */
             context_window?: number;
+            /** @description the usage your provider reported for the agent's last call, as it came: occupancy is its total plus the tokens counted after it (omitted: everything is counted) */
             usage?: components["schemas"]["ReportedUsage"];
             /** @description parallel to `messages`: which agent run produced each message */
             run_ids?: string[];
         };
+        /** @description The history counted, per message and in total. */
         TokensResponse: {
             /** @description messages, system, tools and every framing overhead the provider charges */
             total: number;
             /** @description tokens per message, framing included */
             messages: number[];
+            /** @description tokens of the top-level `system` */
             system: number;
+            /** @description tokens of the tool definitions */
             tools: number;
             /** @description reported usage plus counted tokens after it; equals total without usage */
             occupancy: number;
-            /** @enum {string} */
+            /**
+             * @description exact: the model's own tokenizer; estimated: a close one; usage+: reported usage plus counted tokens after it
+             * @enum {string}
+             */
             counting: "exact" | "estimated" | "usage+exact" | "usage+estimated";
+            /** @description the tokenizer that counted */
             tokenizer: string;
-            /** @enum {string} */
+            /**
+             * @description the format the history was read as
+             * @enum {string}
+             */
             format: "openai-chat" | "anthropic" | "openai-responses" | "gemini";
+            /** @description the model's context window; null when the model is unknown */
             context_window: number | null;
+        };
+        /** @description Act only if occupancy reaches any of these; omitted = always act. */
+        Trigger: {
+            /** @description act when occupancy >= this many tokens */
+            tokens?: number;
+            /** @description act when occupancy >= this fraction of the context window (needs a known `model` or `context_window`) */
+            fraction?: number;
+            /** @description act when the history has at least this many messages */
+            messages?: number;
         };
         ValidateRequest: {
             /** @description the history, exactly as the agent would send it to its provider */
@@ -2832,23 +3775,111 @@ export interface components {
             model?: string;
             /** @description overrides the model table's context window */
             context_window?: number;
+            /** @description the usage your provider reported for the agent's last call, as it came: occupancy is its total plus the tokens counted after it (omitted: everything is counted) */
             usage?: components["schemas"]["ReportedUsage"];
             /** @description parallel to `messages`: which agent run produced each message */
             run_ids?: string[];
         };
+        /** @description The history checked against its format's structural rules. */
         ValidateResponse: {
+            /** @description whether the history satisfies every structural rule of its format */
             valid: boolean;
-            /** @enum {string} */
+            /**
+             * @description the format the history was read as
+             * @enum {string}
+             */
             format: "openai-chat" | "anthropic" | "openai-responses" | "gemini";
+            /** @description every rule broken (empty when valid) */
             violations: {
+                /** @description the message that breaks the rule */
                 index: number;
+                /** @description the rule, by its stable name */
                 rule: string;
+                /** @description what is wrong, in words */
                 message: string;
             }[];
+            /** @description what is allowed but likely unintended */
             warnings: {
+                /** @description stable warning code */
                 code: string;
+                /** @description what the provider may object to, in words */
                 message: string;
             }[];
+        };
+        /** @description Something the caller should know; the request still succeeded. */
+        Warning: {
+            /** @description stable warning code (target_not_met, does_not_pay, summarizer_failed, …) */
+            code: string;
+            /** @description what happened, in words */
+            message: string;
+        };
+        WindowRequest: {
+            /** @description the history, exactly as the agent would send it to its provider */
+            messages: components["schemas"]["Message"][];
+            /**
+             * @description wire format of `messages`; omitted = detected from distinctive shapes, plain text read as openai-chat
+             * @enum {string}
+             */
+            format?: "openai-chat" | "anthropic" | "openai-responses" | "gemini";
+            /** @description top-level system instruction (Anthropic's `system`, Gemini's `systemInstruction`); counted, never changed */
+            system?: string | unknown[] | {
+                [key: string]: unknown;
+            };
+            /** @description the agent's tool definitions; counted, never changed */
+            tools?: unknown[];
+            /** @description the agent's model: selects tokenizer and context window */
+            model?: string;
+            /** @description overrides the model table's context window */
+            context_window?: number;
+            /** @description the usage your provider reported for the agent's last call, as it came: occupancy is its total plus the tokens counted after it (omitted: everything is counted) */
+            usage?: components["schemas"]["ReportedUsage"];
+            /** @description parallel to `messages`: which agent run produced each message */
+            run_ids?: string[];
+            /** @description act only at or above this occupancy or length; omitted: always act */
+            trigger?: components["schemas"]["Trigger"];
+            /**
+             * @description compute and report everything, change nothing: the history comes back unchanged, no LLM is called and nothing is stored, while `actions` records what the real run would do to each message (a summary's size, unknown before it is written, is estimated and said so in warnings)
+             * @default false
+             */
+            dry_run?: boolean;
+            /**
+             * @description how much of the newest history to keep: runs, messages or tokens
+             * @default {
+             *       "runs": 10
+             *     }
+             */
+            keep?: components["schemas"]["Keep"];
+            /**
+             * @description keep the first user message (the original task)
+             * @default true
+             */
+            keep_first_user?: boolean;
+        };
+        /** @description The history with its oldest messages dropped, in the request's format (unchanged, with `reason`, when nothing applied): what happened to each message, occupancy before and after, and what was dropped. */
+        WindowResponse: {
+            /** @description the reduced history, same format as the request */
+            messages: components["schemas"]["Message"][];
+            /**
+             * @description the format the history was read as
+             * @enum {string}
+             */
+            format: "openai-chat" | "anthropic" | "openai-responses" | "gemini";
+            /** @description whether anything changed */
+            applied: boolean;
+            /** @description when not applied: below_trigger, nothing_to_reduce, dry_run, … */
+            reason?: string;
+            /** @description occupancy before and after, in tokens */
+            tokens: components["schemas"]["TokensReport"];
+            /** @description what this request was billed by the summarizer's LLM (all 0 when none was called) */
+            usage: components["schemas"]["BilledUsage"];
+            /** @description what was done to each message of the request, in order */
+            actions: components["schemas"]["Action"][];
+            /** @description what the caller should know (empty when all went as asked) */
+            warnings: components["schemas"]["Warning"][];
+            /** @description present when a cheaper strategy stood in for a failed one */
+            fallback?: components["schemas"]["Fallback"];
+            /** @description what was dropped */
+            dropped: components["schemas"]["Dropped"];
         };
     };
     responses: never;
