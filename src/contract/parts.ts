@@ -206,5 +206,5 @@ export const CostSchema = z
   .meta({
     id: 'Cost',
     description:
-      'What a reduction costs and saves with the provider\'s prompt cache in view (STRATEGIES.md, "Cost"); for a deferred fit, the best reduction found, not made.',
+      'What a reduction costs and saves with the provider\'s prompt cache in view (the README, "What fit does"); for a deferred fit, the best reduction found, not made.',
   });

@@ -2174,8 +2174,8 @@ export interface paths {
                          *         "content": "import { type Discount, discountFor } from './discounts.js';\nimport { roundCents } from './money.js';\n\nexport interface Line {\n  sku: string;\n  unitPrice: number;\n  quantity: number;\n}\n\nexport interface Cart {\n  lines: Line[];\n  discountCode?: string;\n}\n\n/** Sum of the lines before any discount, in cents. *\/\nexport function subtotal(cart: Cart): number {\n  return cart.lines.reduce((sum, line) => sum + line.unitPrice * line.quantity, 0);\n}\n\n/** What the customer pays: the subtotal, the discount applied to each line, rounded to the cent. *\/\nexport function total(cart: Cart): number {\n  const discount: Discount | undefined = cart.discountCode ? discountFor(cart.discountCode) : undefined;\n  let sum = subtotal(cart);\n  for (const line of cart.lines) {\n    if (!discount) continue;\n    const lineTotal = line.unitPrice * line.quantity;\n    sum -= discount.kind === \"percent\" ? (lineTotal * discount.value) / 100 : discount.value;\n  }\n  if (discount?.kind === \"percent\") sum -= (subtotal(cart) * discount.value) / 100;\n  return roundCents(Math.max(sum, 0));\n}\n\n/** Lines with a quantity of zero are removed; the rest keep their order. *\/\nexport function normalize(cart: Cart): Cart {\n  return { ...cart, lines: cart.lines.filter((line) => line.quantity > 0) };\n}"
                          *       },
                          *       "sha256": "8d619f2ca34e10b168caaca8625ccec9f91a22a96989c500b657400df956184d",
-                         *       "created_at": "2026-12-01T10:42:15.427Z",
-                         *       "expires_at": "2026-12-08T10:42:15.498Z"
+                         *       "created_at": "2026-12-01T11:20:39.324Z",
+                         *       "expires_at": "2026-12-08T11:20:39.354Z"
                          *     }
                          */
                         "application/json": components["schemas"]["Artifact"];
@@ -2899,7 +2899,7 @@ export interface components {
             };
             /** @description stop once occupancy is at or under this */
             target_tokens?: number;
-            /** @description do nothing unless at least this many tokens would be freed; "auto": unless the saving pays, over the expected remaining calls, for the cached tokens the compaction rewrites (the cost rule of STRATEGIES.md; `cost.break_even_tokens` says how much would) */
+            /** @description do nothing unless at least this many tokens would be freed; "auto": unless the saving pays, over the expected remaining calls, for the cached tokens the compaction rewrites (the cost rule of fit, see the README; `cost.break_even_tokens` says how much would) */
             clear_at_least?: number | "auto";
             /**
              * @description server: originals persisted with a TTL; inline: returned in `artifacts`; none: lossy clearing
@@ -2950,7 +2950,7 @@ export interface components {
             /** @description this tool's newest N results are kept whatever the other options say */
             keep_last?: number;
         };
-        /** @description What a reduction costs and saves with the provider's prompt cache in view (STRATEGIES.md, "Cost"); for a deferred fit, the best reduction found, not made. */
+        /** @description What a reduction costs and saves with the provider's prompt cache in view (the README, "What fit does"); for a deferred fit, the best reduction found, not made. */
         Cost: {
             /** @description the currency of the prices (USD, …), or `relative` when only their ratios are known */
             unit: string;
@@ -3103,7 +3103,7 @@ export interface components {
              */
             min_saving_fraction?: number;
             /**
-             * @description cost: reduce where that lowers the agent's bill with its prompt cache in view, always above `limit` (STRATEGIES.md, "Cost"); tokens: reduce whenever over the target
+             * @description cost: reduce where that lowers the agent's bill with its prompt cache in view, always above `limit` (the README, "What fit does"); tokens: reduce whenever over the target
              * @default cost
              * @enum {string}
              */
@@ -3162,7 +3162,7 @@ export interface components {
                 };
                 /** @description stop once occupancy is at or under this */
                 target_tokens?: number;
-                /** @description do nothing unless at least this many tokens would be freed; "auto": unless the saving pays, over the expected remaining calls, for the cached tokens the compaction rewrites (the cost rule of STRATEGIES.md; `cost.break_even_tokens` says how much would) */
+                /** @description do nothing unless at least this many tokens would be freed; "auto": unless the saving pays, over the expected remaining calls, for the cached tokens the compaction rewrites (the cost rule of fit, see the README; `cost.break_even_tokens` says how much would) */
                 clear_at_least?: number | "auto";
                 /**
                  * @description server: originals persisted with a TTL; inline: returned in `artifacts`; none: lossy clearing
