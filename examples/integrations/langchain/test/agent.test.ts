@@ -12,7 +12,7 @@ import { createServer } from 'node:net';
 import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { CompactorClient, type FetchLike } from '@compactor/client';
-import { AIMessage, HumanMessage } from '@langchain/core/messages';
+import { AIMessage, HumanMessage, ToolMessage } from '@langchain/core/messages';
 import { buildAgent } from '../agent.js';
 import { type FakeModel, type ScriptedReply, startFakeModel } from '../fake-model.js';
 
@@ -97,7 +97,7 @@ test('a LangChain agent fits its history with Compactor before each model call',
     model: 'gpt-4o',
     compactor,
     // A small window, so that the history outgrows it within the run and fit has to reduce.
-    fit: { context_window: 12_000, target_fraction: 0.5 },
+    fit: { context_window: 12_000, target_fraction: 0.7 },
   });
 
   const first = await agent.invoke({ messages: [new HumanMessage('test/parser.test.ts fails. Find out why.')] });
@@ -118,6 +118,11 @@ test('a LangChain agent fits its history with Compactor before each model call',
     assert.equal(request.messages[0]?.role, 'system');
     assert.deepEqual(request.messages.slice(1), answered[i]?.messages, `model call ${i + 1}`);
   }
+  // The reduced history is the agent's own from then on: after the first turn (where fit cleared an
+  // old tool result) its state holds Compactor's placeholder, a ToolMessage with its tool_call_id.
+  const placeholders = first.messages.filter((m) => ToolMessage.isInstance(m) && String(m.content).startsWith('[compactor:'));
+  assert.ok(placeholders.length >= 1, 'no placeholder in the agent state');
+  for (const m of placeholders) assert.match((m as ToolMessage).tool_call_id, /^call_\d+_\d+$/);
   for (const a of reductions) {
     const tokens = a.tokens as { before: number; after: number };
     assert.ok(tokens.after < tokens.before);
@@ -138,7 +143,8 @@ test('a LangChain agent fits its history with Compactor before each model call',
 
   const summary = answered.map((a, i) => {
     const t = a.tokens as { before: number; after: number };
-    return `call ${i + 1}: ${a.applied ? `reduced ${t.before} -> ${t.after}` : `kept ${t.before} (${a.reason})`}`;
+    const stages = (a.stages as { strategy: string; applied: boolean }[]).filter((s) => s.applied).map((s) => s.strategy);
+    return `call ${i + 1}: ${a.applied ? `reduced ${t.before} -> ${t.after} (${stages.join(', ')})` : `kept ${t.before} (${a.reason})`}`;
   });
   console.log(summary.join('\n'));
 });
