@@ -26,6 +26,11 @@ export interface CompactorFilterOptions {
   runContext?: RunContext<unknown> | undefined;
   /** Fit options (`target_fraction` or `target_tokens` is required; `context_window`, `policy`, …). */
   fit: Omit<FitRequest<WireItem>, 'messages' | 'format' | 'model' | 'usage' | 'system'>;
+  /**
+   * When fit fails (service down, 4xx): called with the error, and the model gets the history
+   * unchanged (fail open). Without it, the error is thrown and the run stops.
+   */
+  onError?: (error: unknown) => void;
   /** Called with each fit request and answer (logging, metrics, tests). */
   onFit?: (request: FitRequest<WireItem>, response: FitResponse<WireItem>) => void;
 }
@@ -169,10 +174,16 @@ export function compactorInputFilter(options: CompactorFilterOptions): CallModel
       const replyItems = reply === -1 ? appended.length : reply;
       request.usage = { ...reported.usage, messages_covered: last.sent.length + replyItems };
     }
-    const response = await options.compactor.fit<WireItem>(request);
-    options.onFit?.(request, response);
+    let response: FitResponse<WireItem> | undefined;
+    try {
+      response = await options.compactor.fit<WireItem>(request);
+    } catch (error) {
+      if (!options.onError) throw error;
+      options.onError(error);
+    }
+    if (response) options.onFit?.(request, response);
 
-    const sent = response.applied ? fromWire(response.messages, history, wire) : history;
+    const sent = response?.applied ? fromWire(response.messages, history, wire) : history;
     last = { given, sent, calls: reported?.calls ?? 0 };
     // The instructions go to the model unchanged (Compactor counts them, never edits them).
     return modelData.instructions === undefined ? { input: sent } : { input: sent, instructions: modelData.instructions };

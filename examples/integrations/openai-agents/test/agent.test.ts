@@ -112,6 +112,19 @@ function project(item: Json): Json {
   return item;
 }
 
+/** The agent under test: one tool, `read_file`, and a runner that talks to the fake. */
+function coder() {
+  const readFile = tool({
+    name: 'read_file',
+    description: 'Read a file of the repository',
+    parameters: z.object({ path: z.string() }),
+    execute: async ({ path }) => fileContent(path),
+  });
+  const agent = new Agent({ name: 'coder', instructions: 'You are a careful coding agent.', model: MODEL, tools: [readFile] });
+  const runner = new Runner({ modelProvider: new OpenAIProvider({ apiKey: 'sk-test', baseURL: fake.url }) });
+  return { agent, runner };
+}
+
 const inputOf = (exchange: { request: Json } | undefined): Json[] => (exchange?.request.input as Json[] | undefined) ?? [];
 
 async function runAgent(stream: boolean) {
@@ -133,14 +146,7 @@ async function runAgent(stream: boolean) {
     onFit: (request, response) => fits.push({ request, response }),
   });
 
-  const readFile = tool({
-    name: 'read_file',
-    description: 'Read a file of the repository',
-    parameters: z.object({ path: z.string() }),
-    execute: async ({ path }) => fileContent(path),
-  });
-  const agent = new Agent({ name: 'coder', instructions: 'You are a careful coding agent.', model: MODEL, tools: [readFile] });
-  const runner = new Runner({ modelProvider: new OpenAIProvider({ apiKey: 'sk-test', baseURL: fake.url }) });
+  const { agent, runner } = coder();
   const task = 'Find where the request timeout is set.';
   const options = { context: runContext, callModelInputFilter, maxTurns: 20 };
   const result = stream ? await runner.run(agent, task, { ...options, stream: true }) : await runner.run(agent, task, options);
@@ -222,3 +228,22 @@ for (const stream of [false, true]) {
     );
   });
 }
+
+test('with onError, a fit that fails leaves the history unchanged and the run goes on', async () => {
+  fake.reset();
+  const errors: unknown[] = [];
+  const port = await freePort(); // nothing listens there
+  const runContext = new RunContext<unknown>({});
+  const callModelInputFilter = compactorInputFilter({
+    compactor: new CompactorClient({ baseUrl: `http://127.0.0.1:${port}`, timeoutMs: 2000 }),
+    model: MODEL,
+    runContext,
+    fit: { target_fraction: 0.6 },
+    onError: (error) => errors.push(error),
+  });
+  const { agent, runner } = coder();
+  const result = await runner.run(agent, 'Find where the request timeout is set.', { context: runContext, callModelInputFilter });
+  assert.equal(result.finalOutput, FINAL);
+  assert.equal(errors.length, script.length, 'one failed fit per model call');
+  assert.equal(inputOf(fake.exchanges.at(-1)).length, 1 + 2 * FILES.length + 1, 'the whole history went to the model');
+});
