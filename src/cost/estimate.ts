@@ -1,5 +1,6 @@
+import type { z } from 'zod';
+import type { BilledUsage } from '../contract/parts.js';
 import type { Evaluation } from '../history/plan/evaluate.js';
-import type { BilledUsage } from '../strategies/types.js';
 import type { CacheState } from './cache.js';
 import type { Prices } from './prices.js';
 
@@ -56,7 +57,7 @@ export function inputBill(prices: Prices, read: number, written: number): number
 /** What summarizer calls billed, at the summarizer's prices (no write premium: one-off calls). */
 export function usageCost(
   prices: Prices,
-  usage: Pick<BilledUsage, 'input_tokens' | 'output_tokens' | 'cached_input_tokens'>,
+  usage: Pick<z.output<typeof BilledUsage>, 'input_tokens' | 'output_tokens' | 'cached_input_tokens'>,
 ): number {
   const cached = Math.min(usage.cached_input_tokens, usage.input_tokens);
   return ((usage.input_tokens - cached) * prices.input + cached * prices.cached + usage.output_tokens * prices.output) / M;
