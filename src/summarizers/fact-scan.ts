@@ -16,7 +16,9 @@ const RUN_CHAR = new Uint8Array(128).map((_, c) =>
   c === 64 ||
   c === 46 ||
   c === 47 ||
-  c === 45
+  c === 45 ||
+  c === 126 ||
+  c === 43
     ? 1
     : 0,
 );
@@ -61,7 +63,7 @@ export function trimEnd(text: string, start: number, end: number): number {
  * any input, since no pattern runs over more than one bounded run and none can backtrack. Never
  * throws.
  *
- * The text is cut into runs of the characters paths and identifiers are made of (`[\w@./-]`);
+ * The text is cut into runs of the characters paths and identifiers are made of (`[\w@./~+-]`);
  * every other character (whitespace, quotes, brackets, braces, commas, colons, `=`, non-ASCII…)
  * ends a run. A run that ends in `http://` or `https://` at a word boundary starts a URL, which
  * goes on until whitespace, a quote, a bracket, `<`, `>`, a backtick or `|`. Within a run: a path
@@ -99,7 +101,7 @@ function extensionOf(name: string): string | undefined {
 }
 
 /**
- * The longest path at the start of `run` (`[\w@./-]` only, no `//`): an optional leading `/`, at
+ * The longest path at the start of `run` (`[\w@./~+-]` only, no `//`): an optional leading `/`, at
  * least one directory, and a last segment with an extension. Returns its length, or 0.
  */
 function pathLength(run: string): number {
@@ -116,7 +118,7 @@ function pathLength(run: string): number {
   return best;
 }
 
-/** The facts of one run of `[\w@./-]` characters, [start, end) in `text`. */
+/** The facts of one run of `[\w@./~+-]` characters, [start, end) in `text`. */
 function runFacts(text: string, start: number, end: number, emit: (fact: string) => void): void {
   if (end - start > MAX_RUN) return;
   // Facts end at a word character: `src/app.ts.` or `a/b.py-` end a sentence or a range.

@@ -55,6 +55,9 @@ export function splitShell(script: string): SimpleCommand[] {
       endWord();
       i++;
     } else if (c === '\n') {
+      endWord();
+      // SWE-agent's `edit N:M` reads the lines up to `end_of_edit` as its replacement text.
+      if (cmd.words[0] === 'edit') heredocs.push('end_of_edit');
       endCommand();
       i = skipHeredocs(script, i + 1, heredocs);
       heredocs.length = 0;
