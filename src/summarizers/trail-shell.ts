@@ -115,6 +115,8 @@ function skipHeredocs(script: string, from: number, delimiters: readonly string[
 const READERS = new Set(['cat', 'head', 'tail', 'less', 'more', 'nl', 'bat', 'open', 'view']);
 /** Options of head/tail/nl that take a value (`-n 20`). */
 const VALUED = new Set(['-n', '-c', '-v', '-w', '-s', '-b', '-e']);
+/** Options of sed that take a value (its script, given explicitly). */
+const SED_VALUED = new Set(['-e', '-f']);
 
 /** The operands of a command (its words after the name, options and their values left out). */
 function operands(words: readonly string[], valued: ReadonlySet<string> = VALUED): string[] {
@@ -159,7 +161,8 @@ export function shellTrail(script: string, trail: Trail, state: { open?: string 
     if (name === 'sed') {
       const inPlace = words.some((w) => /^-[a-zA-Z]*i/.test(w) || w.startsWith('--in-place'));
       const explicit = words.some((w) => w === '-e' || w === '-f');
-      ops(inPlace ? 'modified' : 'read', explicit ? args : args.slice(1));
+      const files = operands(words, SED_VALUED);
+      ops(inPlace ? 'modified' : 'read', explicit ? files : files.slice(1));
     } else if (name === 'tee') ops('written', args);
     else if (name === 'rm' || name === 'rmdir' || name === 'unlink') ops('deleted', args);
     else if (name === 'touch' || name === 'mkdir' || name === 'create')

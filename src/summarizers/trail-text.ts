@@ -23,7 +23,10 @@ const RUSTC = /^error(\[E\d{1,5}\])?: (.+)$/;
 
 /** An error a line reports (`KeyError: 'id'`, `AssertionError`, `error TS2345: …`), or undefined. */
 export function errorOf(line: string): string | undefined {
-  const trimmed = line.trim();
+  let trimmed = line.trim();
+  // pytest's summary: `FAILED tests/x.py::test_y - KeyError: 'id'`.
+  const dash = trimmed.startsWith('FAILED ') ? trimmed.indexOf(' - ') : -1;
+  if (dash > 0) trimmed = trimmed.slice(dash + 3);
   const exception = EXCEPTION.exec(trimmed);
   if (exception) return exception[2] ? `${exception[1]}: ${exception[2]}` : exception[1];
   const compiler = COMPILER.exec(trimmed);
@@ -48,8 +51,10 @@ export function testsOf(text: string, each: (id: string, status: string) => void
     while (end < text.length && end - at < 200 && ID_CHAR.test(text.charAt(end))) end++;
     from = end;
     if (end === at + 5 || start === at) continue;
-    const lineStart = text.lastIndexOf('\n', start) + 1;
-    const before = start - lineStart < 20 ? text.slice(lineStart, start) : '';
+    // What precedes the id on its line, if the line starts at most 20 characters before it.
+    const near = text.slice(Math.max(0, start - 20), start);
+    const newline = near.lastIndexOf('\n');
+    const before = newline >= 0 || start <= 20 ? near.slice(newline + 1) : '';
     const after = text.slice(end, end + 9);
     const failed = /FAILED|ERROR/.test(before) || /^ (?:FAILED|ERROR)/.test(after);
     const passed = /PASSED/.test(before) || after.startsWith(' PASSED');
@@ -72,7 +77,8 @@ export function constraintsOf(text: string, each: (sentence: string) => void): v
   let start = 0;
   for (let i = 0; i <= text.length; i++) {
     const c = text.charAt(i);
-    if (i < text.length && c !== '.' && c !== '!' && c !== '?' && c !== '\n') continue;
+    if (i < text.length && c !== '\n' && !((c === '.' || c === '!' || c === '?') && /\s/.test(text.charAt(i + 1) || ' ')))
+      continue;
     const sentence = text.slice(start, i + 1).trim();
     start = i + 1;
     if (sentence.length > 8 && sentence.length <= LINE && !sentence.includes('[compactor:') && CONSTRAINT.test(sentence))
@@ -97,7 +103,9 @@ function strings(value: unknown, each: (s: string) => void, depth = 0): void {
 
 /** A command as the trail lists it: its first line, in backticks, with its exit status when known. */
 const commandItem = (script: string, status: string | undefined) => {
-  const first = script.trim().split('\n', 1)[0] ?? '';
+  const trimmed = script.trim();
+  const newline = trimmed.indexOf('\n');
+  const first = newline < 0 ? trimmed : trimmed.slice(0, newline);
   const line = first.length > 100 ? `${first.slice(0, 99)}…` : first;
   return `\`${line}\`${status === undefined ? '' : ` → exit ${status}`}`;
 };

@@ -116,6 +116,22 @@ export class Trail {
   }
 }
 
+/**
+ * Whether the prose holds an item, in time linear in the prose's length whatever the number of
+ * items: a path, URL or other one-word item is looked up among the prose's words (split at
+ * whitespace, quotes, brackets and commas, without trailing punctuation); the first 100 items
+ * with spaces (errors, constraints, commands) are searched for, later ones count as not held.
+ */
+function proseIndex(prose: string): (item: string) => boolean {
+  const words = new Set<string>();
+  for (const word of prose.split(/[\s"'`()<>[\]{},;|*]+/)) {
+    words.add(word);
+    words.add(word.replace(/[.:!?]+$/, ''));
+  }
+  let searches = 100;
+  return (item) => words.has(item) || (item.includes(' ') && searches-- > 0 && prose.includes(item));
+}
+
 /** Tokens an item costs in the trail, estimated (paths tokenize densely: about 3 characters a token). */
 const itemTokens = (item: string) => Math.ceil((item.length + 2) / 3);
 
@@ -136,6 +152,7 @@ export interface ClassCount {
  */
 export function renderTrail(trail: Trail, prose: string, budget: number): { text: string; counts: ClassCount[] } {
   let room = budget - 12;
+  const held = proseIndex(prose);
   const lines: string[] = [TRAIL_HEADING];
   const counts: ClassCount[] = [];
   const omitted: string[] = [];
@@ -146,7 +163,7 @@ export function renderTrail(trail: Trail, prose: string, budget: number): { text
     let inProse = 0;
     let appended = 0;
     for (const item of all) {
-      const present = prose.includes(item);
+      const present = held(item);
       if (present) inProse++;
       const cost = itemTokens(item);
       if (cost + 3 > room) continue;
