@@ -145,10 +145,13 @@ export const SummaryReportSchema = z
                 .describe(
                   'a class of the artifact trail, or references: the other identifiers (ids, error names, numbers with units)',
                 ),
-              found: z.number().int(),
-              kept: z.number().int(),
-              appended: z.number().int(),
-              left_out: z.number().int(),
+              found: z.number().int().describe('items of the class found in the range (and the summary it folds)'),
+              kept: z.number().int().describe("of those, the ones the summarizer's prose holds"),
+              appended: z
+                .number()
+                .int()
+                .describe('the ones its prose does not hold, appended (in the trail, or under "Key references")'),
+              left_out: z.number().int().describe('the ones left out by the budget (`trail_tokens`, or the 40 "Key references")'),
             }),
           )
           .describe('the same by class, for the classes found'),
