@@ -27,22 +27,35 @@ export function rankFacts(
   limit = 40,
   keep: (fact: string) => boolean = () => true,
 ): { facts: string[]; found: number } {
-  const seen = new Map<string, { first: number; count: number }>();
-  let order = 0;
-  const emit = (found: string) => {
+  const ranker = new FactRanker(keep);
+  for (const text of texts) scanFacts(text, ranker.emit);
+  return ranker.result(limit);
+}
+
+/** Facts as they are found (`emit`, what `scanFacts` calls), ranked when asked. */
+export class FactRanker {
+  private readonly seen = new Map<string, { first: number; count: number }>();
+  private order = 0;
+
+  constructor(private readonly keep: (fact: string) => boolean = () => true) {}
+
+  readonly emit = (found: string): void => {
     const fact = found.slice(0, trimEnd(found, 0, found.length));
-    if (fact.length < 3 || fact.length > MAX_FACT || !keep(fact)) return;
-    const entry = seen.get(fact);
+    if (fact.length < 3 || fact.length > MAX_FACT || !this.keep(fact)) return;
+    const entry = this.seen.get(fact);
     if (entry) entry.count++;
-    else seen.set(fact, { first: order++, count: 1 });
+    else this.seen.set(fact, { first: this.order++, count: 1 });
   };
-  for (const text of texts) scanFacts(text, emit);
-  const facts = [...seen.entries()]
-    .sort((a, b) => b[1].count - a[1].count || a[1].first - b[1].first)
-    .slice(0, limit)
-    .sort((a, b) => a[1].first - b[1].first)
-    .map(([fact]) => fact);
-  return { facts, found: seen.size };
+
+  /** The `limit` most frequent facts (the first seen win ties), in first-seen order, and how many were found. */
+  result(limit = 40): { facts: string[]; found: number } {
+    const facts = [...this.seen.entries()]
+      .sort((a, b) => b[1].count - a[1].count || a[1].first - b[1].first)
+      .slice(0, limit)
+      .sort((a, b) => a[1].first - b[1].first)
+      .map(([fact]) => fact);
+    return { facts, found: this.seen.size };
+  }
 }
 
 /**

@@ -6,6 +6,11 @@ export interface SimpleCommand {
   redirects: { op: string; target: string }[];
 }
 
+/** Characters the splitter acts on: quotes, backslash, blanks, newline, operators, redirections. */
+const SPECIAL = new Uint8Array(128);
+for (const c of '\'"\\ \t\r\n;|&()<>') SPECIAL[c.charCodeAt(0)] = 1;
+const isSpecial = (code: number) => code < 128 && SPECIAL[code] === 1;
+
 /** Characters that end a word outside quotes. */
 const isBlank = (c: string) => c === ' ' || c === '\t' || c === '\r';
 
@@ -88,9 +93,12 @@ export function splitShell(script: string): SimpleCommand[] {
       }
       pending = op;
     } else {
-      word += c;
+      // A run of plain characters at once (most of a script).
+      let j = i + 1;
+      while (j < n && !isSpecial(script.charCodeAt(j))) j++;
+      word += script.slice(i, j);
       inWord = true;
-      i++;
+      i = j;
     }
   }
   endCommand();
@@ -154,31 +162,56 @@ export function shellTrail(script: string, trail: Trail, state: { open?: string 
     for (const r of simple.redirects) trail.file(r.target, r.op === '<' ? 'read' : r.op === '>>' ? 'modified' : 'written');
     const words = commandWords(simple.words);
     const name = (words[0] ?? '').split('/').pop() as string;
-    const ops = (op: FileOp, list: readonly string[]) => {
-      for (const w of list) trail.file(w, op);
-    };
-    const args = operands(words);
-    if (name === 'sed') {
-      const inPlace = words.some((w) => /^-[a-zA-Z]*i/.test(w) || w.startsWith('--in-place'));
-      const explicit = words.some((w) => w === '-e' || w === '-f');
-      const files = operands(words, SED_VALUED);
-      ops(inPlace ? 'modified' : 'read', explicit ? files : files.slice(1));
-    } else if (name === 'tee') ops('written', args);
-    else if (name === 'rm' || name === 'rmdir' || name === 'unlink') ops('deleted', args);
-    else if (name === 'touch' || name === 'mkdir' || name === 'create')
-      ops('written', args.slice(0, name === 'create' ? 1 : undefined));
-    else if (name === 'mv' || name === 'cp') {
-      ops(name === 'mv' ? 'deleted' : 'read', args.slice(0, -1));
-      ops('written', args.slice(-1));
-    } else if (name === 'git') gitTrail(words, trail);
-    else if (READERS.has(name)) {
-      ops('read', name === 'open' ? args.slice(0, 1) : args);
-      if (name === 'open' && args[0]) state.open = args[0];
-    } else if (name === 'edit' && state.open) trail.file(state.open, 'modified');
-    else if (name === 'str_replace_editor') editorTrail(args[0], args[1], trail);
-    else if (name === 'curl' || name === 'wget') for (const w of words) if (/^https?:\/\//.test(w)) trail.add('urls', w);
-    if (name === 'create' && args[0]) state.open = args[0];
+    // Most commands touch no file the trail lists: their words are not read.
+    if (ACTORS.has(name)) commandTrail(name, words, trail, state);
   }
+}
+
+/** The commands `commandTrail` reads. */
+const ACTORS = new Set([
+  ...READERS,
+  'sed',
+  'tee',
+  'rm',
+  'rmdir',
+  'unlink',
+  'touch',
+  'mkdir',
+  'create',
+  'mv',
+  'cp',
+  'git',
+  'edit',
+  'str_replace_editor',
+  'curl',
+  'wget',
+]);
+
+function commandTrail(name: string, words: readonly string[], trail: Trail, state: { open?: string }): void {
+  const ops = (op: FileOp, list: readonly string[]) => {
+    for (const w of list) trail.file(w, op);
+  };
+  const args = operands(words);
+  if (name === 'sed') {
+    const inPlace = words.some((w) => /^-[a-zA-Z]*i/.test(w) || w.startsWith('--in-place'));
+    const explicit = words.some((w) => w === '-e' || w === '-f');
+    const files = operands(words, SED_VALUED);
+    ops(inPlace ? 'modified' : 'read', explicit ? files : files.slice(1));
+  } else if (name === 'tee') ops('written', args);
+  else if (name === 'rm' || name === 'rmdir' || name === 'unlink') ops('deleted', args);
+  else if (name === 'touch' || name === 'mkdir' || name === 'create')
+    ops('written', args.slice(0, name === 'create' ? 1 : undefined));
+  else if (name === 'mv' || name === 'cp') {
+    ops(name === 'mv' ? 'deleted' : 'read', args.slice(0, -1));
+    ops('written', args.slice(-1));
+  } else if (name === 'git') gitTrail(words, trail);
+  else if (READERS.has(name)) {
+    ops('read', name === 'open' ? args.slice(0, 1) : args);
+    if (name === 'open' && args[0]) state.open = args[0];
+  } else if (name === 'edit' && state.open) trail.file(state.open, 'modified');
+  else if (name === 'str_replace_editor') editorTrail(args[0], args[1], trail);
+  else if (name === 'curl' || name === 'wget') for (const w of words) if (/^https?:\/\//.test(w)) trail.add('urls', w);
+  if (name === 'create' && args[0]) state.open = args[0];
 }
 
 function gitTrail(words: readonly string[], trail: Trail): void {

@@ -86,12 +86,20 @@ export function constraintsOf(text: string, each: (sentence: string) => void): v
   }
 }
 
-/** Paths and URLs a text mentions (the fact scanner's), recorded as mentioned files and URLs. */
-function mentions(text: string, trail: Trail): void {
-  scanFacts(text, (fact) => {
-    if (/^https?:\/\//.test(fact)) trail.add('urls', fact);
-    else if (fact.includes('/') && !trail.has(fact)) trail.file(fact, 'mentioned');
-  });
+/**
+ * Paths and URLs a text mentions (the fact scanner's), recorded as mentioned files and URLs; every
+ * fact found goes to `onFact` too when given (the guard's ranking reads the same pass).
+ */
+function mentions(text: string, trail: Trail, onFact: ((fact: string) => void) | undefined): void {
+  scanFacts(
+    text,
+    (fact) => {
+      onFact?.(fact);
+      if (/^https?:\/\//.test(fact)) trail.add('urls', fact);
+      else if (fact.includes('/') && !trail.has(fact)) trail.file(fact, 'mentioned');
+    },
+    onFact !== undefined,
+  );
 }
 
 /** Every string inside a tool call's arguments (bounded depth), for the mentions they hold. */
@@ -114,9 +122,13 @@ const commandItem = (script: string, status: string | undefined) => {
  * The artifact trail of a range's transcript entries, after an earlier trail (the fold): tool
  * calls' structured arguments (files, URLs, commands), results (exit status, errors, tests, the
  * paths and URLs they name), the user's constraints, and the paths and URLs anyone mentioned.
- * Linear in the entries' length.
+ * Every fact the scan finds goes to `onFact` as well. Linear in the entries' length.
  */
-export function buildTrail(entries: readonly TranscriptEntry[], earlier: Trail = new Trail()): Trail {
+export function buildTrail(
+  entries: readonly TranscriptEntry[],
+  earlier: Trail = new Trail(),
+  onFact?: (fact: string) => void,
+): Trail {
   const trail = new Trail();
   const state: { open?: string } = {};
   const commands = new Map<string, string>();
@@ -128,8 +140,8 @@ export function buildTrail(entries: readonly TranscriptEntry[], earlier: Trail =
         trail.add('commands', commandItem(script, undefined), script.trim());
         if (call.id) commands.set(call.id, script.trim());
       }
-      if (call.input) strings(call.input, (s) => later.push(() => mentions(s, trail)));
-      else later.push(() => mentions(call.args, trail));
+      if (call.input) strings(call.input, (s) => later.push(() => mentions(s, trail, onFact)));
+      else later.push(() => mentions(call.args, trail, onFact));
     }
     if (e.tool) {
       const script = e.tool.callId === undefined ? undefined : commands.get(e.tool.callId);
@@ -140,7 +152,7 @@ export function buildTrail(entries: readonly TranscriptEntry[], earlier: Trail =
     if (e.role === 'tool' || e.role === 'assistant')
       testsOf(e.text, (id, status) => trail.add('tests', status ? `${id} (${status})` : id, id));
     if (e.role === 'user' && !e.tool) constraintsOf(e.text, (s) => trail.add('constraints', s));
-    later.push(() => mentions(e.text, trail));
+    later.push(() => mentions(e.text, trail, onFact));
   }
   // Mentions last: a path also read or written is listed as such, not as mentioned.
   for (const run of later) run();

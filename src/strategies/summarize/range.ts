@@ -3,7 +3,8 @@ import type { Addresser } from '../../history/address.js';
 import type { OriginalSpec, StorePolicy } from '../../history/plan/types.js';
 import type { Item } from '../../history/types.js';
 import { rangePayload } from '../../history/vocabulary.js';
-import { rankFacts } from '../../summarizers/facts.js';
+import { scanFacts } from '../../summarizers/fact-scan.js';
+import { FactRanker } from '../../summarizers/facts.js';
 import { trailOf } from '../../summarizers/trail.js';
 import { buildTrail } from '../../summarizers/trail-text.js';
 import type { Summarizer, SummaryRequest, TranscriptEntry } from '../../summarizers/types.js';
@@ -149,15 +150,19 @@ export function summaryRequest(
   // The earlier summary's trail is merged, not summarized again: the summarizer reads its prose.
   const earlier = on ? trailOf(previous) : { prose: previous, trail: undefined };
   const entries = rangeEntries(h, indexes);
-  const texts = [earlier.prose ?? '', ...entries.flatMap((e) => [e.text, ...e.calls.map((c) => c.args)])];
-  // With a trail, paths and URLs are the trail's; the guard keeps the other identifiers.
-  const ranked = rankFacts(texts, 40, on ? (f) => !f.includes('/') : undefined);
+  // With a trail, paths and URLs are the trail's; the guard ranks the other identifiers, from the
+  // same pass over the range that builds the trail.
+  const ranker = new FactRanker(on ? (f) => !f.includes('/') : undefined);
+  scanFacts(earlier.prose ?? '', ranker.emit);
+  const trail = on ? buildTrail(entries, earlier.trail, ranker.emit) : undefined;
+  if (!on) for (const e of entries) for (const text of [e.text, ...e.calls.map((c) => c.args)]) scanFacts(text, ranker.emit);
+  const ranked = ranker.result(40);
   return {
     entries,
     previous: earlier.prose,
     facts: ranked.facts,
     factsFound: ranked.found,
-    trail: on ? { trail: buildTrail(entries, earlier.trail), tokens: o.trail_tokens } : undefined,
+    trail: trail ? { trail, tokens: o.trail_tokens } : undefined,
     maxTokens: o.summarizer.max_tokens,
     model: o.summarizer.model,
     instructions: o.summarizer.prompt,
