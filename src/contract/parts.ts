@@ -110,9 +110,51 @@ export const SummaryReportSchema = z
       .describe('nothing was billed for the summary: it came from the summary cache, or from an identical request in flight'),
     facts: z
       .object({
-        found: z.number().int().describe('exact identifiers (paths, ids, URLs, numbers) found in the summarized range'),
-        kept: z.number().int().describe('of those, the ones the summary kept'),
-        appended: z.number().int().describe('the ones it dropped, appended under "Key references"'),
+        found: z
+          .number()
+          .int()
+          .describe("identifiers found in the summarized range: the artifact trail's items and the other exact identifiers"),
+        kept: z.number().int().describe("of those, the ones the summarizer's prose holds"),
+        appended: z
+          .number()
+          .int()
+          .describe('the ones its prose does not hold that were appended: in the artifact trail, or under "Key references"'),
+        left_out: z
+          .number()
+          .int()
+          .describe(
+            'the ones left out of the trail by `trail_tokens`, or past the 40 "Key references" (some may be in the prose)',
+          ),
+        classes: z
+          .array(
+            z.object({
+              class: z
+                .enum([
+                  'modified',
+                  'created',
+                  'deleted',
+                  'read',
+                  'urls',
+                  'errors',
+                  'constraints',
+                  'tests',
+                  'mentioned',
+                  'commands',
+                  'references',
+                ])
+                .describe(
+                  'a class of the artifact trail, or references: the other identifiers (ids, error names, numbers with units)',
+                ),
+              found: z.number().int().describe('items of the class found in the range (and the summary it folds)'),
+              kept: z.number().int().describe("of those, the ones the summarizer's prose holds"),
+              appended: z
+                .number()
+                .int()
+                .describe('the ones its prose does not hold, appended (in the trail, or under "Key references")'),
+              left_out: z.number().int().describe('the ones left out by the budget (`trail_tokens`, or the 40 "Key references")'),
+            }),
+          )
+          .describe('the same by class, for the classes found'),
       })
       .describe('identifiers of the range and whether the summary kept them'),
   })

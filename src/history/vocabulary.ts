@@ -111,3 +111,31 @@ export function rangePayload(messages: unknown[], previousId: string | null): Ra
 export function isRangePayload(value: unknown): value is RangePayload {
   return typeof value === 'object' && value !== null && Array.isArray((value as RangePayload).messages);
 }
+
+/**
+ * The artifact trail's heading: the line that opens the deterministic section a summary ends with
+ * (files read, created, modified and deleted, URLs, errors, tests, commands, the user's
+ * constraints). A later summary finds it in the summary it folds and merges it.
+ */
+export const TRAIL_HEADING = '## Artifact trail (compactor)';
+
+/** A summary's text cut at its artifact trail: the prose before it, and the trail's lines (none when it has no trail). */
+export function splitTrail(text: string): { prose: string; lines: string[] } {
+  const head = `${TRAIL_HEADING}\n`;
+  let start = 0;
+  if (!text.startsWith(head)) {
+    const at = text.lastIndexOf(`\n${head}`);
+    if (at < 0) return { prose: text, lines: [] };
+    start = at + 1;
+  }
+  return { prose: text.slice(0, start).trimEnd(), lines: text.slice(start + head.length).split('\n') };
+}
+
+/** A trail line's class and its items (`class: a, b` or a `class:` line followed by `- item` lines), or undefined. */
+export function trailLine(line: string): { label: string; items: string[] } | { item: string } | undefined {
+  if (line.startsWith('- ')) return { item: line.slice(2) };
+  const colon = line.indexOf(':');
+  if (colon < 1 || colon > 24 || !/^[a-z][a-z ]*$/.test(line.slice(0, colon))) return undefined;
+  const rest = line.slice(colon + 1).trim();
+  return { label: line.slice(0, colon), items: rest === '' ? [] : rest.split(', ') };
+}

@@ -16,7 +16,9 @@ const RUN_CHAR = new Uint8Array(128).map((_, c) =>
   c === 64 ||
   c === 46 ||
   c === 47 ||
-  c === 45
+  c === 45 ||
+  c === 126 ||
+  c === 43
     ? 1
     : 0,
 );
@@ -61,15 +63,15 @@ export function trimEnd(text: string, start: number, end: number): number {
  * any input, since no pattern runs over more than one bounded run and none can backtrack. Never
  * throws.
  *
- * The text is cut into runs of the characters paths and identifiers are made of (`[\w@./-]`);
+ * The text is cut into runs of the characters paths and identifiers are made of (`[\w@./~+-]`);
  * every other character (whitespace, quotes, brackets, braces, commas, colons, `=`, non-ASCII…)
  * ends a run. A run that ends in `http://` or `https://` at a word boundary starts a URL, which
  * goes on until whitespace, a quote, a bracket, `<`, `>`, a backtick or `|`. Within a run: a path
  * (at least one directory and a file name with an extension), then file names with a known
- * extension and the run's words (`wordFacts`). Numbers with a unit may continue past their run
+ * extension and the run's words (`wordFacts`; not with `words` false: paths and URLs only). Numbers with a unit may continue past their run
  * (`12 ms`, `50%`).
  */
-export function scanFacts(text: string, emit: (fact: string) => void): void {
+export function scanFacts(text: string, emit: (fact: string) => void, words = true): void {
   const n = text.length;
   let i = 0;
   while (i < n) {
@@ -81,10 +83,10 @@ export function scanFacts(text: string, emit: (fact: string) => void): void {
     let urlEnd = i + 3;
     while (scheme >= 0 && urlEnd < n && !isUrlEnd(text.charCodeAt(urlEnd))) urlEnd++;
     if (scheme < 0 || urlEnd === i + 3) {
-      runFacts(text, start, i, emit);
+      runFacts(text, start, i, emit, words);
       continue;
     }
-    if (scheme > start) runFacts(text, start, scheme, emit);
+    if (scheme > start) runFacts(text, start, scheme, emit, words);
     const end = trimEnd(text, scheme, urlEnd);
     if (end - scheme <= MAX_FACT) emit(text.slice(scheme, end));
     i = urlEnd;
@@ -99,7 +101,7 @@ function extensionOf(name: string): string | undefined {
 }
 
 /**
- * The longest path at the start of `run` (`[\w@./-]` only, no `//`): an optional leading `/`, at
+ * The longest path at the start of `run` (`[\w@./~+-]` only, no `//`): an optional leading `/`, at
  * least one directory, and a last segment with an extension. Returns its length, or 0.
  */
 function pathLength(run: string): number {
@@ -116,8 +118,8 @@ function pathLength(run: string): number {
   return best;
 }
 
-/** The facts of one run of `[\w@./-]` characters, [start, end) in `text`. */
-function runFacts(text: string, start: number, end: number, emit: (fact: string) => void): void {
+/** The facts of one run of `[\w@./~+-]` characters, [start, end) in `text`. */
+function runFacts(text: string, start: number, end: number, emit: (fact: string) => void, words: boolean): void {
   if (end - start > MAX_RUN) return;
   // Facts end at a word character: `src/app.ts.` or `a/b.py-` end a sentence or a range.
   let e = end;
@@ -133,7 +135,7 @@ function runFacts(text: string, start: number, end: number, emit: (fact: string)
     if (length > 0 && length <= MAX_FACT) emit(piece.slice(0, length));
     // The path's own file name is no fact of its own (the path holds it); its words (a UUID, a hex
     // id, an error name) are.
-    wordFacts(text, start + from, start + k, start + from + length, emit);
+    if (words) wordFacts(text, start + from, start + k, start + from + length, emit);
     while (run.charCodeAt(k + 1) === 47) k++;
     from = k;
   }

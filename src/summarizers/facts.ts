@@ -1,4 +1,5 @@
 import { MAX_FACT, scanFacts, trimEnd } from './fact-scan.js';
+import { type ClassCount, renderTrail, type Trail } from './trail.js';
 
 /**
  * The fact guard (STRATEGIES.md, rolling step 6): exact identifiers are extracted from the range
@@ -14,33 +15,96 @@ import { MAX_FACT, scanFacts, trimEnd } from './fact-scan.js';
  * whatever they hold (`scanFacts`); never throws.
  */
 export function extractFacts(texts: readonly string[], limit = 40): string[] {
-  const seen = new Map<string, { first: number; count: number }>();
-  let order = 0;
-  const emit = (found: string) => {
-    const fact = found.slice(0, trimEnd(found, 0, found.length));
-    if (fact.length < 3 || fact.length > MAX_FACT) return;
-    const entry = seen.get(fact);
-    if (entry) entry.count++;
-    else seen.set(fact, { first: order++, count: 1 });
-  };
-  for (const text of texts) scanFacts(text, emit);
-  return [...seen.entries()]
-    .sort((a, b) => b[1].count - a[1].count || a[1].first - b[1].first)
-    .slice(0, limit)
-    .sort((a, b) => a[1].first - b[1].first)
-    .map(([fact]) => fact);
+  return rankFacts(texts, limit).facts;
 }
 
+/**
+ * `extractFacts` with the count of every fact found (before `limit`), and only those `keep`
+ * accepts (with an artifact trail, paths and URLs are the trail's: the guard keeps the rest).
+ */
+export function rankFacts(
+  texts: readonly string[],
+  limit = 40,
+  keep: (fact: string) => boolean = () => true,
+): { facts: string[]; found: number } {
+  const ranker = new FactRanker(keep);
+  for (const text of texts) scanFacts(text, ranker.emit);
+  return ranker.result(limit);
+}
+
+/** Facts as they are found (`emit`, what `scanFacts` calls), ranked when asked. */
+export class FactRanker {
+  private readonly seen = new Map<string, { first: number; count: number }>();
+  private order = 0;
+
+  constructor(private readonly keep: (fact: string) => boolean = () => true) {}
+
+  readonly emit = (found: string): void => {
+    const fact = found.slice(0, trimEnd(found, 0, found.length));
+    if (fact.length < 3 || fact.length > MAX_FACT || !this.keep(fact)) return;
+    const entry = this.seen.get(fact);
+    if (entry) entry.count++;
+    else this.seen.set(fact, { first: this.order++, count: 1 });
+  };
+
+  /** The `limit` most frequent facts (the first seen win ties), in first-seen order, and how many were found. */
+  result(limit = 40): { facts: string[]; found: number } {
+    const facts = [...this.seen.entries()]
+      .sort((a, b) => b[1].count - a[1].count || a[1].first - b[1].first)
+      .slice(0, limit)
+      .sort((a, b) => a[1].first - b[1].first)
+      .map(([fact]) => fact);
+    return { facts, found: this.seen.size };
+  }
+}
+
+/**
+ * What became of a range's identifiers, in all and by class (the trail's classes, and
+ * `references` for the other identifiers the guard appends under "Key references"): found, kept
+ * by the summarizer (present in its prose), appended (by the trail or the guard), left out (past
+ * the trail's budget or the guard's limit).
+ */
 export interface FactReport {
   found: number;
   kept: number;
   appended: number;
+  left_out: number;
+  classes: ClassCount[];
 }
 
-/** Appends the facts a summary dropped under "Key references"; reports what happened. */
-export function guardFacts(summary: string, facts: readonly string[]): { text: string; facts: FactReport } {
+export const NO_FACTS: FactReport = { found: 0, kept: 0, appended: 0, left_out: 0, classes: [] };
+
+/**
+ * Appends the facts a summary dropped under "Key references", then the artifact trail (within its
+ * budget, `trail.tokens`), to the summarizer's prose; reports what happened. `found` is how many
+ * identifiers the guard's `facts` were chosen from.
+ */
+export function guardFacts(
+  summary: string,
+  facts: readonly string[],
+  found = facts.length,
+  trail?: { trail: Trail; tokens: number },
+): { text: string; facts: FactReport } {
   const missing = facts.filter((f) => !summary.includes(f));
-  const report = { found: facts.length, kept: facts.length - missing.length, appended: missing.length };
-  if (missing.length === 0) return { text: summary, facts: report };
-  return { text: `${summary.trimEnd()}\n\nKey references:\n${missing.map((f) => `- ${f}`).join('\n')}`, facts: report };
+  let text =
+    missing.length === 0 ? summary : `${summary.trimEnd()}\n\nKey references:\n${missing.map((f) => `- ${f}`).join('\n')}`;
+  const classes: ClassCount[] = [];
+  if (trail && trail.tokens > 0) {
+    const rendered = renderTrail(trail.trail, summary, trail.tokens);
+    if (rendered.text) text = `${text.trimEnd()}\n\n${rendered.text}`;
+    classes.push(...rendered.counts);
+  }
+  if (found > 0)
+    classes.push({
+      class: 'references',
+      found,
+      kept: facts.length - missing.length,
+      appended: missing.length,
+      left_out: found - facts.length,
+    });
+  const sum = (k: 'found' | 'kept' | 'appended' | 'left_out') => classes.reduce((n, c) => n + c[k], 0);
+  return {
+    text,
+    facts: { found: sum('found'), kept: sum('kept'), appended: sum('appended'), left_out: sum('left_out'), classes },
+  };
 }

@@ -2,6 +2,7 @@ import type { z } from 'zod';
 import type { SummaryPlanSchema } from '../contract/parts.js';
 import { CompactorError } from '../errors.js';
 import type { FactReport } from './facts.js';
+import type { Trail } from './trail.js';
 
 /** One message of the range to summarize, as the summarizers read it (format-free). */
 export interface TranscriptEntry {
@@ -9,9 +10,9 @@ export interface TranscriptEntry {
   /** The message's own prose (text parts, refusals), without tool traffic or thinking. */
   text: string;
   /** Tool calls the message made. */
-  calls: { name: string; args: string }[];
-  /** For a tool result: the tool's name and whether it reported an error. */
-  tool?: { name: string; error: boolean };
+  calls: { name: string; args: string; id?: string; input?: Record<string, unknown> | undefined }[];
+  /** For a tool result: the tool's name, whether it reported an error, and the call it answers. */
+  tool?: { name: string; error: boolean; callId?: string };
   /** Media the message carried, as short notes (`[image]`, `[file]`). */
   media: string[];
 }
@@ -23,6 +24,13 @@ export interface SummaryRequest {
   previous: string | null;
   /** Exact identifiers found in the range (paths, URLs, ids, error codes, numbers with units). */
   facts: string[];
+  /**
+   * The artifact trail of the range (after the earlier summary's, folded) and its budget in tokens
+   * (0: no trail); written after the prose whatever the summarizer writes.
+   */
+  trail?: { trail: Trail; tokens: number } | undefined;
+  /** How many identifiers `facts` were chosen from (the guard reports the rest as left out). */
+  factsFound?: number | undefined;
   /** Budget for the summary, in tokens. */
   maxTokens: number;
   /** Summarizer model (LLM only); the configured default when omitted. */

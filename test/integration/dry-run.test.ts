@@ -105,6 +105,8 @@ t.test('a sections dry run reports the actions of the steps it can predict', asy
     qa: { enabled: false },
     max_pair_tokens: 64,
     max_section_tokens: 100_000,
+    // A dry run does not estimate the artifact trail's size (only the summaries' budget).
+    trail_tokens: 0,
   });
   const dry = await compactor.run(summarizeStrategy, { messages, dry_run: true }, options);
   t.equal(summarizer.calls, 0);
@@ -125,7 +127,8 @@ t.test('a fit dry run reports compaction and the summary it would write, per mes
   const messages = HISTORIES['openai-chat'] as unknown[];
   const options = fitStrategy.options.parse({
     target_tokens: 500,
-    summarize: { keep: { messages: 4 }, summarizer: { max_tokens: 128 } },
+    // A dry run does not estimate the artifact trail's size: with one, this 500-token target needs a window.
+    summarize: { keep: { messages: 4 }, summarizer: { max_tokens: 128 }, trail_tokens: 0 },
   });
   const dry = await compactor.run(fitStrategy, { messages, dry_run: true }, options);
   t.equal(summarizer.calls, 0);

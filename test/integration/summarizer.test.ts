@@ -199,7 +199,13 @@ t.test('extractive: deterministic, bounded, with the facts', async (t) => {
 
 t.test('fact guard appends what the summary dropped', async (t) => {
   const guarded = guardFacts('Fixed tests/test_api.py.', ['tests/test_api.py', 'KeyError', 'call_abc123456']);
-  t.same(guarded.facts, { found: 3, kept: 1, appended: 2 });
+  t.same(guarded.facts, {
+    found: 3,
+    kept: 1,
+    appended: 2,
+    left_out: 0,
+    classes: [{ class: 'references', found: 3, kept: 1, appended: 2, left_out: 0 }],
+  });
   t.match(guarded.text, /Key references:\n- KeyError\n- call_abc123456$/);
-  t.same(guardFacts('all here: x', ['x']).facts, { found: 1, kept: 1, appended: 0 });
+  t.match(guardFacts('all here: x', ['x']).facts, { found: 1, kept: 1, appended: 0, left_out: 0 });
 });

@@ -84,6 +84,12 @@ t.test('pathological text is read quickly and yields nothing spurious', async (t
 
 t.test('the guard appends what the summary dropped', async (t) => {
   const guarded = guardFacts('Fixed tests/test_api.py.', ['tests/test_api.py', 'KeyError', 'call_abc123456']);
-  t.same(guarded.facts, { found: 3, kept: 1, appended: 2 });
+  t.same(guarded.facts, {
+    found: 3,
+    kept: 1,
+    appended: 2,
+    left_out: 0,
+    classes: [{ class: 'references', found: 3, kept: 1, appended: 2, left_out: 0 }],
+  });
   t.match(guarded.text, /Key references:\n- KeyError\n- call_abc123456$/);
 });

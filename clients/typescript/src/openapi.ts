@@ -896,7 +896,7 @@ export interface paths {
         put?: never;
         /**
          * Summaries: rolling (one summary of older history) or sections (per-section summaries)
-         * @description Keeps the head, the first user message and the tail (`keep`, moved back to a safe boundary, never forward) and replaces the range between them with one summary, written by the configured LLM (any OpenAI-compatible server) or, with none configured, by the deterministic extractive summarizer (`summary.summarizer`). An earlier summary of ours is folded into the new one: exactly one ever exists. Exact identifiers of the range that the summary dropped are appended under "Key references" (`summary.facts`). The range is offloaded as an artifact the summary names, so `POST /v1/expand` gives the full transcript back; `artifacts` lists it (with `store: inline`, with its content, nothing stored: pass it to expand). Identical requests are served from the summary cache (`summary.cached`, nothing billed). Placement: `summary_role` user (default), system (OpenAI formats only) or pair; in formats whose roles alternate (Anthropic, Gemini) a user summary that would follow a user message joins it as an extra text block (an action `rewrite`). `on_failure`: keep (history unchanged, `reason: summarizer_failed`), window (the sliding window stands in, `fallback`), error (502/503/504). An empty or failed summary is never committed. Sections mode (`mode: sections`): every section but the newest `keep_sections` becomes its header plus one summary pair; kept sections have oversized pairs and, past `max_section_tokens`, their oldest pairs summarized; past `qa` limits the older sections merge. A summary pair is a synthetic `compactor_summary` tool exchange where the summarized pairs used tools (openai-chat, openai-responses; gemini inside a section, with the placeholder thought signature in the current turn), else an assistant message starting with `[compactor:section-summary …]` (always in anthropic, whose tool_use blocks must name declared tools). A second run over the output changes nothing and calls no LLM.
+         * @description Keeps the head, the first user message and the tail (`keep`, moved back to a safe boundary, never forward) and replaces the range between them with one summary, written by the configured LLM (any OpenAI-compatible server) or, with none configured, by the deterministic extractive summarizer (`summary.summarizer`). An earlier summary of ours is folded into the new one: exactly one ever exists. Whatever the summarizer writes, the summary ends with the artifact trail of the range (`## Artifact trail (compactor)`: files modified, created, deleted and read, URLs, errors, constraints, tests, paths mentioned, commands with their exit status), built from the structured arguments of the tool calls and their results, merged with the trail of the summary it folds, within `trail_tokens`; other exact identifiers the summary dropped are appended under "Key references" (`summary.facts`: found, kept, appended, left out, by class). The range is offloaded as an artifact the summary names, so `POST /v1/expand` gives the full transcript back; `artifacts` lists it (with `store: inline`, with its content, nothing stored: pass it to expand). Identical requests are served from the summary cache (`summary.cached`, nothing billed). Placement: `summary_role` user (default), system (OpenAI formats only) or pair; in formats whose roles alternate (Anthropic, Gemini) a user summary that would follow a user message joins it as an extra text block (an action `rewrite`). `on_failure`: keep (history unchanged, `reason: summarizer_failed`), window (the sliding window stands in, `fallback`), error (502/503/504). An empty or failed summary is never committed. Sections mode (`mode: sections`): every section but the newest `keep_sections` becomes its header plus one summary pair; kept sections have oversized pairs and, past `max_section_tokens`, their oldest pairs summarized; past `qa` limits the older sections merge. A summary pair is a synthetic `compactor_summary` tool exchange where the summarized pairs used tools (openai-chat, openai-responses; gemini inside a section, with the placeholder thought signature in the current turn), else an assistant message starting with `[compactor:section-summary …]` (always in anthropic, whose tool_use blocks must name declared tools). A second run over the output changes nothing and calls no LLM.
          */
         post: {
             parameters: {
@@ -930,7 +930,7 @@ export interface paths {
                          *         },
                          *         {
                          *           "role": "user",
-                         *           "content": "[compactor:summary art_249f7563fabe0fd156e3b10e own covers=6]\nDigest of the earlier conversation (extractive: no LLM was used; 6 entries).\n\nEvents, oldest first:\n  → read_file({\"path\":\"src/cart.ts\"})\n  ← read_file ok: import { type Discount, discountFor } from './discounts.js';\n  → run_tests({\"command\":\"npm test\"})\n  ← run_tests ok: > shop@1.4.2 test\n  → grep({\"pattern\":\"discount\",\"path\":\".\"})\n  ← grep ok: src/cart.ts:22:  const discount: Discount | undefined = cart.discountCode ? discountFor(cart.discountCode) : undefined;\n\nKey references:\n- src/cart.ts\n- ./discounts.js\n- ./money.js\n- test/money.test.ts\n- 4ms\n- test/discounts.test.ts\n- 7ms\n- test/cart.test.ts\n- 12ms\n- AssertionError\n- 412ms\n- src/discounts.ts\n- CHANGELOG.md"
+                         *           "content": "[compactor:summary art_249f7563fabe0fd156e3b10e own covers=6]\nDigest of the earlier conversation (extractive: no LLM was used; 6 entries).\n\nEvents, oldest first:\n  → read_file({\"path\":\"src/cart.ts\"})\n  ← read_file ok: import { type Discount, discountFor } from './discounts.js';\n  → run_tests({\"command\":\"npm test\"})\n  ← run_tests ok: > shop@1.4.2 test\n  → grep({\"pattern\":\"discount\",\"path\":\".\"})\n  ← grep ok: src/cart.ts:22:  const discount: Discount | undefined = cart.discountCode ? discountFor(cart.discountCode) : undefined;\n\nKey references:\n- 4ms\n- 7ms\n- 12ms\n- AssertionError\n- 412ms\n- CHANGELOG.md\n\n## Artifact trail (compactor)\nread: src/cart.ts\nerrors:\n- AssertionError: expected 8000 to be 9000 // Object.is equality\nmentioned: ./discounts.js, ./money.js, test/money.test.ts, test/discounts.test.ts, test/cart.test.ts, src/discounts.ts"
                          *         },
                          *         {
                          *           "role": "assistant",
@@ -983,8 +983,8 @@ export interface paths {
                          *       "applied": true,
                          *       "tokens": {
                          *         "before": 1167,
-                         *         "after": 498,
-                         *         "saved": 669,
+                         *         "after": 522,
+                         *         "saved": 645,
                          *         "counting": "usage+exact",
                          *         "tokenizer": "o200k_base"
                          *       },
@@ -1072,7 +1072,7 @@ export interface paths {
                          *       "summary": {
                          *         "id": "art_249f7563fabe0fd156e3b10e",
                          *         "parent_id": null,
-                         *         "text": "Digest of the earlier conversation (extractive: no LLM was used; 6 entries).\n\nEvents, oldest first:\n  → read_file({\"path\":\"src/cart.ts\"})\n  ← read_file ok: import { type Discount, discountFor } from './discounts.js';\n  → run_tests({\"command\":\"npm test\"})\n  ← run_tests ok: > shop@1.4.2 test\n  → grep({\"pattern\":\"discount\",\"path\":\".\"})\n  ← grep ok: src/cart.ts:22:  const discount: Discount | undefined = cart.discountCode ? discountFor(cart.discountCode) : undefined;\n\nKey references:\n- src/cart.ts\n- ./discounts.js\n- ./money.js\n- test/money.test.ts\n- 4ms\n- test/discounts.test.ts\n- 7ms\n- test/cart.test.ts\n- 12ms\n- AssertionError\n- 412ms\n- src/discounts.ts\n- CHANGELOG.md",
+                         *         "text": "Digest of the earlier conversation (extractive: no LLM was used; 6 entries).\n\nEvents, oldest first:\n  → read_file({\"path\":\"src/cart.ts\"})\n  ← read_file ok: import { type Discount, discountFor } from './discounts.js';\n  → run_tests({\"command\":\"npm test\"})\n  ← run_tests ok: > shop@1.4.2 test\n  → grep({\"pattern\":\"discount\",\"path\":\".\"})\n  ← grep ok: src/cart.ts:22:  const discount: Discount | undefined = cart.discountCode ? discountFor(cart.discountCode) : undefined;\n\nKey references:\n- 4ms\n- 7ms\n- 12ms\n- AssertionError\n- 412ms\n- CHANGELOG.md\n\n## Artifact trail (compactor)\nread: src/cart.ts\nerrors:\n- AssertionError: expected 8000 to be 9000 // Object.is equality\nmentioned: ./discounts.js, ./money.js, test/money.test.ts, test/discounts.test.ts, test/cart.test.ts, src/discounts.ts",
                          *         "role": "user",
                          *         "message_index": 2,
                          *         "covered_messages": 6,
@@ -1081,9 +1081,40 @@ export interface paths {
                          *         "model": null,
                          *         "cached": false,
                          *         "facts": {
-                         *           "found": 13,
-                         *           "kept": 13,
-                         *           "appended": 0
+                         *           "found": 14,
+                         *           "kept": 8,
+                         *           "appended": 6,
+                         *           "left_out": 0,
+                         *           "classes": [
+                         *             {
+                         *               "class": "read",
+                         *               "found": 1,
+                         *               "kept": 1,
+                         *               "appended": 0,
+                         *               "left_out": 0
+                         *             },
+                         *             {
+                         *               "class": "errors",
+                         *               "found": 1,
+                         *               "kept": 0,
+                         *               "appended": 1,
+                         *               "left_out": 0
+                         *             },
+                         *             {
+                         *               "class": "mentioned",
+                         *               "found": 6,
+                         *               "kept": 1,
+                         *               "appended": 5,
+                         *               "left_out": 0
+                         *             },
+                         *             {
+                         *               "class": "references",
+                         *               "found": 6,
+                         *               "kept": 6,
+                         *               "appended": 0,
+                         *               "left_out": 0
+                         *             }
+                         *           ]
                          *         }
                          *       },
                          *       "artifacts": [
@@ -1104,17 +1135,17 @@ export interface paths {
                          *           "source": "usage",
                          *           "cached_tokens": 1103
                          *         },
-                         *         "tokens_removed": 669,
-                         *         "batch_tokens": 652,
-                         *         "rewrite_tokens": 365,
-                         *         "rewrite_cost": 0.0005475,
+                         *         "tokens_removed": 645,
+                         *         "batch_tokens": 673,
+                         *         "rewrite_tokens": 389,
+                         *         "rewrite_cost": 0.0005835,
                          *         "summarizer_cost": 0,
-                         *         "saving_per_call": 0.0003345,
+                         *         "saving_per_call": 0.0003225,
                          *         "payback_calls": 2,
                          *         "horizon_calls": 1,
                          *         "next_call": {
                          *           "as_is": 0.0006795,
-                         *           "reduced": 0.0008925
+                         *           "reduced": 0.0009405
                          *         }
                          *       }
                          *     }
@@ -2175,8 +2206,8 @@ export interface paths {
                          *         "content": "import { type Discount, discountFor } from './discounts.js';\nimport { roundCents } from './money.js';\n\nexport interface Line {\n  sku: string;\n  unitPrice: number;\n  quantity: number;\n}\n\nexport interface Cart {\n  lines: Line[];\n  discountCode?: string;\n}\n\n/** Sum of the lines before any discount, in cents. *\/\nexport function subtotal(cart: Cart): number {\n  return cart.lines.reduce((sum, line) => sum + line.unitPrice * line.quantity, 0);\n}\n\n/** What the customer pays: the subtotal, the discount applied to each line, rounded to the cent. *\/\nexport function total(cart: Cart): number {\n  const discount: Discount | undefined = cart.discountCode ? discountFor(cart.discountCode) : undefined;\n  let sum = subtotal(cart);\n  for (const line of cart.lines) {\n    if (!discount) continue;\n    const lineTotal = line.unitPrice * line.quantity;\n    sum -= discount.kind === \"percent\" ? (lineTotal * discount.value) / 100 : discount.value;\n  }\n  if (discount?.kind === \"percent\") sum -= (subtotal(cart) * discount.value) / 100;\n  return roundCents(Math.max(sum, 0));\n}\n\n/** Lines with a quantity of zero are removed; the rest keep their order. *\/\nexport function normalize(cart: Cart): Cart {\n  return { ...cart, lines: cart.lines.filter((line) => line.quantity > 0) };\n}"
                          *       },
                          *       "sha256": "8d619f2ca34e10b168caaca8625ccec9f91a22a96989c500b657400df956184d",
-                         *       "created_at": "2026-12-01T11:20:39.324Z",
-                         *       "expires_at": "2026-12-08T11:20:39.354Z"
+                         *       "created_at": "2026-12-01T12:00:06.324Z",
+                         *       "expires_at": "2026-12-08T12:00:06.356Z"
                          *     }
                          */
                         "application/json": components["schemas"]["Artifact"];
@@ -3223,6 +3254,11 @@ export interface components {
                  */
                 max_input_tokens?: number;
                 /**
+                 * @description the artifact trail's budget (estimated tokens): files modified, created, deleted and read, URLs, errors, constraints, tests, paths mentioned, commands, in that priority, after the summary's prose; 0: no trail
+                 * @default 2000
+                 */
+                trail_tokens?: number;
+                /**
                  * @description keep: history unchanged; window: fall back to the sliding window; error: 502/503/504 (a model not allowed is a 400 in every case)
                  * @default keep
                  * @enum {string}
@@ -3533,6 +3569,11 @@ export interface components {
              */
             max_input_tokens?: number;
             /**
+             * @description the artifact trail's budget (estimated tokens): files modified, created, deleted and read, URLs, errors, constraints, tests, paths mentioned, commands, in that priority, after the summary's prose; 0: no trail
+             * @default 2000
+             */
+            trail_tokens?: number;
+            /**
              * @description keep: history unchanged; window: fall back to the sliding window; error: 502/503/504 (a model not allowed is a 400 in every case)
              * @default keep
              * @enum {string}
@@ -3674,12 +3715,30 @@ export interface components {
             cached: boolean;
             /** @description identifiers of the range and whether the summary kept them */
             facts: {
-                /** @description exact identifiers (paths, ids, URLs, numbers) found in the summarized range */
+                /** @description identifiers found in the summarized range: the artifact trail's items and the other exact identifiers */
                 found: number;
-                /** @description of those, the ones the summary kept */
+                /** @description of those, the ones the summarizer's prose holds */
                 kept: number;
-                /** @description the ones it dropped, appended under "Key references" */
+                /** @description the ones its prose does not hold that were appended: in the artifact trail, or under "Key references" */
                 appended: number;
+                /** @description the ones left out of the trail by `trail_tokens`, or past the 40 "Key references" (some may be in the prose) */
+                left_out: number;
+                /** @description the same by class, for the classes found */
+                classes: {
+                    /**
+                     * @description a class of the artifact trail, or references: the other identifiers (ids, error names, numbers with units)
+                     * @enum {string}
+                     */
+                    class: "modified" | "created" | "deleted" | "read" | "urls" | "errors" | "constraints" | "tests" | "mentioned" | "commands" | "references";
+                    /** @description items of the class found in the range (and the summary it folds) */
+                    found: number;
+                    /** @description of those, the ones the summarizer's prose holds */
+                    kept: number;
+                    /** @description the ones its prose does not hold, appended (in the trail, or under "Key references") */
+                    appended: number;
+                    /** @description the ones left out by the budget (`trail_tokens`, or the 40 "Key references") */
+                    left_out: number;
+                }[];
             };
         };
         /** @description Occupancy of the history before and after, in tokens. */

@@ -50,7 +50,7 @@ export function summaryKey(
 ): Address {
   // The model the summary would come from, checked against the allowed list (a 400 when not).
   const shape = [PROMPT_VERSION, summarizer.kind, { ...o.summarizer, model: allowedModel(summarizer, o.summarizer.model) }];
-  return address(`${purpose}\n${JSON.stringify([...shape, o.max_input_tokens])}\n${covered}`);
+  return address(`${purpose}\n${JSON.stringify([...shape, o.max_input_tokens, o.trail_tokens])}\n${covered}`);
 }
 
 /**
@@ -79,7 +79,7 @@ export async function settleSummary(
         new CompactorError('CMP_ERR_SUMMARIZER_EMPTY', 'the summarizer returned an empty summary'),
         result.usage,
       );
-    const guarded = guardFacts(text, asked.facts);
+    const guarded = guardFacts(text, asked.facts, asked.factsFound, asked.trail);
     return { text: guarded.text, facts: guarded.facts, model: result.model, usage: result.usage };
   };
   const flight = ctx.flights?.run(key, start) ?? { result: start(), joined: false };

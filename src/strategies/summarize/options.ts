@@ -46,6 +46,15 @@ export const SummarizeOptions = z.strictObject({
     .min(1024)
     .default(32_000)
     .describe("one summarizer call's input budget: a longer range is summarized in chunks, then merged"),
+  trail_tokens: z
+    .number()
+    .int()
+    .min(0)
+    .max(32_000)
+    .default(2000)
+    .describe(
+      "the artifact trail's budget (estimated tokens): files modified, created, deleted and read, URLs, errors, constraints, tests, paths mentioned, commands, in that priority, after the summary's prose; 0: no trail",
+    ),
   on_failure: z
     .enum(['keep', 'window', 'error'])
     .default('keep')
@@ -102,7 +111,7 @@ export interface SummarizeExtra {
 }
 
 /** The options one summary request reads, in both modes: its summarizer, input budget and deadline. */
-export type SummaryOptions = Pick<SummarizeOptions, 'summarizer' | 'max_input_tokens' | 'timeout_ms'>;
+export type SummaryOptions = Pick<SummarizeOptions, 'summarizer' | 'max_input_tokens' | 'timeout_ms' | 'trail_tokens'>;
 
 /** The options sections mode reads. */
 export type SectionsOptions = Pick<
@@ -116,4 +125,5 @@ export type SectionsOptions = Pick<
   | 'max_input_tokens'
   | 'timeout_ms'
   | 'store'
+  | 'trail_tokens'
 >;

@@ -3,7 +3,10 @@ import type { Addresser } from '../../history/address.js';
 import type { OriginalSpec, StorePolicy } from '../../history/plan/types.js';
 import type { Item } from '../../history/types.js';
 import { rangePayload } from '../../history/vocabulary.js';
-import { extractFacts } from '../../summarizers/facts.js';
+import { scanFacts } from '../../summarizers/fact-scan.js';
+import { FactRanker } from '../../summarizers/facts.js';
+import { trailOf } from '../../summarizers/trail.js';
+import { buildTrail } from '../../summarizers/trail-text.js';
 import type { Summarizer, SummaryRequest, TranscriptEntry } from '../../summarizers/types.js';
 import type { PreparedHistory } from '../types.js';
 import type { SummaryOptions } from './options.js';
@@ -69,7 +72,7 @@ export function rangeEntries(h: PreparedHistory, indexes: readonly number[]): Tr
         role: 'tool',
         text: r.text,
         calls: [],
-        tool: { name: toolName(h, r.callId, i), error: r.error === true },
+        tool: { name: toolName(h, r.callId, i), error: r.error === true, callId: r.callId },
         media: [],
       });
     }
@@ -85,7 +88,7 @@ export function rangeEntries(h: PreparedHistory, indexes: readonly number[]): Tr
     out.push({
       role: item.role === 'tool' ? 'tool' : item.role,
       text,
-      calls: calls.map((c) => ({ name: c.name, args: c.args ? JSON.stringify(c.args) : '' })),
+      calls: calls.map((c) => ({ name: c.name, args: c.args ? JSON.stringify(c.args) : '', id: c.id, input: c.args })),
       media,
     });
   }
@@ -143,12 +146,23 @@ export function summaryRequest(
   o: SummaryOptions,
   signal: AbortSignal | undefined,
 ): SummaryRequest {
+  const on = o.trail_tokens > 0;
+  // The earlier summary's trail is merged, not summarized again: the summarizer reads its prose.
+  const earlier = on ? trailOf(previous) : { prose: previous, trail: undefined };
   const entries = rangeEntries(h, indexes);
-  const facts = extractFacts([previous ?? '', ...entries.flatMap((e) => [e.text, ...e.calls.map((c) => c.args)])]);
+  // With a trail, paths and URLs are the trail's; the guard ranks the other identifiers, from the
+  // same pass over the range that builds the trail.
+  const ranker = new FactRanker(on ? (f) => !f.includes('/') : undefined);
+  scanFacts(earlier.prose ?? '', ranker.emit);
+  const trail = on ? buildTrail(entries, earlier.trail, ranker.emit) : undefined;
+  if (!on) for (const e of entries) for (const text of [e.text, ...e.calls.map((c) => c.args)]) scanFacts(text, ranker.emit);
+  const ranked = ranker.result(40);
   return {
     entries,
-    previous,
-    facts,
+    previous: earlier.prose,
+    facts: ranked.facts,
+    factsFound: ranked.found,
+    trail: trail ? { trail, tokens: o.trail_tokens } : undefined,
     maxTokens: o.summarizer.max_tokens,
     model: o.summarizer.model,
     instructions: o.summarizer.prompt,

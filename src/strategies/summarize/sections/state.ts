@@ -2,6 +2,7 @@ import { type Count, insertItems, insertTokens } from '../../../history/plan/app
 import type { OriginalSpec } from '../../../history/plan/types.js';
 import type { Item, Warning } from '../../../history/types.js';
 import type { NewArtifact } from '../../../store/types.js';
+import { NO_FACTS } from '../../../summarizers/facts.js';
 import {
   addUsage,
   NO_SUMMARY_USAGE,
@@ -86,7 +87,7 @@ export class SectionsRun {
     this.calls++;
     if (this.ctx.dryRun) {
       this.plannedCalls.push({ purpose: 'summary', input_tokens: indexes.reduce((n, i) => n + (this.h.counts[i] as number), 0) });
-      return { text: '', facts: { found: 0, kept: 0, appended: 0 }, model: null, usage: NO_SUMMARY_USAGE };
+      return { text: '', facts: NO_FACTS, model: null, usage: NO_SUMMARY_USAGE };
     }
     const key = summaryKey(purpose, this.summarizer, asked, covered, this.ctx.address);
     const got = await cachedSummary(this.ctx, this.summarizer, key, asked.timeout_ms, request);
