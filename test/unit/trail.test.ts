@@ -315,3 +315,16 @@ t.test('a trail renders, parses back and reports', async (t) => {
   const guarded = guardFacts('prose', [], 0, { trail, tokens: 500 });
   t.equal(guarded.facts.found, 2);
 });
+
+t.test('the default budget holds a 200-file session, absolute paths and all', async (t) => {
+  const budget = SummarizeOptions.parse({}).trail_tokens;
+  const trail = new Trail();
+  for (let i = 0; i < 200; i++) trail.file(`/home/jim/project/src/pkg_${i % 9}/module_${i}.py`, 'written');
+  const { text, counts } = renderTrail(trail, '', budget);
+  t.notMatch(text, /left out/, `all 200 within the default ${budget}`);
+  t.equal(
+    counts.reduce((n, c) => n + c.appended, 0),
+    200,
+    'every file is in the trail',
+  );
+});

@@ -51,7 +51,7 @@ export const SummarizeOptions = z.strictObject({
     .int()
     .min(0)
     .max(32_000)
-    .default(2000)
+    .default(3000)
     .describe(
       "the artifact trail's budget (estimated tokens): files modified, created, deleted and read, URLs, errors, constraints, tests, paths mentioned, commands, in that priority, after the summary's prose; 0: no trail",
     ),
