@@ -4,7 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { Compactor, compactStrategy, fitStrategy, TokenCounter, windowStrategy } from '../dist/index.js';
 import { MemoryStore } from '../dist/store/memory.js';
-import { CompactOptions } from '../dist/strategies/compact.js';
+import { CompactOptions } from '../dist/strategies/compact-options.js';
 import { FitOptions } from '../dist/strategies/fit/index.js';
 
 const messages = JSON.parse(
@@ -19,6 +19,7 @@ for (const [name, s, o] of [
   ['window', windowStrategy, { keep: { messages: 40 }, keep_first_user: true }],
   ['compact', compactStrategy, CompactOptions.parse({})],
   ['fit', fitStrategy, FitOptions.parse({ target_tokens: 12000 })],
+  ['fit (policy tokens)', fitStrategy, FitOptions.parse({ target_tokens: 12000, policy: 'tokens' })],
   ['tokens', null, null],
 ]) {
   for (let i = 0; i < 3; i++) s ? await c.run(s, req, o) : c.tokens(req);

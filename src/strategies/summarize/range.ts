@@ -145,7 +145,12 @@ export function summaryRequest(
   previous: string | null,
   o: SummaryOptions,
   signal: AbortSignal | undefined,
+  planOnly = false,
 ): SummaryRequest {
+  if (planOnly) {
+    const prose = o.trail_tokens > 0 ? trailOf(previous).prose : previous;
+    return requestFields(rangeEntries(h, indexes), prose, [], 0, undefined, o, signal);
+  }
   const on = o.trail_tokens > 0;
   // The earlier summary's trail is merged, not summarized again: the summarizer reads its prose.
   const earlier = on ? trailOf(previous) : { prose: previous, trail: undefined };
@@ -157,12 +162,33 @@ export function summaryRequest(
   const trail = on ? buildTrail(entries, earlier.trail, ranker.emit) : undefined;
   if (!on) for (const e of entries) for (const text of [e.text, ...e.calls.map((c) => c.args)]) scanFacts(text, ranker.emit);
   const ranked = ranker.result(40);
+  return requestFields(
+    entries,
+    earlier.prose,
+    ranked.facts,
+    ranked.found,
+    trail ? { trail, tokens: o.trail_tokens } : undefined,
+    o,
+    signal,
+  );
+}
+
+/** A summary request from its parts (a plan needs only the range, the earlier prose and the options). */
+function requestFields(
+  entries: SummaryRequest['entries'],
+  previous: string | null,
+  facts: SummaryRequest['facts'],
+  factsFound: SummaryRequest['factsFound'],
+  trail: SummaryRequest['trail'],
+  o: SummaryOptions,
+  signal: AbortSignal | undefined,
+): SummaryRequest {
   return {
     entries,
-    previous: earlier.prose,
-    facts: ranked.facts,
-    factsFound: ranked.found,
-    trail: trail ? { trail, tokens: o.trail_tokens } : undefined,
+    previous,
+    facts,
+    factsFound,
+    trail,
     maxTokens: o.summarizer.max_tokens,
     model: o.summarizer.model,
     instructions: o.summarizer.prompt,

@@ -177,7 +177,9 @@ export async function rolling(
   const cache = summaryKey('rolling', summarizer, o, JSON.stringify([previous, ranged.sha256]), ctx.address);
   // The transcript and its facts are built only when a summarizer will read them (not on a cache hit).
   const request = (signal?: AbortSignal) => summaryRequest(h, range, previous, o, signal);
-  if (ctx.dryRun) return dryRolling(h, o, ctx, p, ranged, summarizer.plan(request()), warnings);
+  // A dry run only plans the calls: their inputs are the range, not the facts or the trail.
+  if (ctx.dryRun)
+    return dryRolling(h, o, ctx, p, ranged, summarizer.plan(summaryRequest(h, range, previous, o, undefined, true)), warnings);
 
   // 4. The summary: from the cache, or from the summarizer (following on_failure when it fails).
   let got: Written;
