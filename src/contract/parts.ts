@@ -1,5 +1,19 @@
 import { z } from 'zod';
 
+/** The artifact trail's classes, in the order a summary writes them and keeps them under its budget. */
+export const TRAIL_CLASSES = [
+  'modified',
+  'created',
+  'deleted',
+  'read',
+  'urls',
+  'errors',
+  'constraints',
+  'tests',
+  'mentioned',
+  'commands',
+] as const;
+
 /**
  * The pieces of the public contract that the core's own types are made from (`z.output` of each):
  * a message, token and usage reports, actions, warnings, artifacts, summaries, fit's stages. The
@@ -129,19 +143,7 @@ export const SummaryReportSchema = z
           .array(
             z.object({
               class: z
-                .enum([
-                  'modified',
-                  'created',
-                  'deleted',
-                  'read',
-                  'urls',
-                  'errors',
-                  'constraints',
-                  'tests',
-                  'mentioned',
-                  'commands',
-                  'references',
-                ])
+                .enum([...TRAIL_CLASSES, 'references'])
                 .describe(
                   'a class of the artifact trail, or references: the other identifiers (ids, error names, numbers with units)',
                 ),

@@ -1,4 +1,7 @@
+import { TRAIL_CLASSES } from '../contract/parts.js';
 import { splitTrail, TRAIL_HEADING, trailLine } from '../history/vocabulary.js';
+
+export { TRAIL_CLASSES };
 
 /**
  * The artifact trail (README, Summarization): what an agent touched in a summarized range, built
@@ -6,19 +9,6 @@ import { splitTrail, TRAIL_HEADING, trailLine } from '../history/vocabulary.js';
  * across summaries, and written after the summarizer's prose whatever the prose says.
  */
 
-/** The trail's classes, in the order they are written and kept under the budget. */
-export const TRAIL_CLASSES = [
-  'modified',
-  'created',
-  'deleted',
-  'read',
-  'urls',
-  'errors',
-  'constraints',
-  'tests',
-  'mentioned',
-  'commands',
-] as const;
 export type TrailClass = (typeof TRAIL_CLASSES)[number];
 
 /** Classes written one item a line (`- item`): their items may hold commas. */
