@@ -110,6 +110,8 @@
  *      `usage`, the service counts everything itself: a diagnostic), COSTBENCH_STATELESS (0; 1 = the
  *      agent keeps its original history and reduces a fresh copy before each call, the reduced view
  *      living for that call only: a diagnostic of the other way to use the service),
+ *      COSTBENCH_TRACE (1: every applied answer's call index, occupancy and `cost` object are kept in the
+ *      JSON as `trace`, per run and policy: the decisions behind a bill),
  *      COSTBENCH_SECRET (the child service's artifact secret, ≥ 32 characters: another value shows
  *      how much the figures move with the artifact ids alone), COSTBENCH_CONCURRENCY (runs
  *      replayed at once, default 2, at most 2), COSTBENCH_OUT (JSON path), BENCH_URL (an already
@@ -130,6 +132,8 @@ const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const CORPUS_DIR = '/work/shared/corpus/real';
 
 const T0 = performance.now();
+/** COSTBENCH_TRACE=1: each applied fit's call, occupancy and `cost` object go to the JSON (`trace`). */
+const TRACE = process.env.COSTBENCH_TRACE === '1';
 const log = (...args) => console.error(`[${((performance.now() - T0) / 1000).toFixed(1)}s]`, ...args);
 
 // ---------------------------------------------------------------------------------------------
@@ -381,6 +385,10 @@ async function replay({ messages, fixed, count, reduce, usageStyle, stateless = 
           }
           if (res.applied) {
             rec.applied++;
+            if (TRACE && res.cost) {
+              rec.trace ??= [];
+              rec.trace.push({ call: k, occupancy, cost: res.cost });
+            }
             const next = res.messages.map((m) => asEntry(typeof m === 'string' ? m : JSON.stringify(m), m));
             // Kept messages must come back as the same JSON text (else the prefix model would break them).
             if (Array.isArray(res.actions)) {

@@ -1,4 +1,5 @@
 import type { PreparedHistory } from '../history/prepared.js';
+import { parseSummary } from '../history/vocabulary.js';
 import type { ReportedUsage } from '../tokens/occupancy.js';
 import type { CacheSettings } from './fields.js';
 
@@ -83,11 +84,35 @@ export function cacheState(
   return { end: k, tokens: reported.cached > 0 ? tokens : 0, source: 'usage' };
 }
 
-/** Model calls the history shows so far: one per assistant reply. */
-export function callsSoFar(h: Pick<PreparedHistory, 'items'>): number {
+/** How far from the start an earlier rolling summary of ours can sit: after the system head, the first user turn and a summary request. */
+const SUMMARY_REACH = 4;
+
+/**
+ * Model calls the run has made so far: one per assistant reply the history shows, plus those an
+ * earlier summary of ours stands for (its marker says how many messages it covers; a model call
+ * is a reply and what answered it, two messages). Without them a run would look young again
+ * after every summary, and the horizon estimator would shrink with it.
+ */
+export function callsSoFar(h: Pick<PreparedHistory, 'items' | 'messages' | 'format' | 'head'>): number {
+  return callsShown(h) + callsSummarized(h);
+}
+
+/** Model calls whose replies the history shows. */
+export function callsShown(h: Pick<PreparedHistory, 'items'>): number {
   let calls = 0;
   h.items.forEach((item, i) => {
     if (item.role === 'assistant' && h.items[i - 1]?.role !== 'assistant') calls++;
   });
   return calls;
+}
+
+/** Model calls an earlier summary of ours at the start of the history stands for. */
+function callsSummarized(h: Pick<PreparedHistory, 'messages' | 'format' | 'head'>): number {
+  const end = Math.min(h.messages.length, h.head + SUMMARY_REACH);
+  for (let i = 0; i < end; i++) {
+    const m = h.messages[i];
+    const marker = parseSummary(h.format.prose(m)) ?? parseSummary(h.format.lastText(m));
+    if (marker) return Math.floor(marker.covers / 2);
+  }
+  return 0;
 }

@@ -20,6 +20,8 @@ export interface CostModel {
   readonly horizonSource: 'request' | 'estimated';
   /** How many tokens the history grows by per call, on average so far (what becomes clearable next). */
   readonly growth: number;
+  /** Model calls the run has made so far (what the horizon was estimated from). */
+  readonly calls: number;
 }
 
 /** One candidate reduction, priced (STRATEGIES.md, "Cost"). */
@@ -85,7 +87,7 @@ export function estimate(model: CostModel, e: Evaluation, summarizerCost: number
   const cost = rewriteCost + summarizerCost;
   const paybackCalls = cost <= 0 ? 0 : savingPerCall > 0 ? Math.ceil(cost / savingPerCall) : null;
   return {
-    batch: economicBatch(model, prices.cached, cost),
+    batch: economicBatch(model, prices, e, summarizerCost),
     rewriteTokens: Math.max(0, after - read - (occupancy - cache.tokens)),
     rewriteCost,
     summarizerCost,
@@ -97,21 +99,38 @@ export function estimate(model: CostModel, e: Evaluation, summarizerCost: number
   };
 }
 
-/** Whether a reduction is worth making now: it pays over the horizon, and waiting for a bigger batch would not be cheaper. */
-export function worthIt(e: Estimate): boolean {
-  return e.net > 0 && e.saved >= e.batch;
+/**
+ * Whether a reduction is worth making now: it pays over the horizon, waiting for a bigger batch
+ * would not be cheaper, and (with the horizon estimated) it pays back within as many calls as the
+ * run has made so far, so that it pays at even odds or better: the expected value alone would
+ * take long bets that a run ending soon turns into a higher bill.
+ */
+export function worthIt(e: Estimate, model: CostModel): boolean {
+  if (!(e.net > 0 && e.saved >= e.batch)) return false;
+  return model.horizonSource === 'request' || (e.paybackCalls ?? Number.POSITIVE_INFINITY) <= Math.max(1, model.calls);
 }
 
 /**
- * The economic batch size (as in inventory's economic order quantity): breaking the cache costs
- * `cost` once, while tokens left unclear cost the cached price on every call; with the history
- * growing by `growth` tokens a call, breaking every T calls costs cost/T + cached × growth × T / 2
- * per call, least at T* = √(2 cost / (cached × growth)), that is, with growth × T* tokens to clear.
- * A smaller reduction now only buys more breaks later.
+ * The economic batch (as in inventory's economic order quantity). Reductions come in cycles:
+ * each clears what became clearable since the last one and rewrites the cache from there. The
+ * part of a rewrite that grows with the batch (what was appended and is kept) costs the same per
+ * call however often the cache is broken; the part that does not, the messages kept after the
+ * last change (the next reduction starts in them) plus the summarizer's bill, is paid once per
+ * break: `fixed`. Tokens left uncleared cost the cached price on every call, and become clearable
+ * at `rate` tokens a call (the share of the edited stretch this reduction frees, times the
+ * history's growth per call). Breaking every T calls then costs fixed / T + cached × rate × T / 2
+ * per call, least at T* = √(2 fixed / (cached × rate)), that is, with rate × T* tokens to clear.
+ * A smaller reduction now only buys more breaks later. 0 when a break costs nothing.
  */
-export function economicBatch(model: CostModel, cachedPrice: number, cost: number): number {
-  if (cost <= 0 || cachedPrice <= 0 || model.growth <= 0) return 0;
-  return Math.ceil(Math.sqrt((2 * cost * M * model.growth) / cachedPrice));
+export function economicBatch(model: CostModel, prices: Prices, e: Evaluation, summarizerCost: number): number {
+  const rewrite = model.cache.source === 'disabled' ? 0 : (prices.write - prices.cached) * e.unchangedTailTokens;
+  const fixed = rewrite / M + summarizerCost;
+  const stretch = model.occupancy - model.fixed - e.unchangedPrefixTokens - e.unchangedTailTokens;
+  const share = stretch > 0 ? Math.min(1, Math.max(0, e.saved) / stretch) : 0;
+  const rate = share * model.growth;
+  const holding = model.cache.source === 'disabled' ? prices.input : prices.cached;
+  if (fixed <= 0 || rate <= 0 || holding <= 0) return 0;
+  return Math.ceil(Math.sqrt((2 * fixed * M * rate) / holding));
 }
 
 /**

@@ -215,7 +215,7 @@ function finish(c: Compaction, warnings: Warning[]): StrategyResult<CompactExtra
   if (auto && model) {
     const e = estimate(model, evaluatePlan(plan, applyPlan(h, plan, countWith(h, ctx))), 0);
     more = { break_even_tokens: Math.max(breakEvenTokens(model, e.rewriteTokens), e.batch) };
-    if (!worthIt(e)) {
+    if (!worthIt(e, model)) {
       warnings.push({
         code: 'saving_below_clear_at_least',
         message: `compaction would free ${w.freed} tokens; rewriting ${e.rewriteTokens} cached tokens pays over ${model.horizon} calls from about ${more.break_even_tokens}: nothing was changed`,

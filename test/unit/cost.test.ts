@@ -1,9 +1,19 @@
 import t from 'tap';
 import { Compactor } from '../../src/compactor.js';
 import { cacheState, callsSoFar } from '../../src/cost/cache.js';
-import { breakEvenTokens, type CostModel, estimate, inputBill, usageCost } from '../../src/cost/estimate.js';
+import {
+  breakEvenTokens,
+  type CostModel,
+  economicBatch,
+  estimate,
+  inputBill,
+  usageCost,
+  worthIt,
+} from '../../src/cost/estimate.js';
+import { expectedCallsLeft } from '../../src/cost/model.js';
 import { type Prices, PriceTable } from '../../src/cost/prices.js';
 import type { Evaluation } from '../../src/history/plan/evaluate.js';
+import { summaryMarker } from '../../src/history/vocabulary.js';
 import { prepareRequest } from '../../src/request-history.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import { FitOptions, fitStrategy } from '../../src/strategies/fit/index.js';
@@ -21,12 +31,14 @@ const model = (over: Partial<CostModel> = {}): CostModel => ({
   horizon: 50,
   horizonSource: 'request',
   growth: 0,
+  calls: 10,
   ...over,
 });
-const evaluation = (firstChangePrefix: number, saved: number): Evaluation => ({
+const evaluation = (firstChangePrefix: number, saved: number, tail = 0): Evaluation => ({
   edited: [3],
   firstChange: 3,
   unchangedPrefixTokens: firstChangePrefix,
+  unchangedTailTokens: tail,
   freed: saved,
   added: 0,
   saved,
@@ -82,6 +94,48 @@ t.test('break-even batch: the saving that pays for a rewrite over the horizon', 
   const tokens = breakEvenTokens(m, 56_500);
   t.equal(tokens, Math.ceil((1.15 * 56_500) / (0.1 * 50)));
   t.equal(breakEvenTokens({ ...m, prices: { ...ANTHROPIC, cached: 0 } }, 1000), Number.POSITIVE_INFINITY);
+});
+
+t.test('the horizon: the calls expected under P(more than x left) = t / (t + x), up to 200', async (t) => {
+  // Σ_{x=1..200} t / (t + x), by hand: t = 1 is H(201) − 1; t = 20 about 20 · ln(221 / 21).
+  t.equal(expectedCallsLeft(0), 4, 'a run that has not made a call yet counts as one call');
+  t.equal(expectedCallsLeft(1), 4);
+  t.equal(expectedCallsLeft(20), 47);
+  t.equal(expectedCallsLeft(100), 109);
+  t.equal(expectedCallsLeft(500), 168, 'a long run: close to the 200 it is counted up to');
+  t.ok(expectedCallsLeft(1_000_000) <= 200);
+});
+
+t.test('the economic batch: the fixed part of a break against the holding cost of what waits', async (t) => {
+  // 20,000 in the edited stretch, 5,000 of it freed (share 0.25); growth 800 a call: 200 clearable a call.
+  // A break costs (1.25 − 0.1) × 4,000 kept tail tokens, plus a 0.01 summary: 0.0146 per million.
+  const m = model({ occupancy: 100_000, fixed: 1000, growth: 800 });
+  const e = evaluation(75_000, 5000, 4000);
+  const fixed = (1.15 * 4000) / 1e6 + 0.01;
+  t.equal(economicBatch(m, ANTHROPIC, e, 0.01), Math.ceil(Math.sqrt((2 * fixed * 1e6 * 200) / 0.1)));
+  t.equal(
+    economicBatch(m, ANTHROPIC, evaluation(75_000, 5000, 0), 0),
+    0,
+    'nothing kept after the change, no summary: no reason to wait',
+  );
+  t.equal(economicBatch({ ...m, growth: 0 }, ANTHROPIC, e, 0), 0, 'a history that does not grow: nothing to wait for');
+  t.equal(estimate(m, e, 0.01).batch, economicBatch(m, ANTHROPIC, e, 0.01), 'what estimate reports');
+});
+
+t.test('worth it: pays over the horizon, frees the batch, and (estimated horizon) pays back at even odds', async (t) => {
+  // Saves 5,000 (0.0005 a call); rewrites (1.15) × 10,000 = 0.0115: pays back in 23 calls.
+  const base = model({ cache: { end: 10, tokens: 100_000, source: 'usage' }, occupancy: 100_000, horizon: 40 });
+  const e = estimate(base, evaluation(84_000, 5000), 0);
+  const payback = e.paybackCalls ?? 0;
+  t.ok(payback >= 23 && payback <= 24, `11,500 / 500 (${payback}, rounded up)`);
+  t.equal(worthIt(e, base), true, 'a horizon the agent gave is taken at its word');
+  t.equal(worthIt(e, { ...base, horizonSource: 'estimated', calls: payback }), true, 'pays back within the calls made so far');
+  t.equal(
+    worthIt(e, { ...base, horizonSource: 'estimated', calls: payback - 1 }),
+    false,
+    'a payback longer than the run so far is a bet against even odds',
+  );
+  t.equal(worthIt(estimate({ ...base, horizon: 22 }, evaluation(84_000, 5000), 0), base), false, 'does not pay over 22 calls');
 });
 
 t.test('prices: the request, the table (longest prefix, provider prefix ignored), the format defaults', async (t) => {
@@ -170,6 +224,24 @@ t.test('cache state: from usage (Anthropic fields, OpenAI totals), assumed, part
   );
   t.same(partial, { end: 4, tokens: before(4), source: 'usage' }, 'an earlier breakpoint: only the prefix it covers');
   t.equal(callsSoFar(h), 4);
+  // A run summarized by an earlier call: the summary's marker says how many messages it stands for.
+  const summarized = prepareRequest(
+    {
+      messages: [
+        { role: 'system', content: 'you are an agent' },
+        { role: 'user', content: 'fix the bug' },
+        { role: 'assistant', content: `${summaryMarker(null, 'own', 60)}What happened so far.` },
+        ...history.slice(2),
+      ],
+      model: 'gpt-4o',
+    },
+    counter,
+  );
+  t.equal(
+    callsSoFar(summarized),
+    4 + 30,
+    'the calls shown (the summary and the reply after it are one), plus one per two messages it covers',
+  );
 });
 
 t.test('fit under policy cost: defers what does not pay, reduces what does, forces above the limit', async (t) => {
@@ -220,6 +292,31 @@ t.test('fit under policy cost: defers what does not pay, reduces what does, forc
   t.equal(tokens.applied, true, 'policy tokens reduces whatever it costs');
   t.equal(tokens.extra.cost.limit, 90_000);
 });
+
+t.test(
+  'fit with the horizon estimated: a reduction that would pay, but only over more calls than the run has made, waits',
+  async (t) => {
+    const compactor = new Compactor(counter, { store: new MemoryStore() });
+    const later = [...history, callMessage('s0'), toolResult('s0', 'ok'), callMessage('s1'), toolResult('s1', 'ok')];
+    // A steep write premium: the rewrite takes about 10 calls to repay; the run has made 6.
+    const pricing = { input: 1, cached_input: 0.1, cache_write: 4, output: 5 };
+    const req = { messages: later, model: 'gpt-4o', context_window: 100_000 };
+    const estimated = await compactor.run(fitStrategy, req, FitOptions.parse({ target_tokens: 200, pricing }));
+    t.equal(estimated.applied, false);
+    t.equal(estimated.extra.cost.decision, 'defer');
+    const cost = estimated.extra.cost;
+    t.ok((cost.payback_calls ?? 0) > 6 && (cost.payback_calls ?? 0) < cost.horizon_calls, 'it pays over the expected calls');
+    t.ok(cost.tokens_removed >= cost.batch_tokens, 'and frees a whole batch');
+    t.match(estimated.warnings.find((w) => w.code === 'does_not_pay')?.message, /more than the 6 this run has made so far/);
+    const told = await compactor.run(
+      fitStrategy,
+      req,
+      FitOptions.parse({ target_tokens: 200, pricing, horizon: { calls: cost.horizon_calls } }),
+    );
+    t.equal(told.applied, true, 'the same horizon, given by the agent, is taken at its word');
+    t.equal(told.extra.cost.decision, 'reduce');
+  },
+);
 
 t.test('fit rejects a limit under its target', async (t) => {
   const compactor = new Compactor(counter, { store: new MemoryStore() });

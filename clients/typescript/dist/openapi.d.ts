@@ -701,13 +701,13 @@ export interface paths {
                          *           "cached_tokens": 1103
                          *         },
                          *         "tokens_removed": 569,
-                         *         "batch_tokens": 726,
+                         *         "batch_tokens": 606,
                          *         "rewrite_tokens": 452,
                          *         "rewrite_cost": 0.000678,
                          *         "summarizer_cost": 0,
                          *         "saving_per_call": 0.0002845,
                          *         "payback_calls": 3,
-                         *         "horizon_calls": 1,
+                         *         "horizon_calls": 20,
                          *         "next_call": {
                          *           "as_is": 0.0006795,
                          *           "reduced": 0.001073
@@ -1135,13 +1135,13 @@ export interface paths {
                          *           "cached_tokens": 1103
                          *         },
                          *         "tokens_removed": 645,
-                         *         "batch_tokens": 673,
+                         *         "batch_tokens": 413,
                          *         "rewrite_tokens": 389,
                          *         "rewrite_cost": 0.0005835,
                          *         "summarizer_cost": 0,
                          *         "saving_per_call": 0.0003225,
                          *         "payback_calls": 2,
-                         *         "horizon_calls": 1,
+                         *         "horizon_calls": 20,
                          *         "next_call": {
                          *           "as_is": 0.0006795,
                          *           "reduced": 0.0009405
@@ -1641,13 +1641,13 @@ export interface paths {
                          *           "cached_tokens": 1103
                          *         },
                          *         "tokens_removed": 569,
-                         *         "batch_tokens": 726,
+                         *         "batch_tokens": 606,
                          *         "rewrite_tokens": 452,
                          *         "rewrite_cost": 0.000678,
                          *         "summarizer_cost": 0,
                          *         "saving_per_call": 0.0002845,
                          *         "payback_calls": 3,
-                         *         "horizon_calls": 1,
+                         *         "horizon_calls": 20,
                          *         "next_call": {
                          *           "as_is": 0.0006795,
                          *           "reduced": 0.001073
@@ -2205,8 +2205,8 @@ export interface paths {
                          *         "content": "import { type Discount, discountFor } from './discounts.js';\nimport { roundCents } from './money.js';\n\nexport interface Line {\n  sku: string;\n  unitPrice: number;\n  quantity: number;\n}\n\nexport interface Cart {\n  lines: Line[];\n  discountCode?: string;\n}\n\n/** Sum of the lines before any discount, in cents. *\/\nexport function subtotal(cart: Cart): number {\n  return cart.lines.reduce((sum, line) => sum + line.unitPrice * line.quantity, 0);\n}\n\n/** What the customer pays: the subtotal, the discount applied to each line, rounded to the cent. *\/\nexport function total(cart: Cart): number {\n  const discount: Discount | undefined = cart.discountCode ? discountFor(cart.discountCode) : undefined;\n  let sum = subtotal(cart);\n  for (const line of cart.lines) {\n    if (!discount) continue;\n    const lineTotal = line.unitPrice * line.quantity;\n    sum -= discount.kind === \"percent\" ? (lineTotal * discount.value) / 100 : discount.value;\n  }\n  if (discount?.kind === \"percent\") sum -= (subtotal(cart) * discount.value) / 100;\n  return roundCents(Math.max(sum, 0));\n}\n\n/** Lines with a quantity of zero are removed; the rest keep their order. *\/\nexport function normalize(cart: Cart): Cart {\n  return { ...cart, lines: cart.lines.filter((line) => line.quantity > 0) };\n}"
                          *       },
                          *       "sha256": "8d619f2ca34e10b168caaca8625ccec9f91a22a96989c500b657400df956184d",
-                         *       "created_at": "2026-12-01T12:09:16.374Z",
-                         *       "expires_at": "2026-12-08T12:09:16.397Z"
+                         *       "created_at": "2026-12-01T13:54:05.916Z",
+                         *       "expires_at": "2026-12-08T13:54:05.960Z"
                          *     }
                          */
                         "application/json": components["schemas"]["Artifact"];
@@ -2942,7 +2942,7 @@ export interface components {
             pricing?: components["schemas"]["Pricing"];
             /** @description the prompt cache of the agent's provider; the cached prefix is read from `usage` */
             cache?: components["schemas"]["CacheSettings"];
-            /** @description expected remaining calls; omitted: a quarter of the calls the history shows so far (1 to 200), see the README */
+            /** @description expected remaining calls; omitted: estimated from the t calls the run has made (what P(more than x left) = t / (t + x) expects, up to 200), see the README */
             horizon?: components["schemas"]["Horizon"];
         };
         /** @description The compacted history in the request's format, each placeholder naming its original in `artifacts`. */
@@ -3150,7 +3150,7 @@ export interface components {
             pricing?: components["schemas"]["Pricing"];
             /** @description the prompt cache of the agent's provider; the cached prefix is read from `usage` */
             cache?: components["schemas"]["CacheSettings"];
-            /** @description expected remaining calls; omitted: a quarter of the calls the history shows so far (1 to 200), see the README */
+            /** @description expected remaining calls; omitted: estimated from the t calls the run has made (what P(more than x left) = t / (t + x) expects, up to 200), see the README */
             horizon?: components["schemas"]["Horizon"];
             /** @description options of the compaction stage (its target is the fit target; under policy cost it clears all it may) */
             compact?: {
@@ -3635,7 +3635,7 @@ export interface components {
             pricing?: components["schemas"]["Pricing"];
             /** @description the prompt cache of the agent's provider; the cached prefix is read from `usage` */
             cache?: components["schemas"]["CacheSettings"];
-            /** @description expected remaining calls; omitted: a quarter of the calls the history shows so far (1 to 200), see the README */
+            /** @description expected remaining calls; omitted: estimated from the t calls the run has made (what P(more than x left) = t / (t + x) expects, up to 200), see the README */
             horizon?: components["schemas"]["Horizon"];
         };
         /** @description The history with its older range replaced by a summary, in the request's format: the summary (`summary`), what happened to each message, occupancy before and after, and the summarizer's bill. */

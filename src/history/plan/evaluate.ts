@@ -16,6 +16,11 @@ export interface Evaluation {
   readonly firstChange: number;
   /** Tokens of the messages before `firstChange` (those the prompt cache still holds). */
   readonly unchangedPrefixTokens: number;
+  /**
+   * Tokens of the messages after the plan's last change, kept as they came in: the part of the
+   * rewrite that does not depend on how much is cleared (the next reduction starts in it).
+   */
+  readonly unchangedTailTokens: number;
   /** Tokens the plan frees (removed messages whole, reductions of edited ones). */
   readonly freed: number;
   /** Tokens the plan writes (summaries, joined text), the unwritten summaries' estimate included. */
@@ -36,11 +41,19 @@ export function evaluatePlan(plan: Plan, applied: Applied): Evaluation {
     unchangedPrefixTokens += applied.counts[firstChange] as number;
     firstChange++;
   }
+  let unchangedTailTokens = 0;
+  const last = edited.length > 0 ? (edited[edited.length - 1] as number) : Number.POSITIVE_INFINITY;
+  for (let pos = applied.counts.length - 1; pos >= firstChange; pos--) {
+    const source = applied.sources[pos] as number;
+    if (source <= last) break;
+    unchangedTailTokens += applied.counts[pos] as number;
+  }
   const added = applied.added + (plan.unwritten?.tokens ?? 0);
   return {
     edited,
     firstChange,
     unchangedPrefixTokens,
+    unchangedTailTokens,
     freed: applied.freed,
     added,
     saved: applied.freed - added,

@@ -66,6 +66,16 @@ function payingAt(model: CostModel, best: Estimate | undefined, limit: number): 
   return Math.min(forcedAt, model.occupancy + Math.max(1, toPay, best.batch - best.saved));
 }
 
+/** Why the best candidate is not made: too small a batch, too long a bet for the run so far, or no pay over the horizon. */
+function deferralMessage(kind: Candidate['kind'], e: Estimate, model: CostModel): string {
+  const what = `the best reduction (${kind}) would free ${e.saved} tokens and rewrite ${e.rewriteTokens} cached ones`;
+  if (e.net > 0 && e.saved < e.batch)
+    return `${what}: waiting until about ${e.batch} can be freed at once costs less per call; nothing was changed`;
+  if (e.net > 0)
+    return `${what}: it pays back in ${e.paybackCalls} calls, more than the ${model.calls} this run has made so far (less than even odds that it lasts that long); nothing was changed`;
+  return `${what}: it pays back in ${e.paybackCalls ?? 'no number of'} calls, over the ${model.horizon} expected; nothing was changed`;
+}
+
 /** Nothing pays yet: the best candidate is reported, and each stage considered says so. */
 function deferred(p: Pipeline, target: number, model: CostModel, o: FitOptions, limit: number, candidates: Candidate[]) {
   const best = candidates.reduce<Candidate | undefined>((a, c) => (!a || c.estimate.net > a.estimate.net ? c : a), undefined);
@@ -77,10 +87,7 @@ function deferred(p: Pipeline, target: number, model: CostModel, o: FitOptions, 
   if (best) {
     p.warnings.push({
       code: 'does_not_pay',
-      message:
-        e.net > 0
-          ? `the best reduction (${best.kind}) would free ${e.saved} tokens and rewrite ${e.rewriteTokens} cached ones: waiting until about ${e.batch} can be freed at once costs less per call; nothing was changed`
-          : `the best reduction (${best.kind}) would free ${e.saved} tokens but rewrite ${e.rewriteTokens} cached ones: it pays back in ${e.paybackCalls ?? 'no number of'} calls, over the ${model.horizon} expected; nothing was changed`,
+      message: deferralMessage(best.kind, e, model),
     });
   }
   return fitResult(p, target, model, o, limit, {
@@ -125,13 +132,13 @@ export async function costFit(
     if (summary) candidates.push(summary);
   }
   const best = candidates
-    .filter((c) => worthIt(c.estimate))
+    .filter((c) => worthIt(c.estimate, model))
     .reduce<Candidate | undefined>((a, c) => (!a || c.estimate.net > a.estimate.net ? c : a), undefined);
   if (!best) return deferred(p, target, model, o, limit, candidates);
   p.take('compact', compacted);
   if (best.kind === 'compact') return fitResult(p, target, model, o, limit, { decision: 'reduce', callAgainAt: after() });
   const summarized = await summarizeStage(p, o, target, ctx);
-  const compactPays = candidates[0]?.kind === 'compact' && worthIt(candidates[0].estimate);
+  const compactPays = candidates[0]?.kind === 'compact' && worthIt(candidates[0].estimate, model);
   if (summarized.failure && !compactPays) {
     // The summary that paid failed, and compaction alone does not pay: nothing changes.
     const clean = new Pipeline(h, ctx, 0);
