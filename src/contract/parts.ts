@@ -234,6 +234,12 @@ export const CostSchema = z
       .number()
       .int()
       .describe('expected calls left, the coming one included (`horizon`, or estimated from the history)'),
+    calls_so_far: z
+      .number()
+      .int()
+      .describe(
+        'model calls the run has made: the replies the history shows plus those an earlier summary stands for. With `horizon` estimated, a reduction must pay back within them (even odds)',
+      ),
     next_call: z
       .object({
         as_is: z.number().describe('the bill with the history as it was'),

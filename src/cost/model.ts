@@ -102,6 +102,7 @@ export function costReport(
     saving_per_call: money(e.savingPerCall),
     payback_calls: e.paybackCalls,
     horizon_calls: model.horizon,
+    calls_so_far: model.calls,
     next_call: { as_is: money(e.nextCall.asIs), reduced: money(e.nextCall.reduced) },
     ...more,
   };

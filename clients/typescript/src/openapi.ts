@@ -709,6 +709,7 @@ export interface paths {
                          *         "saving_per_call": 0.0002845,
                          *         "payback_calls": 3,
                          *         "horizon_calls": 20,
+                         *         "calls_so_far": 6,
                          *         "next_call": {
                          *           "as_is": 0.0006795,
                          *           "reduced": 0.001073
@@ -1143,6 +1144,7 @@ export interface paths {
                          *         "saving_per_call": 0.0003225,
                          *         "payback_calls": 2,
                          *         "horizon_calls": 20,
+                         *         "calls_so_far": 6,
                          *         "next_call": {
                          *           "as_is": 0.0006795,
                          *           "reduced": 0.0009405
@@ -1649,6 +1651,7 @@ export interface paths {
                          *         "saving_per_call": 0.0002845,
                          *         "payback_calls": 3,
                          *         "horizon_calls": 20,
+                         *         "calls_so_far": 6,
                          *         "next_call": {
                          *           "as_is": 0.0006795,
                          *           "reduced": 0.001073
@@ -2206,8 +2209,8 @@ export interface paths {
                          *         "content": "import { type Discount, discountFor } from './discounts.js';\nimport { roundCents } from './money.js';\n\nexport interface Line {\n  sku: string;\n  unitPrice: number;\n  quantity: number;\n}\n\nexport interface Cart {\n  lines: Line[];\n  discountCode?: string;\n}\n\n/** Sum of the lines before any discount, in cents. *\/\nexport function subtotal(cart: Cart): number {\n  return cart.lines.reduce((sum, line) => sum + line.unitPrice * line.quantity, 0);\n}\n\n/** What the customer pays: the subtotal, the discount applied to each line, rounded to the cent. *\/\nexport function total(cart: Cart): number {\n  const discount: Discount | undefined = cart.discountCode ? discountFor(cart.discountCode) : undefined;\n  let sum = subtotal(cart);\n  for (const line of cart.lines) {\n    if (!discount) continue;\n    const lineTotal = line.unitPrice * line.quantity;\n    sum -= discount.kind === \"percent\" ? (lineTotal * discount.value) / 100 : discount.value;\n  }\n  if (discount?.kind === \"percent\") sum -= (subtotal(cart) * discount.value) / 100;\n  return roundCents(Math.max(sum, 0));\n}\n\n/** Lines with a quantity of zero are removed; the rest keep their order. *\/\nexport function normalize(cart: Cart): Cart {\n  return { ...cart, lines: cart.lines.filter((line) => line.quantity > 0) };\n}"
                          *       },
                          *       "sha256": "8d619f2ca34e10b168caaca8625ccec9f91a22a96989c500b657400df956184d",
-                         *       "created_at": "2026-12-01T13:54:05.916Z",
-                         *       "expires_at": "2026-12-08T13:54:05.960Z"
+                         *       "created_at": "2026-12-01T14:13:28.872Z",
+                         *       "expires_at": "2026-12-08T14:13:28.927Z"
                          *     }
                          */
                         "application/json": components["schemas"]["Artifact"];
@@ -3024,6 +3027,8 @@ export interface components {
             payback_calls: number | null;
             /** @description expected calls left, the coming one included (`horizon`, or estimated from the history) */
             horizon_calls: number;
+            /** @description model calls the run has made: the replies the history shows plus those an earlier summary stands for. With `horizon` estimated, a reduction must pay back within them (even odds) */
+            calls_so_far: number;
             /** @description the coming call's input bill without and with the reduction */
             next_call: {
                 /** @description the bill with the history as it was */
