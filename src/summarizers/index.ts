@@ -1,5 +1,5 @@
 import type { Config } from '../config.js';
-import { countText } from '../tokens/counter.js';
+import { TokenCounter } from '../tokens/counter.js';
 import { resolveModel } from '../tokens/models.js';
 import { ExtractiveSummarizer } from './extractive.js';
 import type { Summarizer } from './types.js';
@@ -14,6 +14,9 @@ export async function createSummarizer(config: Config, sharedSlots?: Int32Array)
   const { LlmSummarizer } = await import('./llm.js');
   const model = config.COMPACTOR_SUMMARIZER_MODEL as string;
   const profile = resolveModel(model);
+  // Transcript entries are counted to plan chunks; a history grows by a few messages a call, so
+  // most entries were counted on the previous call: cached as message counts are.
+  const counter = new TokenCounter(config.COMPACTOR_TOKEN_CACHE_ENTRIES);
   return new LlmSummarizer({
     baseURL: config.OPENAI_BASE_URL ?? 'https://api.openai.com/v1',
     apiKey: config.OPENAI_API_KEY,
@@ -23,6 +26,6 @@ export async function createSummarizer(config: Config, sharedSlots?: Int32Array)
     maxRetries: config.COMPACTOR_SUMMARIZER_MAX_RETRIES,
     concurrency: config.COMPACTOR_SUMMARIZER_CONCURRENCY,
     sharedSlots,
-    countTokens: (text) => countText(profile, text),
+    countTokens: (text) => counter.countTextCached(profile, text),
   });
 }

@@ -187,8 +187,29 @@ export class LlmSummarizer implements Summarizer {
 
   /** Splits the entries so that each chunk's prompt stays within the input budget. */
   private chunks(request: SummaryRequest, overhead: number): TranscriptEntry[][] {
+    return this.sized(request, overhead).chunks;
+  }
+
+  /**
+   * The chunks, and each one's transcript size: the sum of its entries' counts (each entry is
+   * counted once; a chunk's text is those entries joined by newlines, within a token or so of
+   * the sum) plus the transcript's tags.
+   */
+  private sized(request: SummaryRequest, overhead: number): { chunks: TranscriptEntry[][]; sizes: number[] } {
     const budget = (request.maxInputTokens ?? Number.POSITIVE_INFINITY) - overhead;
-    return pack(request.entries, (e) => this.options.countTokens(renderEntry(e)) + 1, budget);
+    const cost = new Map<TranscriptEntry, number>();
+    const chunks = pack(
+      request.entries,
+      (e) => {
+        const n = this.options.countTokens(renderEntry(e)) + 1;
+        cost.set(e, n);
+        return n;
+      },
+      budget,
+    );
+    const tags = this.options.countTokens(this.render([]));
+    const sizes = chunks.map((c) => c.reduce((n, e) => n + (cost.get(e) ?? 0), tags));
+    return { chunks, sizes };
   }
 
   private render(entries: readonly TranscriptEntry[]): string {
@@ -202,13 +223,13 @@ export class LlmSummarizer implements Summarizer {
 
   plan(request: SummaryRequest): SummaryPlan {
     const model = this.model(request.model);
-    const chunks = this.chunks(request, this.overhead(request));
-    const sizes = chunks.map((c) => this.options.countTokens(this.render(c)) + this.overhead(request));
-    if (chunks.length === 1) return { calls: [{ purpose: 'summary', input_tokens: sizes[0] ?? 0 }], model };
+    const overhead = this.overhead(request);
+    const { chunks, sizes } = this.sized(request, overhead);
+    if (chunks.length === 1) return { calls: [{ purpose: 'summary', input_tokens: (sizes[0] ?? 0) + overhead }], model };
     return {
       calls: [
-        ...sizes.map((input_tokens) => ({ purpose: 'chunk' as const, input_tokens })),
-        { purpose: 'merge', input_tokens: this.overhead(request) + chunks.length * request.maxTokens },
+        ...sizes.map((size) => ({ purpose: 'chunk' as const, input_tokens: size + overhead })),
+        { purpose: 'merge', input_tokens: overhead + chunks.length * request.maxTokens },
       ],
       model,
     };

@@ -156,6 +156,49 @@ t.test('llm: a range over the input budget is chunked, summarized concurrently, 
   t.match(server.requests.at(-1)?.messages[1]?.content, /<previous_summary>/, 'the merge folds the earlier summary');
 });
 
+t.test('llm: a plan counts each entry once, and predicts what the calls are billed', async (t) => {
+  const server = await fakeLlm(t);
+  const long: TranscriptEntry[] = Array.from({ length: 40 }, (_, i) => ({
+    role: 'tool' as const,
+    text: `output ${i}: ${'result value '.repeat(50)}`,
+    calls: [],
+    tool: { name: 'bash', error: false },
+    media: [],
+  }));
+  const texts: string[] = [];
+  const counting = (text: string) => {
+    texts.push(text);
+    return count(text);
+  };
+  for (const budget of [Number.POSITIVE_INFINITY, 2500]) {
+    texts.length = 0;
+    server.requests.length = 0;
+    const summarizer = llm(server, { countTokens: counting });
+    const req = request({ entries: long, ...(Number.isFinite(budget) ? { maxInputTokens: budget } : {}) });
+    const plan = summarizer.plan(req);
+    const entriesIn = (x: string) => (x.match(/output \d+:/g) ?? []).length;
+    t.equal(texts.filter((x) => entriesIn(x) === 1).length, long.length, 'each entry counted once');
+    t.equal(texts.filter((x) => entriesIn(x) > 1).length, 0, 'no chunk tokenized again as a whole');
+    await summarizer.summarize(req);
+    // The transcript calls come first (the merges after them read their summaries).
+    // (They run concurrently: compared in size order.)
+    const planned = plan.calls.filter((c) => c.purpose !== 'merge').map((c) => c.input_tokens);
+    const billed = server.requests.slice(0, planned.length).map((r) => r.promptTokens);
+    planned.sort((a, b) => a - b);
+    billed.sort((a, b) => a - b);
+    t.ok(server.requests.length >= planned.length, `${planned.length} transcript call(s), as planned`);
+    billed.forEach((promptTokens, i) => {
+      const r = { promptTokens };
+      const predicted = planned[i] ?? 0;
+      // The plan keeps 64 tokens of slack for the chat framing, on top of the prompt's own count.
+      t.ok(
+        predicted >= r.promptTokens && predicted <= r.promptTokens * 1.04 + 64,
+        `call ${i}: planned ${predicted}, billed ${r.promptTokens}`,
+      );
+    });
+  }
+});
+
 t.test('transcript framing is escaped: the conversation is data', async (t) => {
   const hostile: TranscriptEntry = {
     role: 'tool',
