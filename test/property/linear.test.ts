@@ -115,7 +115,10 @@ for (const [family, { shapes, examples }] of Object.entries(FAMILIES)) {
         const texts = [build(shape, N), build(shape, 2 * N), build(shape, 4 * N)] as const;
         const slow: string[] = [];
         for (const [name, pass] of Object.entries(PASSES)) {
-          const g = await growth(texts, cold(pass));
+          let g = await growth(texts, cold(pass));
+          // A ratio over the bound is measured again before it counts: one run taken alone (over
+          // 150 ms) can catch a pause of a loaded machine; a quadratic pass fails both times.
+          if (!(g.ratio < MAX_RATIO)) g = await growth(texts, cold(pass));
           const times = g.times.map((ms) => `${ms.toFixed(1)} ms`).join(', ');
           if (!(g.ratio < MAX_RATIO)) slow.push(`${name}: CPU at n, 2n, 4n: ${times} (×${g.reps})`);
         }
