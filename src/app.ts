@@ -22,6 +22,7 @@ import strategyRoutes from './routes/strategies.js';
 import type { ArtifactStore } from './store/types.js';
 import { createSummarizer } from './summarizers/index.js';
 import { Limiter } from './summarizers/limiter.js';
+import { TokenCounter } from './tokens/counter.js';
 
 const { version } = createRequire(import.meta.url)('../package.json') as { version: string };
 
@@ -128,6 +129,7 @@ function answerHooks(app: FastifyInstance): void {
 async function registerPlugins(app: FastifyInstance, config: Config, deps: AppDeps): Promise<void> {
   // Summarizer calls in flight, counted across the main thread and the worker pool.
   const summarizerSlots = Limiter.shared();
+  const counter = new TokenCounter(config.COMPACTOR_TOKEN_CACHE_ENTRIES);
   await app.register(problemPlugin);
   await app.register(guardPlugin, {
     apiKeys: config.COMPACTOR_API_KEYS,
@@ -140,11 +142,11 @@ async function registerPlugins(app: FastifyInstance, config: Config, deps: AppDe
   await app.register(queuePlugin, { maxWaitMs: config.COMPACTOR_MAX_QUEUE_WAIT_MS });
   await app.register(admissionPlugin, { maxInflightBytes: config.COMPACTOR_MAX_INFLIGHT_BYTES });
   await app.register(compactorPlugin, {
-    tokenCacheEntries: config.COMPACTOR_TOKEN_CACHE_ENTRIES,
+    counter,
     storeUrl: config.COMPACTOR_STORE_URL,
     storeMaxBytes: config.COMPACTOR_STORE_MAX_BYTES,
     artifactTtlSeconds: config.COMPACTOR_ARTIFACT_TTL_SECONDS,
-    summarizer: await createSummarizer(config, summarizerSlots),
+    summarizer: await createSummarizer(config, counter, summarizerSlots),
     deadlineMs: config.COMPACTOR_DEADLINE_MS,
     secret: config.COMPACTOR_ARTIFACT_SECRET,
     prices: installedPrices(config.COMPACTOR_PRICES_FILE, config.COMPACTOR_SUMMARIZER_PRICING),

@@ -79,10 +79,11 @@ async function build(): Promise<Compactor> {
   if (!init.remoteStore) ownStore = await openStore(config.COMPACTOR_STORE_URL, { maxBytes: config.COMPACTOR_STORE_MAX_BYTES });
   const store: ArtifactStore = ownStore ?? new RemoteStore(() => taskPort.getStore());
   const logger = pino({ level: config.LOG_LEVEL, base: { service: 'compactor', worker: threadId } });
-  return new Compactor(new TokenCounter(config.COMPACTOR_TOKEN_CACHE_ENTRIES), {
+  const counter = new TokenCounter(config.COMPACTOR_TOKEN_CACHE_ENTRIES);
+  return new Compactor(counter, {
     store,
     artifactTtlSeconds: config.COMPACTOR_ARTIFACT_TTL_SECONDS,
-    summarizer: await createSummarizer(config, init.summarizerSlots),
+    summarizer: await createSummarizer(config, counter, init.summarizerSlots),
     secret: init.secret,
     logger,
     ...installedPrices(config.COMPACTOR_PRICES_FILE, config.COMPACTOR_SUMMARIZER_PRICING),

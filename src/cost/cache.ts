@@ -91,19 +91,18 @@ const SUMMARY_REACH = 4;
  * Model calls the run has made so far: one per assistant reply the history shows, plus those an
  * earlier summary of ours stands for (its marker says how many messages it covers; a model call
  * is a reply and what answered it, two messages). Without them a run would look young again
- * after every summary, and the horizon estimator would shrink with it.
+ * after every summary, and the horizon estimator would shrink with it. `shown`: those whose
+ * replies the history shows (what its growth per call is measured over).
  */
-export function callsSoFar(h: Pick<PreparedHistory, 'items' | 'messages' | 'format' | 'head'>): number {
-  return callsShown(h) + callsSummarized(h);
-}
-
-/** Model calls whose replies the history shows. */
-export function callsShown(h: Pick<PreparedHistory, 'items'>): number {
-  let calls = 0;
+export function callsSoFar(h: Pick<PreparedHistory, 'items' | 'messages' | 'format' | 'head'>): {
+  total: number;
+  shown: number;
+} {
+  let shown = 0;
   h.items.forEach((item, i) => {
-    if (item.role === 'assistant' && h.items[i - 1]?.role !== 'assistant') calls++;
+    if (item.role === 'assistant' && h.items[i - 1]?.role !== 'assistant') shown++;
   });
-  return calls;
+  return { total: shown + callsSummarized(h), shown };
 }
 
 /** Model calls an earlier summary of ours at the start of the history stands for. */

@@ -123,14 +123,13 @@ export function worthIt(e: Estimate, model: CostModel): boolean {
  * A smaller reduction now only buys more breaks later. 0 when a break costs nothing.
  */
 export function economicBatch(model: CostModel, prices: Prices, e: Evaluation, summarizerCost: number): number {
-  const rewrite = model.cache.source === 'disabled' ? 0 : (prices.write - prices.cached) * e.unchangedTailTokens;
-  const fixed = rewrite / M + summarizerCost;
+  // (Without a cache `estimate` passes write = cached = input: a break then costs only its summary.)
+  const fixed = ((prices.write - prices.cached) * e.unchangedTailTokens) / M + summarizerCost;
   const stretch = model.occupancy - model.fixed - e.unchangedPrefixTokens - e.unchangedTailTokens;
   const share = stretch > 0 ? Math.min(1, Math.max(0, e.saved) / stretch) : 0;
   const rate = share * model.growth;
-  const holding = model.cache.source === 'disabled' ? prices.input : prices.cached;
-  if (fixed <= 0 || rate <= 0 || holding <= 0) return 0;
-  return Math.ceil(Math.sqrt((2 * fixed * M * rate) / holding));
+  if (fixed <= 0 || rate <= 0 || prices.cached <= 0) return 0;
+  return Math.ceil(Math.sqrt((2 * fixed * M * rate) / prices.cached));
 }
 
 /**

@@ -2,7 +2,7 @@ import type { z } from 'zod';
 import type { CostSchema } from '../contract/parts.js';
 import type { PreparedHistory } from '../history/prepared.js';
 import type { ReportedUsage } from '../tokens/occupancy.js';
-import { cacheState, callsShown, callsSoFar } from './cache.js';
+import { cacheState, callsSoFar } from './cache.js';
 import { type CostModel, type Estimate, inputBill } from './estimate.js';
 import type { CostRequest } from './fields.js';
 import type { Prices, PriceTable } from './prices.js';
@@ -61,7 +61,7 @@ function table(env: CostEnv, model: string): Prices | undefined {
 export function costModel(h: PreparedHistory, req: CostRequest, env: CostEnv, summarizerModel: string | null): CostModel {
   const prices = env.table.resolve(req.pricing, env.model, h.format.name);
   const cache = cacheState(h, env.fixed, env.usage, req.cache);
-  const calls = callsSoFar(h);
+  const { total: calls, shown } = callsSoFar(h);
   const horizon = req.horizon?.calls ?? expectedCallsLeft(calls);
   return {
     prices,
@@ -71,7 +71,7 @@ export function costModel(h: PreparedHistory, req: CostRequest, env: CostEnv, su
     fixed: env.fixed,
     horizon,
     horizonSource: req.horizon ? 'request' : 'estimated',
-    growth: (h.occupancy - env.fixed) / Math.max(1, callsShown(h)),
+    growth: (h.occupancy - env.fixed) / Math.max(1, shown),
     calls,
   };
 }

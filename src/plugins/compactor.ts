@@ -7,7 +7,7 @@ import type { installedPrices } from '../cost/prices.js';
 import { bootStep, openWritableStore } from '../store/boot.js';
 import type { ArtifactStore } from '../store/types.js';
 import type { Summarizer } from '../summarizers/types.js';
-import { TokenCounter } from '../tokens/counter.js';
+import type { TokenCounter } from '../tokens/counter.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -23,7 +23,8 @@ declare module 'fastify' {
 }
 
 export interface CompactorPluginOptions {
-  tokenCacheEntries: number;
+  /** The count cache, shared with the summarizer. */
+  counter: TokenCounter;
   storeUrl: string;
   artifactTtlSeconds: number;
   /** `COMPACTOR_STORE_MAX_BYTES`: cap on content bytes in a SQLite or memory store; 0: none. */
@@ -46,7 +47,7 @@ export interface CompactorPluginOptions {
  */
 export default fp<CompactorPluginOptions>(
   async (app: FastifyInstance, options) => {
-    const counter = new TokenCounter(options.tokenCacheEntries);
+    const { counter } = options;
     const store = options.store ?? (await openWritableStore(options.storeUrl, { maxBytes: options.storeMaxBytes }));
     app.addHook('onClose', async () => {
       if (!options.store) await store.close();

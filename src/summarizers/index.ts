@@ -1,5 +1,5 @@
 import type { Config } from '../config.js';
-import { TokenCounter } from '../tokens/counter.js';
+import type { TokenCounter } from '../tokens/counter.js';
 import { resolveModel } from '../tokens/models.js';
 import { ExtractiveSummarizer } from './extractive.js';
 import type { Summarizer } from './types.js';
@@ -7,16 +7,15 @@ import type { Summarizer } from './types.js';
 /**
  * The summarizer the configuration asks for: the LLM one when `OPENAI_BASE_URL` or
  * `OPENAI_API_KEY` is set (loaded only then), else the extractive one, so a fresh machine needs
- * no key. Threads that pass the same `sharedSlots` share one concurrency limit.
+ * no key. Threads that pass the same `sharedSlots` share one concurrency limit. Transcript entries
+ * are counted (to plan chunks) through the service's count cache, `counter`: a history grows by a
+ * few messages a call, so most entries were counted on the previous call.
  */
-export async function createSummarizer(config: Config, sharedSlots?: Int32Array): Promise<Summarizer> {
+export async function createSummarizer(config: Config, counter: TokenCounter, sharedSlots?: Int32Array): Promise<Summarizer> {
   if (!config.OPENAI_BASE_URL && !config.OPENAI_API_KEY) return new ExtractiveSummarizer();
   const { LlmSummarizer } = await import('./llm.js');
   const model = config.COMPACTOR_SUMMARIZER_MODEL as string;
   const profile = resolveModel(model);
-  // Transcript entries are counted to plan chunks; a history grows by a few messages a call, so
-  // most entries were counted on the previous call: cached as message counts are.
-  const counter = new TokenCounter(config.COMPACTOR_TOKEN_CACHE_ENTRIES);
   return new LlmSummarizer({
     baseURL: config.OPENAI_BASE_URL ?? 'https://api.openai.com/v1',
     apiKey: config.OPENAI_API_KEY,

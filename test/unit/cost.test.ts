@@ -223,7 +223,7 @@ t.test('cache state: from usage (Anthropic fields, OpenAI totals), assumed, part
     undefined,
   );
   t.same(partial, { end: 4, tokens: before(4), source: 'usage' }, 'an earlier breakpoint: only the prefix it covers');
-  t.equal(callsSoFar(h), 4);
+  t.same(callsSoFar(h), { total: 4, shown: 4 });
   // A run summarized by an earlier call: the summary's marker says how many messages it stands for.
   const summarized = prepareRequest(
     {
@@ -237,9 +237,9 @@ t.test('cache state: from usage (Anthropic fields, OpenAI totals), assumed, part
     },
     counter,
   );
-  t.equal(
+  t.same(
     callsSoFar(summarized),
-    4 + 30,
+    { total: 4 + 30, shown: 4 },
     'the calls shown (the summary and the reply after it are one), plus one per two messages it covers',
   );
 });
