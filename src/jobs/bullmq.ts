@@ -145,6 +145,10 @@ export class BullJobQueue<Data, Result> implements JobQueue<Data, Result> {
     worker.on('active', () => tell(o.listener, 'started'));
     worker.on('completed', () => tell(o.listener, 'completed'));
     worker.on('stalled', () => tell(o.listener, 'stalled'));
+    // A lock this replica could not renew is gone (expired, or taken over): stop spending on the job.
+    worker.on('lockRenewalFailed', (jobIds) => {
+      for (const jobId of jobIds) worker.cancelJob(jobId, 'the job lock was lost');
+    });
     worker.on('failed', (job, error) => {
       if (error instanceof WaitingError) return;
       // A job BullMQ finished is failed for good; one it did not will run again.

@@ -4,7 +4,7 @@ import { createInterface } from 'node:readline';
 import { Redis } from 'ioredis';
 import t, { type Test } from 'tap';
 import { BullJobQueue } from '../../src/jobs/bullmq.js';
-import type { BullJobQueueOptions } from '../../src/jobs/bullmq-options.js';
+import { type BullJobQueueOptions, bullJobId } from '../../src/jobs/bullmq-options.js';
 import { openBullJobQueue } from '../../src/jobs/index.js';
 import { JobQueueClosedError, PermanentJobError } from '../../src/jobs/types.js';
 import { counting, deferred } from '../support/jobs.js';
@@ -248,4 +248,27 @@ t.test('with Redis unreachable, add, state and wait reject and close still ends 
     close: 'resolved',
     reported: true,
   });
+});
+
+t.test('a replica that loses a job lock aborts the processor; the job runs again', { skip }, async (t) => {
+  const prefix = prefixFor(t);
+  const first = deferred<AbortSignal>();
+  const q = replica(t, {
+    prefix,
+    lockDurationMs: 1000,
+    stalledIntervalMs: 500,
+    processor: (_data, { signal, attempt }) => {
+      if (attempt > 1) return Promise.resolve(`attempt ${attempt}`);
+      first.resolve(signal);
+      return new Promise<string>((_resolve, reject) => signal.addEventListener('abort', () => reject(signal.reason)));
+    },
+  });
+  await q.add('lost', 'd');
+  const signal = await first.promise;
+  const client = new Redis(REDIS_URL);
+  t.equal(await client.del(`${prefix}:jobs:${bullJobId('lost')}:lock`), 1, 'the lock is taken away');
+  await client.quit();
+  await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
+  t.pass('the processor was told to stop at the next renewal');
+  t.match(await q.wait('lost', 30_000), { state: 'ready', result: 'attempt 2' }, 'the stalled check gave the job back');
 });
