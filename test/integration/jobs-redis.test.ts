@@ -32,6 +32,13 @@ function prefixFor(t: Test): string {
 
 type Options = BullJobQueueOptions<string, string>;
 
+/**
+ * A TypeScript file in a child process, run as this test runs (the same loader: under tap, its
+ * TypeScript loader, so that the child's coverage merges with this process's).
+ */
+const typescript = (file: string, ...args: string[]) =>
+  spawn(process.execPath, [...process.execArgv, file, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
+
 /** A replica: its own queue object and connections; closed at the test's end. */
 function replica(t: Test, options: Partial<Options> & Pick<Options, 'prefix' | 'processor'>) {
   const q = new BullJobQueue<string, string>({ url: REDIS_URL, concurrency: 2, ttlSeconds: 60, ...options });
@@ -192,9 +199,7 @@ t.test('a job still running at the close deadline goes back to the queue and ano
 t.test('a replica killed inside a job has its job finished by another after stalled detection', { skip }, async (t) => {
   const prefix = prefixFor(t);
   const lockMs = 1000;
-  const child = spawn(process.execPath, ['--import', 'tsx', 'test/support/jobs-replica.ts', REDIS_URL, prefix, String(lockMs)], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+  const child = typescript('test/support/jobs-replica.ts', REDIS_URL, prefix, String(lockMs));
   t.teardown(() => child.kill('SIGKILL'));
   const lines = createInterface({ input: child.stdout });
   const seen = (what: string) =>
@@ -228,9 +233,7 @@ t.test('a replica killed inside a job has its job finished by another after stal
 });
 
 t.test('with Redis unreachable, add, state and wait reject and close still ends (no call hangs)', async (t) => {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'test/support/jobs-unreachable.ts', 'redis://127.0.0.1:1'], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+  const child = typescript('test/support/jobs-unreachable.ts', 'redis://127.0.0.1:1');
   t.teardown(() => child.kill('SIGKILL'));
   let out = '';
   child.stdout.on('data', (chunk: Buffer) => {
@@ -271,4 +274,29 @@ t.test('a replica that loses a job lock aborts the processor; the job runs again
   await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
   t.pass('the processor was told to stop at the next renewal');
   t.match(await q.wait('lost', 30_000), { state: 'ready', result: 'attempt 2' }, 'the stalled check gave the job back');
+});
+
+t.test('a replica runs at most `concurrency` jobs at once', { skip }, async (t) => {
+  const prefix = prefixFor(t);
+  let running = 0;
+  let most = 0;
+  const q = replica(t, {
+    prefix,
+    concurrency: 2,
+    processor: async (data) => {
+      running++;
+      most = Math.max(most, running);
+      await new Promise((resolve) => setTimeout(resolve, 30));
+      running--;
+      return data;
+    },
+  });
+  const ids = Array.from({ length: 8 }, (_, i) => `c${i}`);
+  await Promise.all(ids.map((id) => q.add(id, id)));
+  const states = await Promise.all(ids.map((id) => q.wait(id, 30_000)));
+  t.same(
+    states.map((s) => s?.state),
+    ids.map(() => 'ready'),
+  );
+  t.equal(most, 2, 'two at a time, never more');
 });
