@@ -1,0 +1,222 @@
+import { randomUUID } from 'node:crypto';
+import { type Job, Queue, QueueEvents, UnrecoverableError, WaitingError, Worker } from 'bullmq';
+import { Redis } from 'ioredis';
+import { type BullJobQueueOptions, bullDefaults, bullJobId, type Envelope, stateOf } from './bullmq-options.js';
+import { type JobClock, type JobQueue, JobQueueClosedError, type JobState, PermanentJobError, systemClock } from './types.js';
+import { messageOf, tell, Waiters } from './waiters.js';
+
+/** How long each Redis-side step of `close` may take after the jobs' deadline (Redis may be down). */
+const CLOSE_GRACE_MS = 2000;
+
+/**
+ * Jobs on BullMQ, shared by every replica that uses the same Redis, prefix and name. BullMQ does
+ * the distributed part: a job id is added once (an `add` of an id that exists is a no-op), any
+ * replica's worker runs it, a failed attempt is retried after an exponential backoff, a job whose
+ * replica died (its lock expired) is moved back to wait by another replica's stalled check and run
+ * there, and a finished job stays readable for `ttlSeconds`. Nothing is kept in the process: a new
+ * queue object (a restarted replica) reads every job the old one added.
+ *
+ * Connections: one for adding and reading (commands fail after one reconnection attempt, so a
+ * request is not held while Redis is down), one for the worker and the event reader, which BullMQ
+ * duplicates for its blocking reads (those need `maxRetriesPerRequest: null`).
+ *
+ * `close` stops fetching jobs and lets running ones finish until the deadline; a job still running
+ * then is moved back to wait (its processor's signal aborted) so that another replica runs it at
+ * once; if even that fails, its lock expires and the stalled check hands it over. No job is lost.
+ * With Redis unreachable, `add`, `state` and `wait` reject (after one reconnection attempt) and
+ * `close` gives up on each Redis step after 2 s: it resolves within its deadline and 4 s.
+ */
+export class BullJobQueue<Data, Result> implements JobQueue<Data, Result> {
+  private readonly queue: Queue<Envelope<Data>, Result>;
+  private readonly worker: Worker<Envelope<Data>, Result> | undefined;
+  private readonly clients: Redis[];
+  private readonly waiters: Waiters<Result>;
+  /** Resolves once the event reader reads from a point before any `wait` reads a state. */
+  private readonly listening: Promise<QueueEvents>;
+  private readonly aborted = new AbortController();
+  private readonly clock: JobClock;
+  private closing: Promise<void> | undefined;
+
+  /** @throws RangeError for a concurrency, attempts or TTL that is not a positive integer; TypeError for a bad URL */
+  constructor(private readonly options: BullJobQueueOptions<Data, Result>) {
+    for (const [name, value] of Object.entries({
+      concurrency: options.concurrency,
+      attempts: options.attempts ?? bullDefaults.attempts,
+      ttlSeconds: options.ttlSeconds,
+    })) {
+      if (!Number.isInteger(value) || value < 1) throw new RangeError(`${name} must be a positive integer`);
+    }
+    this.clock = options.clock ?? systemClock;
+    this.waiters = new Waiters(this.clock);
+    const prefix = options.prefix ?? bullDefaults.prefix;
+    const name = options.name ?? bullDefaults.name;
+    const onError = (error: unknown): void => options.onError?.(error);
+    const commands = new Redis(options.url, { ...options.redisOptions, maxRetriesPerRequest: 1 });
+    const blocking = new Redis(options.url, { ...options.redisOptions, maxRetriesPerRequest: null });
+    for (const client of [commands, blocking]) client.on('error', onError);
+    this.clients = [commands, blocking];
+    this.queue = new Queue<Envelope<Data>, Result>(name, { connection: commands, prefix, skipWaitingForReady: true });
+    this.queue.on('error', onError);
+    this.listening = this.listen(name, prefix, commands, blocking);
+    this.worker = options.work === false ? undefined : this.work(name, prefix, blocking);
+  }
+
+  async add(id: string, data: Data): Promise<JobState<Result>> {
+    if (this.closing) throw new JobQueueClosedError();
+    const nonce = randomUUID();
+    const jobId = bullJobId(id);
+    const o = this.options;
+    const age = { age: o.ttlSeconds };
+    await this.queue.add(
+      'job',
+      { id, data, nonce },
+      {
+        jobId,
+        attempts: o.attempts ?? bullDefaults.attempts,
+        backoff: { type: 'exponential', delay: o.backoffMs ?? bullDefaults.backoffMs },
+        removeOnComplete: age,
+        removeOnFail: age,
+      },
+    );
+    const [job, state] = await this.read(jobId);
+    tell(o.listener, job?.data.nonce === nonce ? 'added' : 'deduped');
+    // Gone already: it finished and aged out; report it as the add saw it.
+    return state ?? { state: 'started', attempts: 0, created_at: this.clock.now() };
+  }
+
+  async state(id: string): Promise<JobState<Result> | undefined> {
+    return (await this.read(bullJobId(id)))[1];
+  }
+
+  /**
+   * The job and its state. Two reads, so the state is read first: the job read after it is at
+   * least as new (a `failed` state then always finds its error, a `ready` one its result).
+   */
+  private async read(jobId: string): Promise<[Job<Envelope<Data>, Result> | undefined, JobState<Result> | undefined]> {
+    const bullState = await this.queue.getJobState(jobId);
+    const job = await this.queue.getJob(jobId);
+    return [job, job ? stateOf(job, bullState) : undefined];
+  }
+
+  wait(id: string, ms: number, signal?: AbortSignal): Promise<JobState<Result> | undefined> {
+    const listening = this.listening.then(() => undefined);
+    return this.waiters.wait(bullJobId(id), ms, () => this.state(id), signal, listening);
+  }
+
+  close(deadlineMs = this.options.closeDeadlineMs ?? bullDefaults.closeDeadlineMs): Promise<void> {
+    this.closing ??= this.shutdown(deadlineMs);
+    return this.closing;
+  }
+
+  /**
+   * The event reader starts at the stream's last entry as it is now, so that a waiter that read a
+   * state after `listening` resolved cannot miss the event that settles it. When Redis cannot tell
+   * (down at start), it starts at whatever is newest when it connects: a waiter may then miss an
+   * event and return at its bound, with the state read then.
+   */
+  private async listen(name: string, prefix: string, commands: Redis, blocking: Redis): Promise<QueueEvents> {
+    const last = await commands.xrevrange(`${prefix}:${name}:events`, '+', '-', 'COUNT', 1).then(
+      (entries) => entries[0]?.[0] ?? '0-0',
+      (error: unknown) => {
+        this.options.onError?.(error);
+        return '$';
+      },
+    );
+    const events = new QueueEvents(name, { connection: blocking, prefix, autorun: false, lastEventId: last });
+    events.on('error', (error) => this.options.onError?.(error));
+    for (const event of ['completed', 'failed', 'removed'] as const) {
+      events.on(event, ({ jobId }: { jobId: string }) => this.waiters.notify(jobId));
+    }
+    events.run().catch((error: unknown) => this.options.onError?.(error));
+    return events;
+  }
+
+  private work(name: string, prefix: string, connection: Redis): Worker<Envelope<Data>, Result> {
+    const o = this.options;
+    const worker = new Worker<Envelope<Data>, Result>(name, (job, token, signal) => this.run(job, token, signal), {
+      connection,
+      prefix,
+      concurrency: o.concurrency,
+      lockDuration: o.lockDurationMs ?? bullDefaults.lockDurationMs,
+      stalledInterval: o.stalledIntervalMs ?? bullDefaults.stalledIntervalMs,
+      maxStalledCount: o.maxStalledCount ?? bullDefaults.maxStalledCount,
+    });
+    worker.on('error', (error) => o.onError?.(error));
+    worker.on('active', () => tell(o.listener, 'started'));
+    worker.on('completed', () => tell(o.listener, 'completed'));
+    worker.on('stalled', () => tell(o.listener, 'stalled'));
+    // A lock this replica could not renew is gone (expired, or taken over): stop spending on the job.
+    worker.on('lockRenewalFailed', (jobIds) => {
+      for (const jobId of jobIds) worker.cancelJob(jobId, 'the job lock was lost');
+    });
+    worker.on('failed', (job, error) => {
+      if (error instanceof WaitingError) return;
+      // A job BullMQ finished is failed for good; one it did not will run again.
+      tell(o.listener, job?.finishedOn ? 'failed' : 'retried');
+    });
+    return worker;
+  }
+
+  /** Runs one attempt; at the close deadline it gives the job back to the queue instead. */
+  private async run(
+    job: Job<Envelope<Data>, Result>,
+    token: string | undefined,
+    signal: AbortSignal | undefined,
+  ): Promise<Result> {
+    const stop = signal ? AbortSignal.any([signal, this.aborted.signal]) : this.aborted.signal;
+    const { id, data } = job.data;
+    const work = this.options.processor(data, { id, signal: stop, attempt: job.attemptsStarted });
+    let giveBack = (): void => {};
+    const closed = new Promise<'closed'>((resolve) => {
+      giveBack = () => resolve('closed');
+      this.aborted.signal.addEventListener('abort', giveBack, { once: true });
+    });
+    try {
+      const outcome = await Promise.race([work, closed]);
+      if (outcome !== 'closed') return outcome;
+      work.catch(() => {}); // its signal is aborted; whatever it does now is not recorded
+      await job.moveToWait(token);
+      throw new WaitingError();
+    } catch (error) {
+      if (error instanceof PermanentJobError) throw new UnrecoverableError(messageOf(error));
+      throw error;
+    } finally {
+      this.aborted.signal.removeEventListener('abort', giveBack);
+    }
+  }
+
+  private async shutdown(deadlineMs: number): Promise<void> {
+    const closing = this.worker?.close();
+    if (closing && !(await this.within(closing, deadlineMs))) {
+      // Deadline: running jobs give themselves back to the queue (see `run`), then the worker ends.
+      this.aborted.abort(new JobQueueClosedError());
+      await this.within(closing, CLOSE_GRACE_MS);
+    }
+    this.waiters.release();
+    const events = await this.listening;
+    await this.within(Promise.allSettled([events.close(), this.queue.close()]), CLOSE_GRACE_MS);
+    const quits = this.clients.map((client) => (client.status === 'ready' ? client.quit() : undefined));
+    await this.within(Promise.allSettled(quits), CLOSE_GRACE_MS);
+    for (const client of this.clients) client.disconnect();
+  }
+
+  /** Whether `work` settled within `ms` (BullMQ's closing waits for Redis without a bound of its own). */
+  private async within(work: Promise<unknown>, ms: number): Promise<boolean> {
+    let cancel = (): void => {};
+    const late = new Promise<boolean>((resolve) => {
+      cancel = this.clock.after(ms, () => resolve(false));
+    });
+    const done = work.then(
+      () => true,
+      (error: unknown) => {
+        this.options.onError?.(error);
+        return true;
+      },
+    );
+    try {
+      return await Promise.race([done, late]);
+    } finally {
+      cancel();
+    }
+  }
+}

@@ -1,0 +1,123 @@
+/**
+ * Where a job is: `started` (accepted, waiting for a slot, or waiting out the backoff before its
+ * retry), `running` (a processor is inside it), `ready` (it returned a result), `failed` (its
+ * last allowed attempt threw).
+ */
+export type JobStatus = 'started' | 'running' | 'ready' | 'failed';
+
+/** One job's state, as `add`, `state` and `wait` report it. */
+export interface JobState<Result> {
+  readonly state: JobStatus;
+  /** What the processor returned; only when `ready`. */
+  readonly result?: Result;
+  /** The message of the error the last failed attempt threw; when `failed` (and, while a retry waits, `started`). */
+  readonly error?: string;
+  /** How many times a processor has started this job (a retry or a takeover after a stall counts). */
+  readonly attempts: number;
+  /** Milliseconds since the epoch. */
+  readonly created_at: number;
+  /** Milliseconds since the epoch; when `ready` or `failed`. */
+  readonly finished_at?: number;
+}
+
+/** What a processor is given besides the job's data. */
+export interface JobContext {
+  /** The caller's id of the job (opaque here). */
+  readonly id: string;
+  /**
+   * Aborted when the job must stop early: the queue is closing and its deadline passed, or
+   * (BullMQ) the job's lock was lost. A processor passes it on to the calls it makes.
+   */
+  readonly signal: AbortSignal;
+  /** 1 for the first run, 2 for the retry (or a run that took over a stalled job). */
+  readonly attempt: number;
+}
+
+/**
+ * The work itself. It resolves with a JSON-serializable result (BullMQ stores it as JSON; so may a
+ * `JobRecords`); it rejects to fail the attempt. The error's message becomes the job's `error`:
+ * it must carry no message content, prompt or key (it is stored and may be logged).
+ */
+export type JobProcessor<Data, Result> = (data: Data, context: JobContext) => Promise<Result>;
+
+/**
+ * Thrown by a processor when a retry cannot help (a request the upstream rejects as invalid):
+ * the job fails at once, without the retry.
+ */
+export class PermanentJobError extends Error {
+  override name = 'PermanentJobError';
+}
+
+/** `add` was called after `close`. */
+export class JobQueueClosedError extends Error {
+  override name = 'JobQueueClosedError';
+  constructor() {
+    super('the job queue is closed');
+  }
+}
+
+/** What a `JobListener` is told, once per occurrence, by the replica where it happened. */
+export type JobEvent = 'added' | 'deduped' | 'started' | 'completed' | 'failed' | 'retried' | 'stalled';
+
+/**
+ * Counters the caller attaches (Prometheus, tests). Called synchronously; it must not throw (an
+ * exception is swallowed) and must not block. `started` counts every attempt, `retried` each
+ * failed attempt that will run again, `failed` a job whose last attempt failed, `stalled` a job
+ * this replica found abandoned by a dead one (BullMQ only).
+ */
+export type JobListener = (event: JobEvent) => void;
+
+/**
+ * Jobs keyed by an id the caller derives (tenant scope and range hash): the same id is queued and
+ * run once, however many callers or replicas add it, and its state stays readable for a TTL.
+ * There is deliberately no way to list jobs: a caller reads only the ids it can derive.
+ */
+export interface JobQueue<Data, Result> {
+  /**
+   * Queues the job `id` unless it is queued, running or finished already (then `data` is
+   * ignored: first writer wins). Resolves with the job's current state.
+   * Fails with `JobQueueClosedError` after `close`, or with the backing store's error.
+   */
+  add(id: string, data: Data): Promise<JobState<Result>>;
+  /** The job's state; undefined for an id never added, or whose state expired. */
+  state(id: string): Promise<JobState<Result> | undefined>;
+  /**
+   * Resolves with the job's state once it is `ready` or `failed`, or with its current state after
+   * at most `ms` (0: at once); undefined for an unknown id. Woken by the job's events, never by
+   * polling. Rejects with `signal.reason` when `signal` aborts first.
+   */
+  wait(id: string, ms: number, signal?: AbortSignal): Promise<JobState<Result> | undefined>;
+  /**
+   * Stops taking jobs (`add` then fails), lets running ones finish for up to `deadlineMs` (the
+   * queue's default when omitted), then aborts their signals and resolves. What each
+   * implementation does with a job it did not finish is in its own TSDoc.
+   */
+  close(deadlineMs?: number): Promise<void>;
+}
+
+/**
+ * The small persistence the embedded queue keeps its state in (the lead backs it with the
+ * artifact store). `put` replaces a record and sets its expiry to `ttlSeconds` after `now`; `get`
+ * returns it until then. Both may reject (a store outage); the queue reports that to the caller.
+ */
+export interface JobRecords {
+  put(id: string, record: JobState<unknown>, ttlSeconds: number, now: number): Promise<void>;
+  get(id: string, now: number): Promise<JobState<unknown> | undefined>;
+}
+
+/** Time for the embedded queue and for `wait`: the clock and a cancellable timer (tests pass a fake). */
+export interface JobClock {
+  now(): number;
+  /** Calls `fn` once after `ms`; the returned function cancels it. */
+  after(ms: number, fn: () => void): () => void;
+}
+
+/** The real clock: `Date.now` and unref'd timers (a pending retry or wait never keeps the process alive). */
+export const systemClock: JobClock = {
+  now: () => Date.now(),
+  after(ms, fn) {
+    const timer = setTimeout(fn, ms);
+    timer.unref();
+    return () => clearTimeout(timer);
+  },
+};
