@@ -69,7 +69,7 @@ export const ConfigSchema = z.object({
       'not a valid Redis URL (expected redis://[user:password@]host[:port][/db])',
     )
     .default('sqlite:./data/compactor.db'),
-  /** Cap on the content bytes a SQLite or memory store holds; the oldest artifacts are evicted. */
+  /** Cap on the content bytes the store holds; the least recently used artifacts are evicted. */
   COMPACTOR_STORE_MAX_BYTES: intFromEnv(0, Number.MAX_SAFE_INTEGER).default(1024 * 1024 * 1024),
   COMPACTOR_ARTIFACT_TTL_SECONDS: intFromEnv(1, 10 * 365 * 24 * 3600).default(7 * 24 * 3600),
   COMPACTOR_ARTIFACT_SECRET: z.string().min(32, 'must be at least 32 characters').max(1024).optional(),
@@ -188,7 +188,7 @@ export const CONFIG_DOCS: Record<keyof Config, string> = {
   COMPACTOR_TOKEN_CACHE_ENTRIES: 'Per-message token counts kept in the count cache (0 = no cache)',
   COMPACTOR_STORE_URL: 'Artifact store: sqlite:<path> (file created on first use), redis://host:port, or memory:',
   COMPACTOR_STORE_MAX_BYTES:
-    "Cap on the artifacts' content bytes in a sqlite or memory store; the oldest are evicted past it (0 = no cap; Redis: set its maxmemory instead)",
+    "Cap on the artifacts' content bytes in the store; the least recently used are evicted past it (0 = no cap; Redis: about its maxmemory / 1.6)",
   COMPACTOR_ARTIFACT_TTL_SECONDS: 'How long offloaded originals live, in seconds (7 days)',
   COMPACTOR_ARTIFACT_SECRET:
     "Secret that keys artifact ids and caller scopes (never logged); unset: a random one kept in the store. Set the same one where services expand each other's inline artifacts",
