@@ -1,5 +1,7 @@
+import { existsSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { classifySqlite, openFailure, prepareFile } from './sqlite-faults.js';
+import { DatabaseFile } from './sqlite-file.js';
 import { migrate } from './sqlite-schema.js';
 import { prepareStatements, type Statements } from './sqlite-statements.js';
 import {
@@ -37,7 +39,10 @@ const placeholders = (n: number) => Array.from({ length: n }, () => '?').join(',
  * `sqlite-schema.ts`); the running total is kept in the file by triggers, so no put scans the
  * table. Deleted rows' pages are reused by later writes: the file stops growing near the cap
  * rather than shrinking below its high-water mark.
-
+ *
+ * A file deleted or replaced under the running service (`DatabaseFile`) is noticed before each
+ * write and each readiness probe: writes are refused with `StoreUnavailableError` rather than
+ * lost into a file no restart will find; reads of what the open file holds go on.
  *
  * Opening throws `StoreFailedError` (folder cannot be made, path is a folder, not a database,
  * read-only, …) or `StoreUnavailableError` (busy); every method classifies its failures likewise.
@@ -45,6 +50,7 @@ const placeholders = (n: number) => Array.from({ length: n }, () => '?').join(',
 export class SqliteStore implements ArtifactStore {
   readonly kind = 'sqlite' as const;
   private readonly db: Database.Database;
+  private readonly file: DatabaseFile;
   private readonly sql: Statements;
   private readonly maxBytes: number;
   private nextPurge = 0;
@@ -54,10 +60,13 @@ export class SqliteStore implements ArtifactStore {
   /** @param path a file path, or `:memory:` */
   constructor(path: string, options: StoreOptions = {}) {
     this.maxBytes = options.maxBytes ?? 0;
-    if (path !== ':memory:') prepareFile(path);
+    const inMemory = path === ':memory:';
+    // A worker thread never creates the file: one missing now was deleted under the service.
+    const missing = !inMemory && options.mustExist === true && !existsSync(path);
+    if (!inMemory && !missing) prepareFile(path);
     let db: Database.Database | undefined;
     try {
-      db = new Database(path);
+      db = new Database(missing ? ':memory:' : path);
       db.pragma('busy_timeout = 5000');
       db.pragma('journal_mode = WAL');
       db.pragma('synchronous = NORMAL');
@@ -66,6 +75,7 @@ export class SqliteStore implements ArtifactStore {
       db.pragma(`journal_size_limit = ${16 * 1024 * 1024}`);
       migrate(db);
       this.db = db;
+      this.file = new DatabaseFile(inMemory ? undefined : path, missing);
       this.sql = prepareStatements(db);
       // A cap lowered since the last run holds from the start, not from the next put.
       if (this.maxBytes > 0 && this.readTotal() > this.maxBytes) {
@@ -82,8 +92,15 @@ export class SqliteStore implements ArtifactStore {
     return Number(this.sql.total.get() ?? 0);
   }
 
+  /** Throws the `StoreUnavailableError` a write meets once the path no longer names the open file. */
+  private writable(): void {
+    const lost = this.file.lost();
+    if (lost) throw lost;
+  }
+
   async put(scope: string, artifacts: readonly NewArtifact[], ttlSeconds: number, now: number): Promise<void> {
     checkFits(artifacts, this.maxBytes);
+    this.writable();
     const expires = now + ttlSeconds * 1000;
     try {
       // An artifact with more than half its TTL left is not rewritten: the same history compacted
@@ -171,9 +188,10 @@ export class SqliteStore implements ArtifactStore {
   /**
    * Marks what a read found as used now, and extends the expiry of those with less than half a
    * TTL left (rewriting a row is dearer than touching its row of use). Best effort, with a short
-   * busy timeout: a read that cannot write right now (busy, read-only) still answers.
+   * busy timeout: a read that cannot write right now (busy, read-only, a lost file) still answers.
    */
   private refresh(scope: string, found: Map<string, Artifact>, now: number, use: ArtifactUse): void {
+    if (this.file.lost()) return;
     const ttl = use.ttlSeconds * 1000;
     try {
       this.db.pragma('busy_timeout = 100');
@@ -207,6 +225,7 @@ export class SqliteStore implements ArtifactStore {
     };
     const value = kept();
     if (value !== undefined) return value;
+    this.writable();
     try {
       this.db.prepare("INSERT OR IGNORE INTO meta (key, value) VALUES ('secret', ?)").run(candidate);
     } catch (error) {
@@ -226,9 +245,11 @@ export class SqliteStore implements ArtifactStore {
 
   /**
    * One small write (a row of `meta`), with a short busy timeout: better-sqlite3 waits on a lock
-   * synchronously, and a probe must not stall the event loop for the 5 s a put would wait.
+   * synchronously, and a probe must not stall the event loop for the 5 s a put would wait. A file
+   * deleted or replaced under the service fails it, without writing.
    */
   async probe(now: number): Promise<void> {
+    this.writable();
     try {
       this.db.pragma('busy_timeout = 100');
       try {

@@ -39,6 +39,11 @@ export interface StoreOptions {
   readonly maxBytes?: number;
   /** Redis: the prefix of every key (default `compactor:`), so that tests and tenants of one Redis stay apart. */
   readonly keyPrefix?: string;
+  /**
+   * SQLite: the file must exist already (a worker thread opening the file the main thread
+   * created): a missing file is a lost one, whose writes are refused, not a new empty database.
+   */
+  readonly mustExist?: boolean;
 }
 
 /**
