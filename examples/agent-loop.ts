@@ -123,9 +123,12 @@ async function startCompactor(): Promise<{ url: string; child: ChildProcess }> {
     if (built.status !== 0) throw new Error('npm run build failed');
   }
   const port = await freePort();
+  // The service started here has no keys: a client key in this shell (COMPACTOR_API_KEY) is not
+  // its configuration, and the service refuses it without COMPACTOR_API_KEYS.
+  const inherited = Object.fromEntries(Object.entries(process.env).filter(([name]) => name !== 'COMPACTOR_API_KEY'));
   const child = spawn(process.execPath, ['dist/server.js'], {
     cwd: root,
-    env: { ...process.env, COMPACTOR_STORE_URL: 'memory:', HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'warn' },
+    env: { ...inherited, COMPACTOR_STORE_URL: 'memory:', HOST: '127.0.0.1', PORT: String(port), LOG_LEVEL: 'warn' },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   const url = `http://127.0.0.1:${port}`;

@@ -5,6 +5,7 @@ import type { FormatAdapter } from './history/format.js';
 import { ARTIFACT_ID } from './history/vocabulary.js';
 import {
   type ArtifactStore,
+  type ArtifactUse,
   type NewArtifact,
   StoreCapacityError,
   StoreFailedError,
@@ -85,7 +86,12 @@ export class ArtifactService {
     return error;
   }
 
-  /** Stores originals for the configured TTL (the same original twice is one artifact). */
+  /** Every read here is a use: what is read becomes the most recently used and lives another TTL. */
+  private use(): ArtifactUse {
+    return { ttlSeconds: this.options.ttlSeconds };
+  }
+
+  /** Stores originals for the configured TTL (the same original twice is one artifact, in use again). */
   async persist(caller: Caller, artifacts: readonly NewArtifact[]): Promise<void> {
     if (artifacts.length === 0) return;
     await this.call((store) => store.put(caller.scope, artifacts, this.options.ttlSeconds, this.options.now()));
@@ -102,12 +108,14 @@ export class ArtifactService {
     }
   }
 
-  /** Stored contents by id; empty when the store cannot answer (callers treat it as a miss). */
+  /** Stored contents by id, read as a use; empty when the store cannot answer (callers treat it as a miss). */
   async recall(caller: Caller, ids: readonly string[]): Promise<Map<string, string>> {
     const out = new Map<string, string>();
     if (!this.options.store || ids.length === 0) return out;
     try {
-      for (const [id, a] of await this.options.store.get(caller.scope, ids, this.options.now())) out.set(id, a.content);
+      for (const [id, a] of await this.options.store.get(caller.scope, ids, this.options.now(), this.use())) {
+        out.set(id, a.content);
+      }
     } catch {
       // A cache miss: the caller recomputes.
     }
@@ -144,17 +152,17 @@ export class ArtifactService {
       for (const id of ids) if (inline.has(id)) out.set(id, inline.get(id));
       // Inline-only requests work without a store; anything else asks the store.
       if (wanted.length > 0 && (this.options.store || inline.size === 0)) {
-        const found = await this.call((store) => store.get(caller.scope, wanted, this.options.now()));
+        const found = await this.call((store) => store.get(caller.scope, wanted, this.options.now(), this.use()));
         for (const [id, a] of found) out.set(id, JSON.parse(a.content));
       }
       return out;
     });
   }
 
-  /** One original; 404 `CMP_ERR_ARTIFACT_NOT_FOUND` when unknown or expired. */
+  /** One original, read as a use; 404 `CMP_ERR_ARTIFACT_NOT_FOUND` when unknown, expired or evicted. */
   async get(caller: Caller, id: string): Promise<ArtifactView> {
     const found = ARTIFACT_ID.test(id)
-      ? (await this.call((store) => store.get(caller.scope, [id], this.options.now()))).get(id)
+      ? (await this.call((store) => store.get(caller.scope, [id], this.options.now(), this.use()))).get(id)
       : undefined;
     if (!found) throw fieldError('CMP_ERR_ARTIFACT_NOT_FOUND', 'id', `artifact ${JSON.stringify(id)} is unknown or has expired`);
     return {

@@ -1,9 +1,25 @@
-import { readFileSync } from 'node:fs';
 import { z } from 'zod';
+import { PRICES_FILE_MAX_BYTES, readSmallFile } from './config-files.js';
+import { nameProblems } from './config-names.js';
 import { PricingSchema } from './cost/fields.js';
 import { PriceFileSchema, type PriceRow } from './cost/prices.js';
 
-const intFromEnv = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
+export { PRICES_FILE_MAX_BYTES } from './config-files.js';
+
+/**
+ * A whole number in decimal digits between `min` and `max`. Nothing else is a number here: not
+ * hex (`0x10`), octal or binary literals, an exponent (`1e3`), a sign, a fraction or spaces, all
+ * of which `Number()` would read as something the operator may not have meant.
+ */
+const intFromEnv = (min: number, max: number) =>
+  z
+    .string()
+    .regex(/^\d+$/, 'expected a whole number in decimal digits (no hex, sign, exponent, fraction or spaces)')
+    .transform(Number)
+    .pipe(z.number().int().min(min).max(max));
+
+/** Keys shorter than this are refused: a guessable key is no key. */
+export const API_KEY_MIN_LENGTH = 16;
 
 /**
  * A URL as it may be shown in a log line or a boot error: the password of `user:password@` (or a
@@ -53,7 +69,7 @@ export const ConfigSchema = z.object({
       'not a valid Redis URL (expected redis://[user:password@]host[:port][/db])',
     )
     .default('sqlite:./data/compactor.db'),
-  /** Cap on the content bytes a SQLite or memory store holds; the oldest artifacts are evicted. */
+  /** Cap on the content bytes the store holds; the least recently used artifacts are evicted. */
   COMPACTOR_STORE_MAX_BYTES: intFromEnv(0, Number.MAX_SAFE_INTEGER).default(1024 * 1024 * 1024),
   COMPACTOR_ARTIFACT_TTL_SECONDS: intFromEnv(1, 10 * 365 * 24 * 3600).default(7 * 24 * 3600),
   COMPACTOR_ARTIFACT_SECRET: z.string().min(32, 'must be at least 32 characters').max(1024).optional(),
@@ -74,12 +90,26 @@ export const ConfigSchema = z.object({
   COMPACTOR_SUMMARIZER_CONCURRENCY: intFromEnv(1, 256).default(4),
   COMPACTOR_API_KEYS: z
     .string()
-    .transform((v) =>
-      v
+    .transform((v, ctx) => {
+      const keys = v
         .split(',')
         .map((k) => k.trim())
-        .filter(Boolean),
-    )
+        .filter(Boolean);
+      // A template whose keys were never filled in (`,`) would otherwise start an open service.
+      if (keys.length === 0) {
+        ctx.addIssue({ code: 'custom', message: 'lists no key (only commas or spaces); unset it for a service without keys' });
+        return z.NEVER;
+      }
+      const short = keys.findIndex((k) => k.length < API_KEY_MIN_LENGTH);
+      if (short >= 0) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `key ${short + 1} of ${keys.length} has ${keys[short]?.length} characters; at least ${API_KEY_MIN_LENGTH} are required (e.g. openssl rand -hex 32)`,
+        });
+        return z.NEVER;
+      }
+      return keys;
+    })
     .optional(),
   COMPACTOR_AUTH_SCOPE: z.enum(['api', 'all']).default('api'),
   COMPACTOR_RATE_LIMIT: intFromEnv(0, 1_000_000).default(0),
@@ -132,14 +162,10 @@ function parseJson(text: string): unknown {
   }
 }
 
-/** A price file's rows, or what is wrong with it. */
+/** A price file's rows, or what is wrong with it (only a regular file of at most `PRICES_FILE_MAX_BYTES` is read). */
 function readPriceFile(path: string): PriceRow[] | string {
-  let text: string;
-  try {
-    text = readFileSync(path, 'utf8');
-  } catch (error) {
-    return `cannot read the file: ${(error as NodeJS.ErrnoException).code ?? 'error'}`;
-  }
+  const text = readSmallFile(path, PRICES_FILE_MAX_BYTES);
+  if (typeof text !== 'string') return text.problem;
   const parsed = PriceFileSchema.safeParse(parseJson(text));
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
@@ -162,7 +188,7 @@ export const CONFIG_DOCS: Record<keyof Config, string> = {
   COMPACTOR_TOKEN_CACHE_ENTRIES: 'Per-message token counts kept in the count cache (0 = no cache)',
   COMPACTOR_STORE_URL: 'Artifact store: sqlite:<path> (file created on first use), redis://host:port, or memory:',
   COMPACTOR_STORE_MAX_BYTES:
-    "Cap on the artifacts' content bytes in a sqlite or memory store; the oldest are evicted past it (0 = no cap; Redis: set its maxmemory instead)",
+    "Cap on the artifacts' content bytes in the store; the least recently used are evicted past it (0 = no cap; Redis: about its maxmemory / 1.6)",
   COMPACTOR_ARTIFACT_TTL_SECONDS: 'How long offloaded originals live, in seconds (7 days)',
   COMPACTOR_ARTIFACT_SECRET:
     "Secret that keys artifact ids and caller scopes (never logged); unset: a random one kept in the store. Set the same one where services expand each other's inline artifacts",
@@ -173,7 +199,8 @@ export const CONFIG_DOCS: Record<keyof Config, string> = {
   COMPACTOR_SUMMARIZER_TIMEOUT_MS: 'Deadline of one summarizer call, in ms',
   COMPACTOR_SUMMARIZER_MAX_RETRIES: 'Retries after a retryable summarizer failure (429, 5xx, timeout, reset)',
   COMPACTOR_SUMMARIZER_CONCURRENCY: 'Summarizer calls in flight at once',
-  COMPACTOR_API_KEYS: 'Comma list of keys; when set, requests need Authorization: Bearer <key> (never logged)',
+  COMPACTOR_API_KEYS:
+    'Comma list of keys of at least 16 characters; when set, requests need Authorization: Bearer <key> (never logged)',
   COMPACTOR_AUTH_SCOPE: 'api: keys guard /v1/* only; all: health, metrics and docs too',
   COMPACTOR_RATE_LIMIT: 'Requests per minute per client on /v1/* (0 = off)',
   COMPACTOR_MAX_EVENT_LOOP_DELAY_MS: 'Above this event-loop delay, answer 503 with retry-after instead of queueing (0 = off)',
@@ -186,7 +213,7 @@ export const CONFIG_DOCS: Record<keyof Config, string> = {
     'Request body bytes worked on at once; a request past it gets 503 with retry-after (0 = no limit; at least COMPACTOR_BODY_LIMIT). Size memory as about 7 times this, plus 150 MiB, plus 200 MiB per worker',
   COMPACTOR_DEADLINE_MS: 'Deadline of one strategy request once received, summarizer calls and retries included',
   COMPACTOR_PRICES_FILE:
-    'JSON price file, {"models": [{"prefix", "input", "cached_input", "cache_write"?, "output", "currency"?}]} per million tokens, whose rows replace or extend the built-in table (read at boot)',
+    'JSON price file, {"models": [{"prefix", "input", "cached_input", "cache_write"?, "output", "currency"?}]} per million tokens, whose rows replace or extend the built-in table (read at boot; a regular file of at most 1 MiB)',
   COMPACTOR_SUMMARIZER_PRICING:
     'The summarizer\'s prices, JSON {"input", "cached_input", "output", "currency"?} per million tokens; unset: the table\'s row for its model, else the agent\'s prices',
 };
@@ -198,10 +225,14 @@ export class ConfigError extends Error {
 
 /**
  * Parses the environment. Empty strings count as unset, so `PORT=` in an env file means the
- * default rather than an error.
+ * default rather than an error. Throws `ConfigError` naming each offending variable (never a
+ * key's value): an invalid value, an unknown `COMPACTOR_*` name (`config-names.ts`), or
+ * variables that contradict each other.
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const known = Object.keys(ConfigSchema.shape) as (keyof Config)[];
+  const names = nameProblems(env, known);
+  if (names.length > 0) throw new ConfigError(`invalid configuration: ${names.join('; ')}`);
   const input: Record<string, string> = {};
   for (const key of known) {
     const value = env[key];

@@ -76,7 +76,9 @@ function newEvictions(): number {
 
 async function build(): Promise<Compactor> {
   const { config } = init;
-  if (!init.remoteStore) ownStore = await openStore(config.COMPACTOR_STORE_URL, { maxBytes: config.COMPACTOR_STORE_MAX_BYTES });
+  // The main thread created the store at boot: a SQLite file missing now was deleted under the service.
+  const options = { maxBytes: config.COMPACTOR_STORE_MAX_BYTES, mustExist: true };
+  if (!init.remoteStore) ownStore = await openStore(config.COMPACTOR_STORE_URL, options);
   const store: ArtifactStore = ownStore ?? new RemoteStore(() => taskPort.getStore());
   const logger = pino({ level: config.LOG_LEVEL, base: { service: 'compactor', worker: threadId } });
   const counter = new TokenCounter(config.COMPACTOR_TOKEN_CACHE_ENTRIES);

@@ -27,7 +27,7 @@ export interface CompactorPluginOptions {
   counter: TokenCounter;
   storeUrl: string;
   artifactTtlSeconds: number;
-  /** `COMPACTOR_STORE_MAX_BYTES`: cap on content bytes in a SQLite or memory store; 0: none. */
+  /** `COMPACTOR_STORE_MAX_BYTES`: cap on the content bytes in the store; 0: none. */
   storeMaxBytes: number;
   summarizer: Summarizer;
   deadlineMs: number;
@@ -92,18 +92,20 @@ export default fp<CompactorPluginOptions>(
     stat('compactor_token_cache_hits', 'Token count cache hits since start', () => counter.stats().hits);
     stat('compactor_token_cache_misses', 'Token count cache misses since start', () => counter.stats().misses);
     stat('compactor_token_cache_entries', 'Messages in the token count cache', () => counter.stats().entries);
-    // Redis keeps its own count (maxmemory, evicted_keys): these two are absent for it.
+    // A worker's remote store reports no usage: the main thread's store counts for it.
     if (store.usage()) {
       stat('compactor_store_bytes', 'Content bytes of the artifacts in the store', () => store.usage()?.bytes ?? 0);
       new Counter({
         name: 'compactor_artifacts_evicted_total',
-        help: 'Artifacts evicted, oldest first, to keep the store under COMPACTOR_STORE_MAX_BYTES',
+        help: 'Artifacts evicted, least recently used first, to keep the store under COMPACTOR_STORE_MAX_BYTES (reason "cap"), by store kind',
+        labelNames: ['store', 'reason'],
         registers: [app.metrics.registry],
         collect() {
           // The store counts; the counter shows its count (monotonic while the store is open).
           this.reset();
-          // Worker threads open the same file on connections of their own and report theirs.
-          this.inc((store.usage()?.evicted ?? 0) + (app.hasDecorator('offload') ? app.offload.evicted : 0));
+          // Worker threads open the same file or Redis on connections of their own and report theirs.
+          const evicted = (store.usage()?.evicted ?? 0) + (app.hasDecorator('offload') ? app.offload.evicted : 0);
+          this.inc({ store: store.kind, reason: 'cap' }, evicted);
         },
       });
     }

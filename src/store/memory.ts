@@ -1,6 +1,7 @@
 import {
   type Artifact,
   type ArtifactStore,
+  type ArtifactUse,
   checkFits,
   contentBytes,
   type NewArtifact,
@@ -15,13 +16,13 @@ interface Entry {
 
 /**
  * An in-process store: nothing survives a restart. Expired entries are swept as it grows. With a
- * cap, the oldest entries (by creation time) are evicted to make room: the map keeps creation
- * order (an entry replaced after it expired is moved to the end), so eviction takes from its
- * front and never scans.
+ * cap, the least recently used entries are evicted to make room: the map keeps the order of use
+ * (an entry stored again or read as a use is moved to the end), so eviction takes from its front
+ * and never scans.
  */
 export class MemoryStore implements ArtifactStore {
   readonly kind = 'memory' as const;
-  /** Keyed by scope and id (a NUL cannot occur in either), in creation order. */
+  /** Keyed by scope and id (a NUL cannot occur in either), least recently used first. */
   private readonly entries = new Map<string, Entry>();
   private readonly maxBytes: number;
   private bytes = 0;
@@ -43,8 +44,7 @@ export class MemoryStore implements ArtifactStore {
       written.add(key);
       const existing = this.entries.get(key);
       if (existing && existing.artifact.expires_at > now) {
-        const artifact = { ...existing.artifact, expires_at: Math.max(existing.artifact.expires_at, expires) };
-        this.entries.set(key, { ...existing, artifact });
+        this.use(key, existing, expires);
         continue;
       }
       if (existing) this.remove(key, existing);
@@ -55,9 +55,18 @@ export class MemoryStore implements ArtifactStore {
     this.evict(written, now);
   }
 
+  /** Makes an entry the most recently used, its expiry at least `expires`; returns it as it is now. */
+  private use(key: string, entry: Entry, expires: number): Entry {
+    const artifact = { ...entry.artifact, expires_at: Math.max(entry.artifact.expires_at, expires) };
+    const used = { ...entry, artifact };
+    this.entries.delete(key);
+    this.entries.set(key, used);
+    return used;
+  }
+
   /**
-   * Deletes the oldest entries until the cap holds, sparing the ones this put wrote; expired
-   * entries met on the way go too, without counting as evictions.
+   * Deletes the least recently used entries until the cap holds, sparing the ones this put wrote;
+   * expired entries met on the way go too, without counting as evictions.
    */
   private evict(spare: ReadonlySet<string>, now: number): void {
     if (this.maxBytes <= 0) return;
@@ -79,11 +88,14 @@ export class MemoryStore implements ArtifactStore {
     this.bytes -= entry.bytes;
   }
 
-  async get(scope: string, ids: readonly string[], now: number): Promise<Map<string, Artifact>> {
+  async get(scope: string, ids: readonly string[], now: number, use?: ArtifactUse): Promise<Map<string, Artifact>> {
     const out = new Map<string, Artifact>();
     for (const id of ids) {
-      const entry = this.entries.get(`${scope}\0${id}`);
-      if (entry && entry.artifact.expires_at > now) out.set(id, entry.artifact);
+      const key = `${scope}\0${id}`;
+      let entry = this.entries.get(key);
+      if (!entry || entry.artifact.expires_at <= now) continue;
+      if (use) entry = this.use(key, entry, now + use.ttlSeconds * 1000);
+      out.set(id, entry.artifact);
     }
     return out;
   }

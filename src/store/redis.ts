@@ -1,38 +1,52 @@
-import { Redis } from 'ioredis';
+import { Redis, type Result } from 'ioredis';
 import { classifyRedis } from './redis-faults.js';
-import type { Artifact, ArtifactStore, NewArtifact } from './types.js';
+import { PUT_SCRIPT, USE_SCRIPT } from './redis-scripts.js';
+import type { Artifact, ArtifactStore, ArtifactUse, NewArtifact, StoreOptions, StoreUsage } from './types.js';
+import { checkFits, contentBytes } from './types.js';
 
-/**
- * Keys: `compactor:art:<scope>:<id>` (a scope is hex or `shared`), each with its TTL; the
- * installation secret, without one (so a `volatile-*` eviction policy never takes it); the
- * readiness probe's marker.
- */
-const PREFIX = 'compactor:art:';
-const SECRET = 'compactor:secret';
-const PROBE = 'compactor:probe';
+declare module 'ioredis' {
+  interface RedisCommander<Context> {
+    compactorPut(...args: (string | number)[]): Result<[number, number], Context>;
+    compactorUse(...args: (string | number)[]): Result<(string | number | null)[], Context>;
+  }
+}
+
+/** Every key starts with this unless `keyPrefix` says otherwise (the layout of earlier versions). */
+const DEFAULT_PREFIX = 'compactor:';
 
 /**
  * Redis, for replicas that share artifacts: an artifact offloaded by one replica is expanded by
- * another. Each artifact is one key with a TTL. While Redis is unreachable a command waits for
- * at most one reconnection attempt and `commandTimeout`, then fails; the client keeps
- * reconnecting by itself, so the service recovers without a restart.
+ * another. Each artifact is one key with a TTL (`<prefix>art:<scope>:<id>`; a scope is hex or
+ * `shared`); beside them, when each was last used and its size (`redis-scripts.ts`), and the
+ * installation secret, without a TTL (so a `volatile-*` eviction policy never takes it). A put and
+ * a read that is a use each run one Lua script, atomic on the server: with a cap (`maxBytes`), a
+ * put evicts the least recently used artifacts, across replicas, exactly as SQLite and memory do.
+ * While Redis is unreachable a command waits for at most one reconnection attempt and
+ * `commandTimeout`, then fails; the client keeps reconnecting by itself, so the service recovers
+ * without a restart.
  *
- * There is no cap of ours here: Redis's own `maxmemory` is the cap, and its eviction policy
- * decides. The shipped deployments use `noeviction` with `maxmemory` sized from the artifact TTL
- * and append-only persistence, so an artifact lives its whole TTL; a full Redis then refuses
- * writes (503 `CMP_ERR_STORE_UNAVAILABLE`, readiness off). `volatile-ttl` trades that for
- * availability: artifacts and cached summaries are evicted soonest-expiring first and reported
- * missing as expired ones are, and the secret, which has no TTL, is never evicted. An `allkeys-*`
- * policy could evict the secret, which would change every id.
+ * Redis's own `maxmemory` stays the backstop: the shipped deployments set the cap below it and
+ * keep `noeviction` with append-only persistence, so an artifact lives its TTL unless our cap
+ * evicts it (counted), and a full Redis refuses writes (503 `CMP_ERR_STORE_UNAVAILABLE`, readiness
+ * off) rather than dropping the secret. An `allkeys-*` policy could evict the secret, which would
+ * change every id. Artifacts stored by versions before the cap are counted once stored or read
+ * again, and otherwise expire by their TTL.
  */
 export class RedisStore implements ArtifactStore {
   readonly kind = 'redis' as const;
   private readonly client: Redis;
+  private readonly prefix: string;
+  private readonly maxBytes: number;
+  /** Content bytes as the last put of this client saw them (the total is shared by every replica). */
+  private bytes = 0;
+  private evicted = 0;
   /** Why the last connection attempt failed (`ECONNREFUSED`, `WRONGPASS`, …), until one succeeds. */
   private connection: string | undefined;
 
   /** @throws TypeError when the URL cannot be parsed */
-  constructor(url: string) {
+  constructor(url: string, options: StoreOptions = {}) {
+    this.prefix = options.keyPrefix ?? DEFAULT_PREFIX;
+    this.maxBytes = options.maxBytes ?? 0;
     this.client = new Redis(url, {
       lazyConnect: false,
       enableOfflineQueue: true,
@@ -41,6 +55,8 @@ export class RedisStore implements ArtifactStore {
       commandTimeout: 2000,
       retryStrategy: (times) => Math.min(times * 200, 2000),
     });
+    this.client.defineCommand('compactorPut', { numberOfKeys: 0, lua: PUT_SCRIPT });
+    this.client.defineCommand('compactorUse', { numberOfKeys: 0, lua: USE_SCRIPT });
     // Connection errors surface on each command; the client's own event would otherwise crash.
     this.client.on('error', (error: NodeJS.ErrnoException) => {
       this.connection = error.code ?? /^[A-Z]+/.exec(error.message)?.[0] ?? 'error';
@@ -60,35 +76,41 @@ export class RedisStore implements ArtifactStore {
 
   async put(scope: string, artifacts: readonly NewArtifact[], ttlSeconds: number, now: number): Promise<void> {
     if (artifacts.length === 0) return;
+    checkFits(artifacts, this.maxBytes);
     const ttl = ttlSeconds * 1000;
-    await this.run('write', async () => {
-      const pipeline = this.client.multi();
-      for (const a of artifacts) {
-        const value = JSON.stringify({ ...a, created_at: now, expires_at: now + ttl });
-        const key = `${PREFIX}${scope}:${a.id}`;
-        pipeline.set(key, value, 'PX', ttl, 'NX');
-        pipeline.pexpire(key, ttl, 'GT');
-      }
-      const results = await pipeline.exec();
-      const failed = results?.find(([error]) => error);
-      if (!results || failed) throw failed?.[0] ?? new Error('transaction aborted');
-    });
+    const args: (string | number)[] = [this.prefix, now, ttl, this.maxBytes];
+    for (const a of artifacts) {
+      args.push(`${scope}:${a.id}`, JSON.stringify({ ...a, created_at: now, expires_at: now + ttl }), contentBytes(a));
+    }
+    const [evicted, total] = await this.run('write', () => this.client.compactorPut(...args));
+    this.evicted += Number(evicted);
+    this.bytes = Number(total);
   }
 
-  async get(scope: string, ids: readonly string[], now: number): Promise<Map<string, Artifact>> {
+  async get(scope: string, ids: readonly string[], now: number, use?: ArtifactUse): Promise<Map<string, Artifact>> {
     const out = new Map<string, Artifact>();
     if (ids.length === 0) return out;
-    const values = await this.run('read', async () => {
-      const [values, ttls] = await Promise.all([
-        this.client.mget(ids.map((id) => `${PREFIX}${scope}:${id}`)),
-        Promise.all(ids.map((id) => this.client.pttl(`${PREFIX}${scope}:${id}`))),
-      ]);
-      return values.map((v, i) => [v, ttls[i]] as const);
+    const members = ids.map((id) => `${scope}:${id}`);
+    let found: (readonly [string | null, number | null])[] | undefined;
+    if (use) {
+      try {
+        const flat = await this.client.compactorUse(this.prefix, now, use.ttlSeconds * 1000, ...members);
+        found = ids.map((_, i) => [flat[2 * i] as string | null, flat[2 * i + 1] as number | null] as const);
+      } catch (error) {
+        // A Redis that refuses writes (full under noeviction, a read-only replica) still answers
+        // reads; a Redis that cannot be reached would not answer them either.
+        if (!(error instanceof Error && error.name === 'ReplyError')) throw classifyRedis('read', error, this.connection);
+      }
+    }
+    found ??= await this.run('read', async () => {
+      const keys = members.map((m) => `${this.prefix}art:${m}`);
+      const [values, ttls] = await Promise.all([this.client.mget(keys), Promise.all(keys.map((key) => this.client.pttl(key)))]);
+      return values.map((v, i) => [v, ttls[i] ?? null] as const);
     });
-    values.forEach(([value, ttl], i) => {
+    found.forEach(([value, ttl], i) => {
       if (value === null) return;
       const stored = JSON.parse(value) as Artifact;
-      // The key's TTL is the truth: a later put may have extended it.
+      // The key's TTL is the truth: a later put or use may have extended it.
       const expires = typeof ttl === 'number' && ttl > 0 ? now + ttl : stored.expires_at;
       out.set(ids[i] as string, { ...stored, expires_at: expires });
     });
@@ -97,8 +119,9 @@ export class RedisStore implements ArtifactStore {
 
   async secret(candidate: string): Promise<string> {
     return this.run('secret', async () => {
-      await this.client.set(SECRET, candidate, 'NX');
-      const value = await this.client.get(SECRET);
+      const key = `${this.prefix}secret`;
+      await this.client.set(key, candidate, 'NX');
+      const value = await this.client.get(key);
       if (value === null) throw new Error('the secret was not kept');
       return value;
     });
@@ -113,11 +136,12 @@ export class RedisStore implements ArtifactStore {
   }
 
   async probe(now: number): Promise<void> {
-    await this.run('probe', () => this.client.set(PROBE, String(now), 'PX', 60_000));
+    await this.run('probe', () => this.client.set(`${this.prefix}probe`, String(now), 'PX', 60_000));
   }
 
-  usage(): null {
-    return null;
+  /** The bytes as this client's last put saw them (every replica shares the total), the cap, this client's evictions. */
+  usage(): StoreUsage {
+    return { bytes: this.bytes, maxBytes: this.maxBytes, evicted: this.evicted };
   }
 
   async close(): Promise<void> {

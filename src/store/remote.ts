@@ -1,5 +1,5 @@
 import type { MessagePort } from 'node:worker_threads';
-import type { Artifact, ArtifactStore, NewArtifact, StoreUsage } from './types.js';
+import type { Artifact, ArtifactStore, ArtifactUse, NewArtifact, StoreUsage } from './types.js';
 import { StoreCapacityError, StoreFailedError, StoreUnavailableError } from './types.js';
 
 type Method = 'put' | 'get' | 'secret' | 'ping' | 'probe';
@@ -52,7 +52,7 @@ export function serveStore(port: MessagePort, store: ArtifactStore): void {
         case 'put':
           return store.put(a as string, b as NewArtifact[], c as number, d as number);
         case 'get':
-          return store.get(a as string, b as string[], c as number);
+          return store.get(a as string, b as string[], c as number, d as ArtifactUse | undefined);
         case 'secret':
           return store.secret(a as string);
         case 'probe':
@@ -105,8 +105,8 @@ export class RemoteStore implements ArtifactStore {
     return this.call('put', [scope, artifacts, ttlSeconds, now]);
   }
 
-  get(scope: string, ids: readonly string[], now: number): Promise<Map<string, Artifact>> {
-    return this.call('get', [scope, ids, now]);
+  get(scope: string, ids: readonly string[], now: number, use?: ArtifactUse): Promise<Map<string, Artifact>> {
+    return this.call('get', [scope, ids, now, use]);
   }
 
   secret(candidate: string): Promise<string> {

@@ -1,9 +1,13 @@
+import { existsSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { classifySqlite, openFailure, prepareFile } from './sqlite-faults.js';
+import { DatabaseFile } from './sqlite-file.js';
 import { migrate } from './sqlite-schema.js';
+import { prepareStatements, type Statements } from './sqlite-statements.js';
 import {
   type Artifact,
   type ArtifactStore,
+  type ArtifactUse,
   checkFits,
   contentBytes,
   type NewArtifact,
@@ -13,26 +17,32 @@ import {
 
 /** SQLite caps bound parameters; 500 at a time stays well under it. */
 const CHUNK = 500;
-/** Rows read per step while evicting, oldest first. */
-const EVICT_PAGE = 64;
 
+/** A row of use and its artifact; `rowid` null when only the row of use is left (another writer's doing). */
 interface Row {
-  rowid: number;
   scope: string;
   id: string;
+  last_used: number;
+  rowid: number | null;
   bytes: number;
-  created_at: number;
   expires_at: number;
 }
+
+const placeholders = (n: number) => Array.from({ length: n }, () => '?').join(',');
 
 /**
  * The embedded default: one SQLite file (created with its folder on first use) in WAL mode, so a
  * sidecar keeps its artifacts across restarts with nothing to set up. Rows are keyed by scope and
  * id. Expired rows are deleted at most once a minute, on write. With a cap (`maxBytes`), a put
- * that takes the content bytes over it evicts the oldest rows by creation time, in the same
- * transaction, walking the `created_at` index; the running total is kept in the file by triggers
- * (`sqlite-schema.ts`), so no put scans the table. Deleted rows' pages are reused by later writes:
- * the file stops growing near the cap rather than shrinking below its high-water mark.
+ * that takes the content bytes over it evicts the least recently used rows, in the same
+ * transaction, walking the index of `artifact_use` (when each was last stored or read as a use;
+ * `sqlite-schema.ts`); the running total is kept in the file by triggers, so no put scans the
+ * table. Deleted rows' pages are reused by later writes: the file stops growing near the cap
+ * rather than shrinking below its high-water mark.
+ *
+ * A file deleted or replaced under the running service (`DatabaseFile`) is noticed before each
+ * write and each readiness probe: writes are refused with `StoreUnavailableError` rather than
+ * lost into a file no restart will find; reads of what the open file holds go on.
  *
  * Opening throws `StoreFailedError` (folder cannot be made, path is a folder, not a database,
  * read-only, …) or `StoreUnavailableError` (busy); every method classifies its failures likewise.
@@ -40,11 +50,8 @@ interface Row {
 export class SqliteStore implements ArtifactStore {
   readonly kind = 'sqlite' as const;
   private readonly db: Database.Database;
-  private readonly insert: Database.Statement;
-  private readonly purge: Database.Statement;
-  private readonly total: Database.Statement;
-  private readonly oldest: Database.Statement;
-  private readonly remove: Database.Statement;
+  private readonly file: DatabaseFile;
+  private readonly sql: Statements;
   private readonly maxBytes: number;
   private nextPurge = 0;
   private bytes = 0;
@@ -53,10 +60,13 @@ export class SqliteStore implements ArtifactStore {
   /** @param path a file path, or `:memory:` */
   constructor(path: string, options: StoreOptions = {}) {
     this.maxBytes = options.maxBytes ?? 0;
-    if (path !== ':memory:') prepareFile(path);
+    const inMemory = path === ':memory:';
+    // A worker thread never creates the file: one missing now was deleted under the service.
+    const missing = !inMemory && options.mustExist === true && !existsSync(path);
+    if (!inMemory && !missing) prepareFile(path);
     let db: Database.Database | undefined;
     try {
-      db = new Database(path);
+      db = new Database(missing ? ':memory:' : path);
       db.pragma('busy_timeout = 5000');
       db.pragma('journal_mode = WAL');
       db.pragma('synchronous = NORMAL');
@@ -65,20 +75,8 @@ export class SqliteStore implements ArtifactStore {
       db.pragma(`journal_size_limit = ${16 * 1024 * 1024}`);
       migrate(db);
       this.db = db;
-      this.insert =
-        db.prepare(`INSERT INTO scoped_artifacts (scope, id, kind, tool_name, content, sha256, created_at, expires_at, bytes)
-        VALUES (@scope, @id, @kind, @tool_name, @content, @sha256, @created_at, @expires_at, @bytes)
-        ON CONFLICT(scope, id) DO UPDATE SET
-          kind = CASE WHEN scoped_artifacts.expires_at <= @created_at THEN excluded.kind ELSE scoped_artifacts.kind END,
-          tool_name = CASE WHEN scoped_artifacts.expires_at <= @created_at THEN excluded.tool_name ELSE scoped_artifacts.tool_name END,
-          created_at = CASE WHEN scoped_artifacts.expires_at <= @created_at THEN excluded.created_at ELSE scoped_artifacts.created_at END,
-          expires_at = max(scoped_artifacts.expires_at, excluded.expires_at)`);
-      this.purge = db.prepare('DELETE FROM scoped_artifacts WHERE expires_at <= ?');
-      this.total = db.prepare('SELECT bytes FROM store_totals WHERE id = 0').pluck();
-      // Keyset pagination over the creation-time index: rows spared (this put's own) are stepped over.
-      this.oldest = db.prepare(`SELECT rowid, scope, id, bytes, created_at, expires_at FROM scoped_artifacts
-        WHERE (created_at, rowid) > (?, ?) ORDER BY created_at, rowid LIMIT ${EVICT_PAGE}`);
-      this.remove = db.prepare('DELETE FROM scoped_artifacts WHERE rowid = ?');
+      this.file = new DatabaseFile(inMemory ? undefined : path, missing);
+      this.sql = prepareStatements(db);
       // A cap lowered since the last run holds from the start, not from the next put.
       if (this.maxBytes > 0 && this.readTotal() > this.maxBytes) {
         this.evicted += db.transaction(() => this.evict(new Set(), Date.now()))();
@@ -91,31 +89,40 @@ export class SqliteStore implements ArtifactStore {
   }
 
   private readTotal(): number {
-    return Number(this.total.get() ?? 0);
+    return Number(this.sql.total.get() ?? 0);
+  }
+
+  /** Throws the `StoreUnavailableError` a write meets once the path no longer names the open file. */
+  private writable(): void {
+    const lost = this.file.lost();
+    if (lost) throw lost;
   }
 
   async put(scope: string, artifacts: readonly NewArtifact[], ttlSeconds: number, now: number): Promise<void> {
     checkFits(artifacts, this.maxBytes);
+    this.writable();
     const expires = now + ttlSeconds * 1000;
     try {
       // An artifact with more than half its TTL left is not rewritten: the same history compacted
       // again would otherwise rewrite every original it offloads, growing the WAL on each call.
+      // Its last use is refreshed all the same (a small row of its own).
       const fresh = new Set<string>();
       for (let i = 0; i < artifacts.length; i += CHUNK) {
         const chunk = artifacts.slice(i, i + CHUNK).map((a) => a.id);
         const rows = this.db
-          .prepare(
-            `SELECT id FROM scoped_artifacts WHERE scope = ? AND expires_at > ? AND id IN (${chunk.map(() => '?').join(',')})`,
-          )
+          .prepare(`SELECT id FROM scoped_artifacts WHERE scope = ? AND expires_at > ? AND id IN (${placeholders(chunk.length)})`)
           .all(scope, now + (ttlSeconds * 1000) / 2, ...chunk) as { id: string }[];
         for (const row of rows) fresh.add(row.id);
       }
-      const writes = artifacts.filter((a) => !fresh.has(a.id));
-      if (writes.length === 0 && now < this.nextPurge) return;
       const evicted = this.db.transaction(() => {
-        for (const a of writes) this.insert.run({ ...a, scope, created_at: now, expires_at: expires, bytes: contentBytes(a) });
+        for (const a of artifacts) {
+          if (!fresh.has(a.id)) {
+            this.sql.insert.run({ ...a, scope, created_at: now, expires_at: expires, bytes: contentBytes(a) });
+          }
+          this.sql.touch.run(scope, a.id, now);
+        }
         if (now >= this.nextPurge) {
-          this.purge.run(now);
+          this.sql.purge.run(now);
           this.nextPurge = now + 60_000;
         }
         return this.evict(new Set(artifacts.map((a) => `${scope}\0${a.id}`)), now);
@@ -129,22 +136,26 @@ export class SqliteStore implements ArtifactStore {
   }
 
   /**
-   * Inside the put's transaction: deletes the oldest rows until the total is under the cap,
-   * sparing the rows of this put (`checkFits` made sure they fit alone). Expired rows met on the
-   * way go too, without counting as evictions. Returns how many live rows it evicted.
+   * Inside the put's transaction: deletes the least recently used rows until the total is under
+   * the cap, sparing the rows of this put (`checkFits` made sure they fit alone). Expired rows met
+   * on the way go too, without counting as evictions. Returns how many live rows it evicted.
    */
   private evict(spare: ReadonlySet<string>, now: number): number {
     let evicted = 0;
     if (this.maxBytes <= 0) return evicted;
     let total = this.readTotal();
-    let after: [number, number] = [-1, 0];
+    let after: [number, string, string] = [Number.MIN_SAFE_INTEGER, '', ''];
     while (total > this.maxBytes) {
-      const rows = this.oldest.all(...after) as Row[];
+      const rows = this.sql.leastUsed.all(...after) as Row[];
       if (rows.length === 0) break;
       for (const row of rows) {
-        after = [row.created_at, row.rowid];
+        after = [row.last_used, row.scope, row.id];
         if (spare.has(`${row.scope}\0${row.id}`)) continue;
-        this.remove.run(row.rowid);
+        if (row.rowid === null) {
+          this.sql.forget.run(row.scope, row.id);
+          continue;
+        }
+        this.sql.remove.run(row.rowid);
         total -= row.bytes;
         if (row.expires_at > now) evicted++;
         if (total <= this.maxBytes) break;
@@ -153,7 +164,7 @@ export class SqliteStore implements ArtifactStore {
     return evicted;
   }
 
-  async get(scope: string, ids: readonly string[], now: number): Promise<Map<string, Artifact>> {
+  async get(scope: string, ids: readonly string[], now: number, use?: ArtifactUse): Promise<Map<string, Artifact>> {
     const out = new Map<string, Artifact>();
     if (ids.length === 0) return out;
     try {
@@ -162,7 +173,7 @@ export class SqliteStore implements ArtifactStore {
         const rows = this.db
           .prepare(
             `SELECT id, kind, tool_name, content, sha256, created_at, expires_at FROM scoped_artifacts
-             WHERE scope = ? AND expires_at > ? AND id IN (${chunk.map(() => '?').join(',')})`,
+             WHERE scope = ? AND expires_at > ? AND id IN (${placeholders(chunk.length)})`,
           )
           .all(scope, now, ...chunk) as Artifact[];
         for (const row of rows) out.set(row.id, row);
@@ -170,16 +181,57 @@ export class SqliteStore implements ArtifactStore {
     } catch (error) {
       throw classifySqlite('read', error);
     }
+    if (use && out.size > 0) this.refresh(scope, out, now, use);
     return out;
   }
 
+  /**
+   * Marks what a read found as used now, and extends the expiry of those with less than half a
+   * TTL left (rewriting a row is dearer than touching its row of use). Best effort, with a short
+   * busy timeout: a read that cannot write right now (busy, read-only, a lost file) still answers.
+   */
+  private refresh(scope: string, found: Map<string, Artifact>, now: number, use: ArtifactUse): void {
+    if (this.file.lost()) return;
+    const ttl = use.ttlSeconds * 1000;
+    try {
+      this.db.pragma('busy_timeout = 100');
+      try {
+        const extended = this.db.transaction(() => {
+          const out: Artifact[] = [];
+          for (const a of found.values()) {
+            this.sql.touch.run(scope, a.id, now);
+            if (a.expires_at >= now + ttl / 2) continue;
+            this.sql.extend.run(now + ttl, scope, a.id);
+            out.push({ ...a, expires_at: Math.max(a.expires_at, now + ttl) });
+          }
+          return out;
+        })();
+        for (const a of extended) found.set(a.id, a);
+      } finally {
+        this.db.pragma('busy_timeout = 5000');
+      }
+    } catch {
+      // The read stands; its recency waits for the next use.
+    }
+  }
+
   async secret(candidate: string): Promise<string> {
+    const kept = () => {
+      try {
+        return (this.db.prepare("SELECT value FROM meta WHERE key = 'secret'").get() as { value: string } | undefined)?.value;
+      } catch (error) {
+        throw classifySqlite('secret', error);
+      }
+    };
+    const value = kept();
+    if (value !== undefined) return value;
+    this.writable();
     try {
       this.db.prepare("INSERT OR IGNORE INTO meta (key, value) VALUES ('secret', ?)").run(candidate);
-      return (this.db.prepare("SELECT value FROM meta WHERE key = 'secret'").get() as { value: string }).value;
     } catch (error) {
       throw classifySqlite('secret', error);
     }
+    return kept() ?? candidate;
   }
 
   async ping(): Promise<boolean> {
@@ -193,9 +245,11 @@ export class SqliteStore implements ArtifactStore {
 
   /**
    * One small write (a row of `meta`), with a short busy timeout: better-sqlite3 waits on a lock
-   * synchronously, and a probe must not stall the event loop for the 5 s a put would wait.
+   * synchronously, and a probe must not stall the event loop for the 5 s a put would wait. A file
+   * deleted or replaced under the service fails it, without writing.
    */
   async probe(now: number): Promise<void> {
+    this.writable();
     try {
       this.db.pragma('busy_timeout = 100');
       try {

@@ -26,18 +26,33 @@ export interface StoreUsage {
   readonly bytes: number;
   /** The cap on `bytes`; 0: none. */
   readonly maxBytes: number;
-  /** Artifacts deleted to stay under the cap since the store was opened (expiry is not eviction). */
+  /** Artifacts this store object evicted to stay under the cap since it was opened (expiry is not eviction). */
   readonly evicted: number;
 }
 
 /** Options every store accepts when opened. */
 export interface StoreOptions {
   /**
-   * Cap on the content bytes held (`COMPACTOR_STORE_MAX_BYTES`); the oldest artifacts (by creation
-   * time) are evicted to make room. 0 or unset: no cap. Redis ignores it: its own `maxmemory`
-   * and eviction policy are the cap there.
+   * Cap on the content bytes held (`COMPACTOR_STORE_MAX_BYTES`); the least recently used
+   * artifacts are evicted to make room. 0 or unset: no cap.
    */
   readonly maxBytes?: number;
+  /** Redis: the prefix of every key (default `compactor:`), so that tests and tenants of one Redis stay apart. */
+  readonly keyPrefix?: string;
+  /**
+   * SQLite: the file must exist already (a worker thread opening the file the main thread
+   * created): a missing file is a lost one, whose writes are refused, not a new empty database.
+   */
+  readonly mustExist?: boolean;
+}
+
+/**
+ * A read that is a use (`GET /v1/artifacts/{id}`, `expand`, a summary-cache hit): the artifacts
+ * found become the most recently used, and live at least `ttlSeconds / 2` more (extended to a
+ * full `ttlSeconds` from now; SQLite rewrites a row's expiry only once less than half is left).
+ */
+export interface ArtifactUse {
+  readonly ttlSeconds: number;
 }
 
 /**
@@ -55,13 +70,18 @@ export interface ArtifactStore {
   readonly kind: 'sqlite' | 'redis' | 'memory';
   /**
    * Stores artifacts under `scope` for `ttlSeconds`. Storing an id that exists keeps its content
-   * and creation time and extends its expiry: the same original stored twice is one artifact.
-   * A capped store evicts its oldest artifacts (by creation time) to make room; an evicted
-   * artifact is absent, exactly as an expired one is.
+   * and creation time, extends its expiry and makes it the most recently used: the same original
+   * stored twice is one artifact, and one offloaded again is in use. A capped store evicts the
+   * least recently used artifacts (stored or read as a use longest ago) to make room, never those
+   * of this put; an evicted artifact is absent, exactly as an expired one is.
    */
   put(scope: string, artifacts: readonly NewArtifact[], ttlSeconds: number, now: number): Promise<void>;
-  /** The live (unexpired) artifacts of `scope` among `ids`; unknown, expired, evicted and foreign ids are absent. */
-  get(scope: string, ids: readonly string[], now: number): Promise<Map<string, Artifact>>;
+  /**
+   * The live (unexpired) artifacts of `scope` among `ids`; unknown, expired, evicted and foreign
+   * ids are absent. With `use`, the read is a use (`ArtifactUse`); refreshing is best effort: a
+   * store that cannot write right now still answers the read.
+   */
+  get(scope: string, ids: readonly string[], now: number, use?: ArtifactUse): Promise<Map<string, Artifact>>;
   /**
    * The installation's secret, which keys artifact ids and scopes: the one stored already, else
    * `candidate`, stored now. Replicas sharing a store agree on it; it survives restarts.
@@ -74,7 +94,7 @@ export interface ArtifactStore {
    * writes, rejects with the `StoreUnavailableError` or `StoreFailedError` a write would meet.
    */
   probe(now: number): Promise<void>;
-  /** Content bytes held and the cap; null where the backing service keeps its own count (Redis). */
+  /** Content bytes held, the cap and this object's evictions; null where another thread's store counts (a worker's remote store). */
   usage(): StoreUsage | null;
   close(): Promise<void>;
 }

@@ -252,6 +252,21 @@ t.test('the rest of the environment: LLM URL, secret, listen address', { jobs: 3
       /\(redacted\): must be at least 32 characters/,
     );
   });
+  t.test('a key list that trims to nothing (a template never filled in) does not boot an open service', (t) =>
+    configError(t, { COMPACTOR_API_KEYS: ',' }, 'COMPACTOR_API_KEYS', /\(redacted\): lists no key/),
+  );
+  t.test('a short key', (t) =>
+    configError(t, { COMPACTOR_API_KEYS: 'short' }, 'COMPACTOR_API_KEYS', /key 1 of 1 has 5 characters; at least 16/),
+  );
+  t.test('a hex number', (t) => configError(t, { COMPACTOR_WORKERS: '0x2' }, 'COMPACTOR_WORKERS', /decimal digits/));
+  t.test('a price file that is a device is refused at once, not read', (t) =>
+    configError(t, { COMPACTOR_PRICES_FILE: '/dev/zero' }, 'COMPACTOR_PRICES_FILE', /not a regular file \(a character device\)/),
+  );
+  t.test('an unknown COMPACTOR_* name, with the closest known one', async (t) => {
+    const run = await boot({ COMPACTOR_STORE_MAX_BYTE: '1000' });
+    t.equal(run.code, 78, run.stderr);
+    t.match(run.stderr, /COMPACTOR_STORE_MAX_BYTE is not a configuration variable \(did you mean COMPACTOR_STORE_MAX_BYTES\?\)/);
+  });
   t.test('a HOST that is not an address of this machine', (t) =>
     configError(t, { HOST: '192.0.2.1' }, 'HOST', /HOST is not an address of this machine \(EADDRNOTAVAIL\)/),
   );

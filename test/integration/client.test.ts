@@ -11,12 +11,12 @@ import { listen } from '../support/net.js';
 // The package `@compactor/client` (clients/typescript, a devDependency linked from there), as it ships: its committed dist/.
 
 t.test('the client package against the real app on a listening port: every endpoint', async (t) => {
-  const app = await buildApp(testConfig({ COMPACTOR_STORE_URL: 'memory:', COMPACTOR_API_KEYS: 'client-key' }), {
+  const app = await buildApp(testConfig({ COMPACTOR_STORE_URL: 'memory:', COMPACTOR_API_KEYS: 'client-key-0123456789' }), {
     logger: pino({ level: 'silent' }),
   });
   t.teardown(() => app.close());
   const { base } = await listen(app);
-  const client = new CompactorClient({ baseUrl: `${base}/`, apiKey: 'client-key' });
+  const client = new CompactorClient({ baseUrl: `${base}/`, apiKey: 'client-key-0123456789' });
   const big = Array.from({ length: 120 }, (_, i) => `line ${i}: value ${i * 7}`).join('\n');
   const messages = [
     { role: 'user', content: 'task' },

@@ -4,27 +4,30 @@ import { build } from '../support/app.js';
 const history = { messages: [{ role: 'user', content: 'hello' }] };
 
 t.test('API keys: bearer, constant-time, ops endpoints open by default', async (t) => {
-  const app = await build(t, { COMPACTOR_API_KEYS: 'key-one, key-two' });
+  const app = await build(t, { COMPACTOR_API_KEYS: 'key-one-0123456789, key-two-0123456789' });
   const post = (headers: Record<string, string>) => app.inject({ method: 'POST', url: '/v1/tokens', payload: history, headers });
   const none = await post({});
   t.equal(none.statusCode, 401);
   t.equal(none.json().code, 'CMP_ERR_AUTH_REQUIRED');
   t.equal(none.headers['www-authenticate'], 'Bearer realm="compactor"');
-  const wrong = await post({ authorization: 'Bearer key-three' });
+  const wrong = await post({ authorization: 'Bearer key-three-0123456789' });
   t.equal(wrong.statusCode, 401);
   t.equal(wrong.json().code, 'CMP_ERR_AUTH_INVALID');
-  t.notMatch(wrong.body, /key-three|key-one/, 'keys are never echoed');
-  t.equal((await post({ authorization: 'Bearer key-two' })).statusCode, 200);
-  t.equal((await post({ authorization: 'bearer key-one' })).statusCode, 200, 'the scheme is case-insensitive');
+  t.notMatch(wrong.body, /key-three-0123456789|key-one-0123456789/, 'keys are never echoed');
+  t.equal((await post({ authorization: 'Bearer key-two-0123456789' })).statusCode, 200);
+  t.equal((await post({ authorization: 'bearer key-one-0123456789' })).statusCode, 200, 'the scheme is case-insensitive');
   t.equal((await app.inject({ method: 'GET', url: '/health/ready' })).statusCode, 200, 'health stays open');
   t.equal((await app.inject({ method: 'GET', url: '/metrics' })).statusCode, 200, 'metrics stay open');
   t.equal((await app.inject({ method: 'GET', url: '/openapi.json' })).statusCode, 200, 'docs stay open');
 });
 
 t.test('API keys with scope all guard everything', async (t) => {
-  const app = await build(t, { COMPACTOR_API_KEYS: 'k', COMPACTOR_AUTH_SCOPE: 'all' });
+  const app = await build(t, { COMPACTOR_API_KEYS: 'key-k-0123456789ab', COMPACTOR_AUTH_SCOPE: 'all' });
   t.equal((await app.inject({ method: 'GET', url: '/metrics' })).statusCode, 401);
-  t.equal((await app.inject({ method: 'GET', url: '/metrics', headers: { authorization: 'Bearer k' } })).statusCode, 200);
+  t.equal(
+    (await app.inject({ method: 'GET', url: '/metrics', headers: { authorization: 'Bearer key-k-0123456789ab' } })).statusCode,
+    200,
+  );
 });
 
 t.test('rate limit: 429 with retry-after, per client, /v1 only', async (t) => {
@@ -104,7 +107,7 @@ const concrete = (url: string) => url.replace(/:[^/]+/g, 'art_000000000000000000
 
 t.test('every route the app serves, with and without a key, decided on the route matched', async (t) => {
   for (const scope of ['api', 'all'] as const) {
-    const app = await build(t, { COMPACTOR_API_KEYS: 'key-one', COMPACTOR_AUTH_SCOPE: scope });
+    const app = await build(t, { COMPACTOR_API_KEYS: 'key-one-0123456789', COMPACTOR_AUTH_SCOPE: scope });
     t.ok(app.routeTable.length >= 12, `${app.routeTable.length} routes registered`);
     for (const route of app.routeTable) {
       const url = concrete(route.url);
@@ -114,7 +117,7 @@ t.test('every route the app serves, with and without a key, decided on the route
       const keyed = await app.inject({
         method,
         url,
-        headers: { authorization: 'Bearer key-one' },
+        headers: { authorization: 'Bearer key-one-0123456789' },
         ...(payload ? { payload } : {}),
       });
       t.equal(
@@ -130,7 +133,7 @@ t.test('every route the app serves, with and without a key, decided on the route
 });
 
 t.test('percent-encoded and odd spellings of /v1 paths reach no handler without a key', async (t) => {
-  const app = await build(t, { COMPACTOR_API_KEYS: 'key-one', COMPACTOR_RATE_LIMIT: '1000' });
+  const app = await build(t, { COMPACTOR_API_KEYS: 'key-one-0123456789', COMPACTOR_RATE_LIMIT: '1000' });
   const api = app.routeTable.filter((r) => r.url.startsWith('/v1/'));
   for (const route of api) {
     const rest = concrete(route.url).slice('/v1'.length);
@@ -146,7 +149,7 @@ t.test('percent-encoded and odd spellings of /v1 paths reach no handler without 
 t.test('over a real socket: absolute-form and encoded request targets need the key too', async (t) => {
   const { connect } = await import('node:net');
   const { listen } = await import('../support/net.js');
-  const app = await build(t, { COMPACTOR_API_KEYS: 'key-one' });
+  const app = await build(t, { COMPACTOR_API_KEYS: 'key-one-0123456789' });
   const { port } = await listen(app);
   const raw = (target: string, auth?: string) =>
     new Promise<string>((resolve, reject) => {
@@ -173,5 +176,9 @@ t.test('over a real socket: absolute-form and encoded request targets need the k
     t.match(status, /^HTTP\/1\.1 (401|404|400)/, `${target} without a key: ${status}`);
     t.notMatch(status, /^HTTP\/1\.1 200/, `${target} never answers 200 without a key`);
   }
-  t.match(await raw(`http://127.0.0.1:${port}/v1/tokens`, 'Bearer key-one'), /^HTTP\/1\.1 200/, 'with the key it is served');
+  t.match(
+    await raw(`http://127.0.0.1:${port}/v1/tokens`, 'Bearer key-one-0123456789'),
+    /^HTTP\/1\.1 200/,
+    'with the key it is served',
+  );
 });

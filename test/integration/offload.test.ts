@@ -131,13 +131,17 @@ t.test('on a worker, with an LLM and an SQLite store the threads share: summarie
 });
 
 t.test('a key scopes what a worker stores and reads', async (t) => {
-  const app = await build(t, { COMPACTOR_STORE_URL: 'memory:', COMPACTOR_WORKER_MIN_BYTES: '1', COMPACTOR_API_KEYS: 'a,b' });
+  const app = await build(t, {
+    COMPACTOR_STORE_URL: 'memory:',
+    COMPACTOR_WORKER_MIN_BYTES: '1',
+    COMPACTOR_API_KEYS: 'key-a-0123456789ab,key-b-0123456789ab',
+  });
   const compacted = (
     await app.inject({
       method: 'POST',
       url: '/v1/compact',
       payload: { messages: corpus[0]?.messages, keep_tool_uses: 1 },
-      headers: { authorization: 'Bearer a' },
+      headers: { authorization: 'Bearer key-a-0123456789ab' },
     })
   ).json();
   const expand = (key: string) =>
@@ -147,8 +151,8 @@ t.test('a key scopes what a worker stores and reads', async (t) => {
       payload: { messages: compacted.messages },
       headers: { authorization: `Bearer ${key}` },
     });
-  t.same((await expand('a')).json().missing, [], 'its own key restores everything');
-  t.ok((await expand('b')).json().missing.length > 0, 'another key restores nothing');
+  t.same((await expand('key-a-0123456789ab')).json().missing, [], 'its own key restores everything');
+  t.ok((await expand('key-b-0123456789ab')).json().missing.length > 0, 'another key restores nothing');
 });
 
 t.test(

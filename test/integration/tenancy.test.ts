@@ -27,11 +27,11 @@ const history = [
   { role: 'tool', tool_call_id: 'c2', content: '1 failed' },
 ];
 
-const A = { authorization: 'Bearer key-a' };
-const B = { authorization: 'Bearer key-b' };
+const A = { authorization: 'Bearer key-a-0123456789ab' };
+const B = { authorization: 'Bearer key-b-0123456789ab' };
 
 t.test('artifacts belong to the key that made them: another key gets 404 and restores nothing', async (t) => {
-  const app = await build(t, { COMPACTOR_API_KEYS: 'key-a,key-b', COMPACTOR_STORE_URL: 'memory:' });
+  const app = await build(t, { COMPACTOR_API_KEYS: 'key-a-0123456789ab,key-b-0123456789ab', COMPACTOR_STORE_URL: 'memory:' });
   const post = (url: string, payload: object, headers: Record<string, string>) =>
     app.inject({ method: 'POST', url, payload, headers });
   const compacted = (await post('/v1/compact', { messages: history, keep_tool_uses: 1 }, A)).json();
@@ -72,7 +72,7 @@ t.test('ids cannot be derived from content alone', async (t) => {
 });
 
 t.test('the summary cache is per key: a repeat is cached for its key, never a hit for another', async (t) => {
-  const app = await build(t, { COMPACTOR_API_KEYS: 'key-a,key-b', COMPACTOR_STORE_URL: 'memory:' });
+  const app = await build(t, { COMPACTOR_API_KEYS: 'key-a-0123456789ab,key-b-0123456789ab', COMPACTOR_STORE_URL: 'memory:' });
   const long = [
     ...history.slice(0, 2),
     ...Array.from({ length: 12 }, (_, i) => [
@@ -114,9 +114,11 @@ t.test('with no keys, one shared scope: ids are stable across restarts (the secr
 });
 
 t.test('the rate limit counts validated keys, not header spellings', async (t) => {
-  const app = await build(t, { COMPACTOR_API_KEYS: 'k', COMPACTOR_RATE_LIMIT: '3' });
+  const app = await build(t, { COMPACTOR_API_KEYS: 'key-k-0123456789ab', COMPACTOR_RATE_LIMIT: '3' });
   const codes: number[] = [];
-  for (const authorization of ['Bearer k', 'bearer k', 'Bearer  k', 'BEARER k', 'Bearer k ']) {
+  for (const authorization of ['Bearer ', 'bearer ', 'Bearer  ', 'BEARER ', 'Bearer '].map(
+    (scheme, i) => `${scheme}key-k-0123456789ab${i === 4 ? ' ' : ''}`,
+  )) {
     codes.push(
       (await app.inject({ method: 'POST', url: '/v1/tokens', payload: { messages: history }, headers: { authorization } }))
         .statusCode,

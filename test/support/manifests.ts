@@ -4,6 +4,7 @@ import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
 import { parse, parseAllDocuments } from 'yaml';
 import { ConfigSchema, loadConfig } from '../../src/config.js';
+import { type CompactorWorkload, type RedisWorkload, redisSecurityProblems, references } from './manifests-redis.js';
 
 /**
  * Checks of the deployment files (deploy/kubernetes/*.yaml, docker-compose.yml, Dockerfile): each
@@ -253,6 +254,18 @@ export function manifestProblems(text: string, docs: readonly Doc[]): string[] {
     }
   }
 
+  const redises: RedisWorkload[] = [];
+  const compactors: CompactorWorkload[] = [];
+  for (const w of workloads) {
+    const pod = podSpec(w) as Doc;
+    const where = `${w.kind}/${w.metadata?.name}`;
+    for (const c of containers(pod)) {
+      if (isRedis(c)) redises.push({ where: `${where} ${c.name}`, container: c, pod, labels: podLabels(w) });
+      else if (isCompactor(c)) compactors.push({ where, container: c, labels: podLabels(w) });
+    }
+  }
+  problems.push(...redisSecurityProblems(redises, compactors, docs));
+
   for (const w of workloads) {
     const compactor = containers(podSpec(w) as Doc).find(isCompactor);
     const url = compactor && env(compactor, 'COMPACTOR_STORE_URL')?.value;
@@ -279,13 +292,26 @@ function compactorProblems(c: Doc, cs: readonly Doc[], spec: Doc, w: Doc, where:
     problems.push(`${where} compactor: containerPort ${http.containerPort} is not PORT ${port}`);
   if (env(c, 'HOST')?.value !== '0.0.0.0') problems.push(`${where} compactor: HOST must be 0.0.0.0 (probes come to the pod IP)`);
 
-  // Every variable set is one the service reads, and the literal ones parse (secrets filled in).
+  // Every variable set is one the service reads (or one another refers to as $(NAME), such as a
+  // password in the store URL), and the literal ones parse (secrets filled in, $(NAME) expanded).
   const known = new Set(Object.keys(ConfigSchema.shape));
+  const referred = new Set((c.env ?? []).flatMap((e: Doc) => references(e.value)));
   const values: Record<string, string> = {};
+  const helpers: Record<string, string> = {};
   for (const e of c.env ?? []) {
-    if (!known.has(e.name)) problems.push(`${where} compactor: ${e.name} is not a configuration variable (src/config.ts)`);
-    if (typeof e.value === 'string') values[e.name] = e.value;
-    else if (e.valueFrom?.secretKeyRef && !e.valueFrom.secretKeyRef.optional) values[e.name] = 'k'.repeat(32);
+    const own = known.has(e.name);
+    if (!own && !(referred.has(e.name) && !e.name.startsWith('COMPACTOR_'))) {
+      problems.push(`${where} compactor: ${e.name} is not a configuration variable (src/config.ts)`);
+    }
+    const value =
+      typeof e.value === 'string'
+        ? e.value.replace(/\$\(([A-Za-z_][A-Za-z0-9_]*)\)/g, (_: string, name: string) => helpers[name] ?? `$(${name})`)
+        : e.valueFrom?.secretKeyRef && !e.valueFrom.secretKeyRef.optional
+          ? 'k'.repeat(32)
+          : undefined;
+    if (value === undefined) continue;
+    if (own) values[e.name] = value;
+    else helpers[e.name] = value;
   }
   try {
     const config = loadConfig(values);
@@ -390,6 +416,16 @@ export function composeProblems(text: string): string[] {
     const published = (app.ports ?? []).map(String);
     if (!published.some((p: string) => p.endsWith(`:${port}`))) {
       problems.push(`compose: no published port maps to the container's PORT ${port} (${published.join(', ')})`);
+    }
+    // A port published beyond this machine needs keys: an open service must listen on loopback only.
+    for (const p of published) {
+      const parts = p.split(':');
+      const host = parts.length >= 3 ? parts.slice(0, -2).join(':') : '';
+      if (!/^(127\.0\.0\.1|localhost|\[::1\])$/.test(host) && !app.environment?.COMPACTOR_API_KEYS) {
+        problems.push(
+          `compose: port ${p} is published on every interface with no key (bind it to 127.0.0.1 or set COMPACTOR_API_KEYS)`,
+        );
+      }
     }
     const test = (app.healthcheck?.test ?? []).join(' ');
     if (!/process\.env\.PORT/.test(test) || /127\.0\.0\.1:\d/.test(test)) {

@@ -21,3 +21,19 @@ export async function redisAvailable(): Promise<boolean> {
     client.disconnect();
   }
 }
+
+/** Deletes every key under `prefix` in the test Redis (a test's own keys, never another's). */
+export async function dropPrefix(prefix: string): Promise<void> {
+  const client = new Redis(REDIS_URL, { maxRetriesPerRequest: 1 });
+  client.on('error', () => {});
+  try {
+    let cursor = '0';
+    do {
+      const [next, keys] = await client.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 500);
+      cursor = next;
+      if (keys.length > 0) await client.del(...keys);
+    } while (cursor !== '0');
+  } finally {
+    client.disconnect();
+  }
+}

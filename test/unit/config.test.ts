@@ -1,5 +1,9 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import t from 'tap';
-import { ConfigError, loadConfig, redactUrl } from '../../src/config.js';
+import { ConfigError, loadConfig, PRICES_FILE_MAX_BYTES, redactUrl } from '../../src/config.js';
 
 t.test('defaults', async (t) => {
   const config = loadConfig({});
@@ -81,4 +85,75 @@ t.test('redactUrl hides the password of a URL, parsable or not', async (t) => {
   t.equal(redactUrl('redis://token@host'), 'redis://***@host', 'a lone secret before @');
   t.equal(redactUrl('redis://host:6379/0'), 'redis://host:6379/0');
   t.equal(redactUrl('sqlite:./data/x@y.db'), 'sqlite:./data/x@y.db', 'not a URL with credentials');
+});
+
+/** The message a refused configuration boots with ('' when it loads). */
+function refusal(env: Record<string, string>): string {
+  try {
+    loadConfig(env);
+    return '';
+  } catch (error) {
+    t.ok(error instanceof ConfigError, 'a ConfigError (exit 78)');
+    return (error as Error).message;
+  }
+}
+
+t.test('API keys: a list that trims to nothing, or a short key, is refused; no key is shown', async (t) => {
+  for (const value of [',', ' , ', ' ']) {
+    t.match(refusal({ COMPACTOR_API_KEYS: value }), /COMPACTOR_API_KEYS=\(redacted\): lists no key/, JSON.stringify(value));
+  }
+  t.same(loadConfig({ COMPACTOR_API_KEYS: '' }).COMPACTOR_API_KEYS, undefined, 'empty is unset, as for every variable');
+  const message = refusal({ COMPACTOR_API_KEYS: 'a-long-enough-key-0001,short-key' });
+  t.match(message, /COMPACTOR_API_KEYS=\(redacted\): key 2 of 2 has 9 characters; at least 16/);
+  t.notMatch(message, /short-key/, 'the key is not shown');
+  t.same(loadConfig({ COMPACTOR_API_KEYS: ' 0123456789abcdef , fedcba9876543210 ,' }).COMPACTOR_API_KEYS, [
+    '0123456789abcdef',
+    'fedcba9876543210',
+  ]);
+});
+
+t.test('numbers: only decimal digits (no hex, exponent, sign, fraction or spaces)', async (t) => {
+  for (const value of ['0x10', '0X1F', '1e3', '+8080', '8080.0', ' 8080', '0b11', '0o17', 'Infinity']) {
+    t.match(refusal({ PORT: value }), /PORT=.*: expected a whole number in decimal digits/, value);
+  }
+  t.match(refusal({ COMPACTOR_STORE_MAX_BYTES: '0x40000000' }), /COMPACTOR_STORE_MAX_BYTES="0x40000000"/);
+  t.equal(loadConfig({ PORT: '08080' }).PORT, 8080, 'leading zeros are decimal');
+  t.equal(loadConfig({ COMPACTOR_STORE_MAX_BYTES: '1073741824' }).COMPACTOR_STORE_MAX_BYTES, 1073741824);
+});
+
+t.test('unknown COMPACTOR_* names are refused, naming the closest known one', async (t) => {
+  t.match(
+    refusal({ COMPACTOR_STORE_MAX_BYTE: '1000' }),
+    /COMPACTOR_STORE_MAX_BYTE is not a configuration variable \(did you mean COMPACTOR_STORE_MAX_BYTES\?\)/,
+  );
+  t.match(refusal({ COMPACTOR_API_KEYZ: 'x' }), /COMPACTOR_API_KEYZ .*did you mean COMPACTOR_API_KEYS\?/);
+  t.match(refusal({ COMPACTOR_NONSENSE_SETTING: '1' }), /COMPACTOR_NONSENSE_SETTING is not a configuration variable/);
+  t.notMatch(refusal({ COMPACTOR_API_KEYZ: 'sk-hidden' }), /sk-hidden/, 'the value is not shown');
+  t.doesNotThrow(() => loadConfig({ OTHER_TOOL_SETTING: 'x', NODE_OPTIONS: '' }), 'other prefixes are not ours to judge');
+  // Read by the clients, tests and benchmarks of this repository, which share shells with the service.
+  for (const name of ['COMPACTOR_URL', 'COMPACTOR_TEST_REDIS_URL', 'COMPACTOR_CORPUS_DIR', 'COMPACTOR_LOAD_SECONDS']) {
+    t.doesNotThrow(() => loadConfig({ [name]: 'x' }), name);
+  }
+  t.doesNotThrow(
+    () => loadConfig({ COMPACTOR_API_KEY: 'x', COMPACTOR_API_KEYS: '0123456789abcdef' }),
+    "a client's key beside the list",
+  );
+  t.match(
+    refusal({ COMPACTOR_API_KEY: '0123456789abcdef' }),
+    /COMPACTOR_API_KEY is the clients' variable .*COMPACTOR_API_KEYS/,
+    'the client variable alone would leave the service open',
+  );
+});
+
+t.test('the prices file: only a regular file under the size limit is read', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'compactor-prices-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  t.match(refusal({ COMPACTOR_PRICES_FILE: '/dev/zero' }), /COMPACTOR_PRICES_FILE="\/dev\/zero": not a regular file/);
+  t.match(refusal({ COMPACTOR_PRICES_FILE: dir }), /not a regular file \(a folder\)/);
+  const fifo = join(dir, 'fifo');
+  execFileSync('mkfifo', [fifo]);
+  t.match(refusal({ COMPACTOR_PRICES_FILE: fifo }), /not a regular file \(a FIFO\)/, 'a FIFO with no writer does not block');
+  const big = join(dir, 'big.json');
+  writeFileSync(big, `{"models": [], "pad": "${'x'.repeat(PRICES_FILE_MAX_BYTES)}"}`);
+  t.match(refusal({ COMPACTOR_PRICES_FILE: big }), new RegExp(`larger than ${PRICES_FILE_MAX_BYTES} bytes`));
 });

@@ -63,6 +63,35 @@ t.test('sidecar.yaml: the agent calls the sidecar on loopback with the key from 
   t.equal(envOf(agent, 'COMPACTOR_URL').value, `http://127.0.0.1:${compactor.ports[0].containerPort}`);
 });
 
+t.test(
+  'shared-redis.yaml: Redis is closed: a password from the Secret in the URL too, a NetworkPolicy, a hardened container',
+  async (t) => {
+    const docs = yamlDocuments(read('deploy/kubernetes/shared-redis.yaml'));
+    const pod = find(docs, 'StatefulSet', 'compactor-redis').spec.template.spec;
+    const redis = pod.containers[0];
+    t.match(redis.args.join(' '), /--requirepass \$\(REDIS_PASSWORD\)/);
+    const compactor = find(docs, 'Deployment', 'compactor').spec.template.spec.containers[0];
+    // biome-ignore lint/suspicious/noExplicitAny: parsed YAML
+    const envOf = (c: any, name: string) => c.env.find((e: { name: string }) => e.name === name);
+    t.same(envOf(compactor, 'REDIS_PASSWORD').valueFrom.secretKeyRef, { name: 'compactor', key: 'redis-password' });
+    t.same(envOf(redis, 'REDIS_PASSWORD').valueFrom.secretKeyRef, { name: 'compactor', key: 'redis-password' });
+    t.match(envOf(compactor, 'COMPACTOR_STORE_URL').value, /^redis:\/\/:\$\(REDIS_PASSWORD\)@compactor-redis:6379\/0$/);
+    const policy = find(docs, 'NetworkPolicy', 'compactor-redis');
+    t.same(policy.spec.podSelector.matchLabels, { app: 'compactor-redis' });
+    t.same(policy.spec.ingress, [
+      { from: [{ podSelector: { matchLabels: { app: 'compactor' } } }], ports: [{ protocol: 'TCP', port: 'redis' }] },
+    ]);
+    t.same(policy.spec.egress, [], 'and Redis opens no connection');
+    t.match(pod.securityContext, { runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } });
+    t.match(redis.securityContext, {
+      allowPrivilegeEscalation: false,
+      readOnlyRootFilesystem: true,
+      capabilities: { drop: ['ALL'] },
+    });
+    t.equal(Number(envOf(compactor, 'COMPACTOR_STORE_MAX_BYTES').value), 335544320, 'the cap evicts before Redis is full');
+  },
+);
+
 t.test('shared-redis.yaml: Redis is a StatefulSet with a volume claim, appendonly and noeviction', async (t) => {
   const docs = yamlDocuments(read('deploy/kubernetes/shared-redis.yaml'));
   const redis = find(docs, 'StatefulSet', 'compactor-redis');
@@ -145,7 +174,8 @@ t.test('broken manifests are caught', async (t) => {
       'shared-redis.yaml',
       (docs) => {
         const s = find(docs, 'StatefulSet', 'compactor-redis');
-        s.spec.template.spec.containers[0].args[1] = 'no';
+        const args = s.spec.template.spec.containers[0].args;
+        args[args.indexOf('--appendonly') + 1] = 'no';
         delete s.spec.volumeClaimTemplates;
       },
       /appendonly yes[\s\S]*persistent volume/,
@@ -166,6 +196,98 @@ t.test('broken manifests are caught', async (t) => {
         c.env.find((e: { name: string }) => e.name === 'COMPACTOR_STORE_URL').value = 'redis://redis:6379/0';
       },
       /names Service redis/,
+    ],
+    [
+      'Redis without a password',
+      'shared-redis.yaml',
+      (docs) => {
+        const c = find(docs, 'StatefulSet', 'compactor-redis').spec.template.spec.containers[0];
+        c.args.splice(c.args.indexOf('--requirepass'), 2);
+      },
+      /Redis needs a password/,
+    ],
+    [
+      'Redis with a literal password',
+      'shared-redis.yaml',
+      (docs) => {
+        const c = find(docs, 'StatefulSet', 'compactor-redis').spec.template.spec.containers[0];
+        c.args[c.args.indexOf('--requirepass') + 1] = 'hunter2';
+      },
+      /Redis needs a password: --requirepass \$\(VAR\), VAR from a secretKeyRef/,
+    ],
+    [
+      'store URL without the password',
+      'shared-redis.yaml',
+      (docs) => {
+        const c = find(docs, 'Deployment', 'compactor').spec.template.spec.containers[0];
+        c.env.find((e: { name: string }) => e.name === 'COMPACTOR_STORE_URL').value = 'redis://compactor-redis:6379/0';
+      },
+      /COMPACTOR_STORE_URL must carry Redis's password/,
+    ],
+    [
+      'store URL password from another Secret key',
+      'shared-redis.yaml',
+      (docs) => {
+        const c = find(docs, 'Deployment', 'compactor').spec.template.spec.containers[0];
+        c.env.find((e: { name: string }) => e.name === 'REDIS_PASSWORD').valueFrom.secretKeyRef.key = 'api-keys';
+      },
+      /COMPACTOR_STORE_URL must carry Redis's password, \$\(VAR\) with VAR from compactor\/redis-password/,
+    ],
+    [
+      'password defined after the URL',
+      'shared-redis.yaml',
+      (docs) => {
+        const c = find(docs, 'Deployment', 'compactor').spec.template.spec.containers[0];
+        const i = c.env.findIndex((e: { name: string }) => e.name === 'REDIS_PASSWORD');
+        c.env.push(...c.env.splice(i, 1));
+      },
+      /REDIS_PASSWORD must be defined before COMPACTOR_STORE_URL/,
+    ],
+    [
+      'probe without the password',
+      'shared-redis.yaml',
+      (docs) => {
+        const c = find(docs, 'StatefulSet', 'compactor-redis').spec.template.spec.containers[0];
+        c.env = c.env.filter((e: { name: string }) => e.name !== 'REDISCLI_AUTH');
+      },
+      /needs REDISCLI_AUTH/,
+    ],
+    [
+      'no NetworkPolicy',
+      'shared-redis.yaml',
+      (docs) => {
+        docs.splice(
+          docs.findIndex((d) => d.kind === 'NetworkPolicy'),
+          1,
+        );
+      },
+      /no NetworkPolicy restricts who reaches Redis/,
+    ],
+    [
+      'a NetworkPolicy open to every pod',
+      'shared-redis.yaml',
+      (docs) => {
+        find(docs, 'NetworkPolicy', 'compactor-redis').spec.ingress[0].from = [{ podSelector: {} }];
+      },
+      /admits to Redis pods other than the compactor's/,
+    ],
+    [
+      'a NetworkPolicy open to a namespace',
+      'shared-redis.yaml',
+      (docs) => {
+        find(docs, 'NetworkPolicy', 'compactor-redis').spec.ingress[0].from.push({ namespaceSelector: {} });
+      },
+      /admits to Redis pods other than the compactor's/,
+    ],
+    [
+      'Redis as root, writable, with capabilities',
+      'shared-redis.yaml',
+      (docs) => {
+        const s = find(docs, 'StatefulSet', 'compactor-redis').spec.template.spec;
+        delete s.securityContext;
+        delete s.containers[0].securityContext;
+      },
+      /non-root[\s\S]*read-only root filesystem[\s\S]*escalate[\s\S]*capabilities[\s\S]*seccompProfile[\s\S]*fsGroup/,
     ],
     [
       'a misspelt variable',
@@ -194,6 +316,9 @@ t.test('broken manifests are caught', async (t) => {
 
 t.test('docker-compose.yml: valid against the Compose Specification, PORT followed, Redis persistent', async (t) => {
   t.same(composeProblems(read('docker-compose.yml')), []);
+  const compose = parseDocument(read('docker-compose.yml')).toJS();
+  t.match(compose.services.compactor.ports[0], /^\$\{PUBLISH_ADDRESS:-127\.0\.0\.1\}:/, 'published on loopback by default');
+  t.equal(compose.services.compactor.environment.COMPACTOR_API_KEYS, `\${COMPACTOR_API_KEYS:-}`, 'keys can be given');
 });
 
 t.test('broken compose files are caught', async (t) => {
@@ -210,6 +335,14 @@ t.test('broken compose files are caught', async (t) => {
   t.match(
     change((d) => d.setIn(['services', 'compactor', 'ports', 0], '8080:8080')),
     /no published port maps to the container's PORT 9090/,
+  );
+  t.match(
+    change((d) => d.setIn(['services', 'compactor', 'ports', 0], `\${PORT:-8080}:\${PORT:-8080}`)),
+    /port 8080:8080 is published on every interface with no key/,
+  );
+  t.match(
+    change((d) => d.setIn(['services', 'compactor', 'ports', 0], `0.0.0.0:\${PORT:-8080}:\${PORT:-8080}`)),
+    /port 0\.0\.0\.0:8080:8080 is published on every interface with no key/,
   );
   t.match(
     change((d) => d.setIn(['services', 'compactor', 'build'], 5)),

@@ -31,8 +31,8 @@ MESSAGES = [
 class ClientAgainstTheService(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.service = Service({"COMPACTOR_API_KEYS": "py-key"})
-        cls.client = CompactorClient(cls.service.url + "/", api_key="py-key", timeout=30)
+        cls.service = Service({"COMPACTOR_API_KEYS": "py-key-0123456789ab"})
+        cls.client = CompactorClient(cls.service.url + "/", api_key="py-key-0123456789ab", timeout=30)
 
     @classmethod
     def tearDownClass(cls):
