@@ -64,7 +64,25 @@ export async function expandHistory(
     summaries = await expandSummaries(format, summaries.messages, lookup, missing);
     restored += summaries.restored;
   }
-  const messages = summaries.messages;
+  const offloaded = await restoreOffloaded(format, summaries.messages, lookup, missing);
+  return { messages: offloaded.messages, restored: restored + offloaded.restored, missing: [...missing] };
+}
+
+/**
+ * Puts back the originals that compaction offloaded (the placeholders of tool results and tool
+ * calls), without touching summaries: a copy of `input` with every known original in place, in
+ * rounds while restored originals hold placeholders of their own (at most 8). An original goes
+ * only into a slot that answers or makes the same tool call; unknown ids are added to `missing`.
+ * The message count never changes.
+ */
+export async function restoreOffloaded(
+  format: FormatAdapter,
+  input: readonly unknown[],
+  lookup: (ids: readonly string[]) => Promise<Map<string, unknown>>,
+  missing: Set<string> = new Set(),
+): Promise<{ messages: unknown[]; restored: number }> {
+  const messages = [...input];
+  let restored = 0;
   for (let round = 0; round < 8; round++) {
     const refs = references(format, messages).filter((r) => !missing.has(r.id));
     if (refs.length === 0) break;
@@ -89,7 +107,7 @@ export async function expandHistory(
     }
     if (!progress) break;
   }
-  return { messages, restored, missing: [...missing] };
+  return { messages, restored };
 }
 
 /**

@@ -28,6 +28,11 @@ export interface StrategyContext {
   readonly summarizer?: Summarizer;
   /** Reads stored artifacts (the summary cache); resolves empty when the store cannot answer. */
   readonly recall?: (ids: readonly string[]) => Promise<Map<string, string>>;
+  /**
+   * Originals this request offloaded but has not stored yet, by artifact id (fit's compaction
+   * stage, before its summary): the artifact trail reads them as it reads stored ones.
+   */
+  readonly pending?: ReadonlyMap<string, unknown>;
   /** Summaries in flight in this process, shared by identical requests (see `settleSummary`). */
   readonly flights?: SingleFlight<SettledSummary>;
   /** A dry run: compute and report, change nothing, call no LLM. */

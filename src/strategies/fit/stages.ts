@@ -34,7 +34,10 @@ export async function summarizeStage(p: Pipeline, o: FitOptions, target: number,
   const out: Summarized = { result: undefined, failure: undefined, end: p.view.head, planned: false };
   if (p.occupancy <= target) return out;
   const before = p.view;
-  const m = p.measure(await summarizeStrategy.run(before, summarizeOptions(o), ctx));
+  // What the compaction stage offloaded is not stored yet: the summary's trail reads it from here.
+  const offloaded = p.composed.plan.artifacts;
+  const pending = offloaded.length > 0 ? new Map(offloaded.map((a) => [a.id, a.value])) : ctx.pending;
+  const m = p.measure(await summarizeStrategy.run(before, summarizeOptions(o), { ...ctx, pending }));
   out.failure = m.result.failure;
   if (!p.take('summarize', m)) return out;
   out.result = m.result;

@@ -15,6 +15,9 @@ import type { BilledUsage, StrategyContext } from '../types.js';
 import type { SummaryOptions } from './options.js';
 import { allowedModel } from './range.js';
 
+/** What a summarizer is asked, built when it is asked (never on a cache hit); it may read stored originals first. */
+export type SummaryRequestOf = (signal: AbortSignal | undefined) => SummaryRequest | Promise<SummaryRequest>;
+
 /** A request's summarizing deadline: its own `timeout_ms` from now, or the service's, whichever comes first. */
 export function deadlineOf(timeoutMs: number | undefined, signal: AbortSignal | undefined): AbortSignal | undefined {
   const signals = [...(timeoutMs ? [AbortSignal.timeout(timeoutMs)] : []), ...(signal ? [signal] : [])];
@@ -67,11 +70,11 @@ export async function settleSummary(
   summarizer: Summarizer,
   key: string,
   timeoutMs: number | undefined,
-  request: (signal: AbortSignal | undefined) => SummaryRequest,
+  request: SummaryRequestOf,
   deadline: AbortSignal | undefined = deadlineOf(timeoutMs, ctx.signal),
 ): Promise<SettledSummary & { shared: boolean }> {
   const start = async (): Promise<SettledSummary> => {
-    const asked = request(deadline);
+    const asked = await request(deadline);
     const result = await summarizer.summarize(asked);
     const text = result.text.trim();
     if (text === '')
@@ -120,7 +123,7 @@ export async function cachedSummary(
   summarizer: Summarizer,
   key: Address,
   timeoutMs: number | undefined,
-  request: (signal: AbortSignal | undefined) => SummaryRequest,
+  request: SummaryRequestOf,
 ): Promise<CachedSummary> {
   const hit = (await ctx.recall?.([key.id]))?.get(key.id);
   if (hit) return { ...(JSON.parse(hit) as Omit<SettledSummary, 'usage'>), usage: NO_SUMMARY_USAGE, cached: true };

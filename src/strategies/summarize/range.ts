@@ -1,5 +1,6 @@
 import { CompactorError, fieldError } from '../../errors.js';
 import type { Addresser } from '../../history/address.js';
+import { referencedIds, restoreOffloaded } from '../../history/expand.js';
 import type { OriginalSpec, StorePolicy } from '../../history/plan/types.js';
 import type { Item } from '../../history/types.js';
 import { rangePayload } from '../../history/vocabulary.js';
@@ -8,7 +9,7 @@ import { FactRanker } from '../../summarizers/facts.js';
 import { trailOf } from '../../summarizers/trail.js';
 import { buildTrail } from '../../summarizers/trail-text.js';
 import type { Summarizer, SummaryRequest, TranscriptEntry } from '../../summarizers/types.js';
-import type { PreparedHistory } from '../types.js';
+import type { PreparedHistory, StrategyContext } from '../types.js';
 import type { SummaryOptions } from './options.js';
 
 /** Where a history's tool calls are: for each id, the indexes of the messages making it, and its names. */
@@ -58,14 +59,19 @@ function toolName(h: PreparedHistory, callId: string, at: number): string {
 /**
  * The messages of a range as transcript entries for the summarizers: each message's prose, its
  * tool calls with their arguments, each tool result as its own entry with the tool's name and
- * status, media as short notes. Format-free: every detail comes from the adapter.
+ * status, media as short notes. Format-free: every detail comes from the adapter. With
+ * `originals` (`rangeOriginals`), a message is read as it was before compaction.
  */
-export function rangeEntries(h: PreparedHistory, indexes: readonly number[]): TranscriptEntry[] {
+export function rangeEntries(
+  h: PreparedHistory,
+  indexes: readonly number[],
+  originals?: ReadonlyMap<number, unknown>,
+): TranscriptEntry[] {
   const { format, messages, items } = h;
   const out: TranscriptEntry[] = [];
   for (const i of indexes) {
     const item = items[i] as Item;
-    const message = messages[i];
+    const message = originals?.get(i) ?? messages[i];
     const calls = format.callSites(message);
     for (const r of format.resultSites(message)) {
       out.push({
@@ -92,6 +98,45 @@ export function rangeEntries(h: PreparedHistory, indexes: readonly number[]): Tr
       media,
     });
   }
+  return out;
+}
+
+/**
+ * The range's messages that hold placeholders of compaction (tool results or calls offloaded by an
+ * earlier request, or by fit's compaction stage in this one), with their originals put back, by
+ * index: what the artifact trail reads, so that the paths, URLs, errors and tests of an output
+ * compacted before it was summarized still reach the trail. Originals come from `ctx.pending`
+ * (this request's, not stored yet), then from the caller's store (one read); an original that is
+ * unknown, expired, or unreadable leaves its placeholder (the trail does less). Without a
+ * placeholder in the range, nothing is read. Linear in the range and its originals.
+ */
+export async function rangeOriginals(
+  h: PreparedHistory,
+  indexes: readonly number[],
+  ctx: Pick<StrategyContext, 'pending' | 'recall'>,
+): Promise<Map<number, unknown>> {
+  const out = new Map<number, unknown>();
+  const messages = indexes.map((i) => h.messages[i]);
+  if (referencedIds(h.format, messages).length === 0) return out;
+  const lookup = async (ids: readonly string[]) => {
+    const found = new Map<string, unknown>();
+    const stored: string[] = [];
+    for (const id of ids) {
+      if (ctx.pending?.has(id)) found.set(id, ctx.pending.get(id));
+      else stored.push(id);
+    }
+    for (const [id, json] of stored.length > 0 && ctx.recall ? await ctx.recall(stored) : [])
+      try {
+        found.set(id, JSON.parse(json));
+      } catch {
+        // Unreadable: its placeholder stays.
+      }
+    return found;
+  };
+  const restored = await restoreOffloaded(h.format, messages, lookup);
+  restored.messages.forEach((m, k) => {
+    if (m !== messages[k]) out.set(indexes[k] as number, m);
+  });
   return out;
 }
 
@@ -138,6 +183,7 @@ export function rangeArtifact(
 /**
  * What a summarizer is asked for a range: its transcript entries, the earlier summary it extends,
  * the exact facts found in both, the options, and the signal that ends the call (`deadlineOf`).
+ * The trail and the facts read the range's `originals` where compaction left placeholders.
  */
 export function summaryRequest(
   h: PreparedHistory,
@@ -146,6 +192,7 @@ export function summaryRequest(
   o: SummaryOptions,
   signal: AbortSignal | undefined,
   planOnly = false,
+  originals?: ReadonlyMap<number, unknown>,
 ): SummaryRequest {
   if (planOnly) {
     const prose = o.trail_tokens > 0 ? trailOf(previous).prose : previous;
@@ -156,10 +203,12 @@ export function summaryRequest(
   const earlier = on ? trailOf(previous) : { prose: previous, trail: undefined };
   const entries = rangeEntries(h, indexes);
   // With a trail, paths and URLs are the trail's; the guard ranks the other identifiers, from the
-  // same pass over the range that builds the trail.
+  // same pass over the range that builds the trail. Both read the range as it was before
+  // compaction (`originals`); the summarizer reads it as it is.
   const ranker = new FactRanker(on ? (f) => !f.includes('/') : undefined);
   scanFacts(earlier.prose ?? '', ranker.emit);
-  const trail = on ? buildTrail(entries, earlier.trail, ranker.emit) : undefined;
+  const read = on && originals && originals.size > 0 ? rangeEntries(h, indexes, originals) : entries;
+  const trail = on ? buildTrail(read, earlier.trail, ranker.emit) : undefined;
   if (!on) for (const e of entries) for (const text of [e.text, ...e.calls.map((c) => c.args)]) scanFacts(text, ranker.emit);
   const ranked = ranker.result(40);
   return requestFields(

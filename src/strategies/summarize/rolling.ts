@@ -10,7 +10,7 @@ import { billed, cachedSummary, summaryKey } from './cache.js';
 import { dryRunResult } from './dry.js';
 import { onFailure } from './failure.js';
 import type { SummarizeExtra, SummarizeOptions, SummaryReport } from './options.js';
-import { type RangeArtifact, rangeArtifact, summaryRequest } from './range.js';
+import { type RangeArtifact, rangeArtifact, rangeOriginals, summaryRequest } from './range.js';
 import { planRolling, type RollingPlan } from './rolling-plan.js';
 
 /**
@@ -175,8 +175,10 @@ export async function rolling(
   // The range is hashed once: its address names the range artifact and, with the earlier summary,
   // keys the summary cache (with the model checked against the allowed list: a 400 even when cached).
   const cache = summaryKey('rolling', summarizer, o, JSON.stringify([previous, ranged.sha256]), ctx.address);
-  // The transcript and its facts are built only when a summarizer will read them (not on a cache hit).
-  const request = (signal?: AbortSignal) => summaryRequest(h, range, previous, o, signal);
+  // The transcript and its facts are built only when a summarizer will read them (not on a cache
+  // hit); the trail reads what compaction offloaded from the range.
+  const request = async (signal?: AbortSignal) =>
+    summaryRequest(h, range, previous, o, signal, false, o.trail_tokens > 0 ? await rangeOriginals(h, range, ctx) : undefined);
   // A dry run only plans the calls: their inputs are the range, not the facts or the trail.
   if (ctx.dryRun)
     return dryRolling(h, o, ctx, p, ranged, summarizer.plan(summaryRequest(h, range, previous, o, undefined, true)), warnings);

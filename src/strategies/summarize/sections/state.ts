@@ -9,10 +9,9 @@ import {
   type SettledSummary,
   type Summarizer,
   type SummaryPlan,
-  type SummaryRequest,
 } from '../../../summarizers/types.js';
 import { countWith, type PreparedHistory, type StrategyContext } from '../../types.js';
-import { cachedSummary, summaryKey } from '../cache.js';
+import { cachedSummary, type SummaryRequestOf, summaryKey } from '../cache.js';
 import { rangeArtifact } from '../range.js';
 import { type Around, type Pair, type Section, type SectionsOptions, sectionsOf } from './model.js';
 
@@ -82,7 +81,7 @@ export class SectionsRun {
     asked: SectionsOptions,
     covered: string,
     indexes: readonly number[],
-    request: (signal: AbortSignal | undefined) => SummaryRequest,
+    request: SummaryRequestOf,
   ): Promise<SettledSummary> {
     this.calls++;
     if (this.ctx.dryRun) {

@@ -3,7 +3,7 @@ import { insertItems } from '../../../history/plan/apply.js';
 import type { Insert } from '../../../history/plan/types.js';
 import type { Item } from '../../../history/types.js';
 import { sectionSummaryLine } from '../../../history/vocabulary.js';
-import { summaryRequest } from '../range.js';
+import { rangeOriginals, summaryRequest } from '../range.js';
 import { type Around, lastReasoning, type Pair } from './model.js';
 import type { SectionsRun } from './state.js';
 
@@ -46,8 +46,17 @@ export async function summarizePairs(
     return undefined;
   }
   const range = run.offloadRange(covered);
-  const settled = await run.settle('section', o, range.rangeJson, covered, (signal) =>
-    summaryRequest(h, covered, null, o, signal),
+  // The trail reads what compaction offloaded from the section (`rangeOriginals`).
+  const settled = await run.settle('section', o, range.rangeJson, covered, async (signal) =>
+    summaryRequest(
+      h,
+      covered,
+      null,
+      o,
+      signal,
+      false,
+      o.trail_tokens > 0 ? await rangeOriginals(h, covered, run.ctx) : undefined,
+    ),
   );
   const text = `${sectionSummaryLine(range.id)}${settled.text}`;
   // Reasoning survives only in the current turn: a placeholder signature, the last reasoning text.
