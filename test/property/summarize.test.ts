@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import t from 'tap';
 import { Compactor } from '../../src/compactor.js';
 import { CompactorError } from '../../src/errors.js';
-import { parseSummary } from '../../src/history/vocabulary.js';
+import type { Markers } from '../../src/history/markers.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import { SummarizeOptions, summarizeStrategy } from '../../src/strategies/summarize/index.js';
 import type { Summarizer, SummaryRequest } from '../../src/summarizers/types.js';
@@ -62,15 +62,16 @@ const options = fc.record({
 
 const json = (v: unknown) => JSON.stringify(v);
 
-function summariesIn(format: string, messages: readonly unknown[]): number {
+function summariesIn(markers: Markers, format: string, messages: readonly unknown[]): number {
   const a = adapter(format);
-  return messages.filter((m) => parseSummary(a.prose(m)) ?? parseSummary(a.lastText(m))).length;
+  return messages.filter((m) => markers.readSummary(a.prose(m)) ?? markers.readSummary(a.lastText(m))).length;
 }
 
 for (const [format, arbitrary] of Object.entries(histories)) {
   t.test(`${format}: whatever the summarizer does, the output is valid and keeps what must be kept`, async (t) => {
     const summarizer = new Scripted();
     const compactor = new Compactor(new TokenCounter(20_000), { store: new MemoryStore(), summarizer });
+    const { markers } = compactor.caller(null);
     await fc.assert(
       fc.asyncProperty(arbitrary, options, behaviour, behaviour, async (h, o, first, second) => {
         const opts: SummarizeOptions = SummarizeOptions.parse({ mode: 'rolling', summarizer: { max_tokens: 512 }, ...o });
@@ -81,7 +82,7 @@ for (const [format, arbitrary] of Object.entries(histories)) {
         assert.equal(json(h.messages), before, 'input not mutated');
         assert.deepEqual(violationsOf(format, res.messages), [], 'structural rules');
         assert.deepEqual(schemaErrors(format, res.messages), [], 'provider schema');
-        assert.ok(summariesIn(format, res.messages) <= 1, 'at most one summary of ours');
+        assert.ok(summariesIn(markers, format, res.messages) <= 1, 'at most one summary of ours');
         assert.ok(res.tokens.after <= res.tokens.before, 'never grows');
         if (first.kind !== 'ok') assert.ok(!res.extra.summary, 'a failed or empty summary is never committed');
         // Every message the actions keep is the very input value, in order.
@@ -97,7 +98,7 @@ for (const [format, arbitrary] of Object.entries(histories)) {
           // Only a summary joining its neighbour rewrites it, and taking the summary out gives the message back.
           const a = adapter(format);
           const joined = res.messages[host.index];
-          const marker = parseSummary(a.lastText(joined));
+          const marker = markers.readSummary(a.lastText(joined));
           assert.ok(marker, 'the rewritten message carries our summary');
           assert.equal(json(a.dropLastText(joined, marker.placement === 'joined-string')), json(h.messages[host.index]));
         }
@@ -109,7 +110,7 @@ for (const [format, arbitrary] of Object.entries(histories)) {
         summarizer.behaviour = second;
         const again = await compactor.run(summarizeStrategy, { ...req, messages: res.messages }, opts);
         assert.deepEqual(violationsOf(format, again.messages), []);
-        assert.ok(summariesIn(format, again.messages) <= 1, 'still at most one summary');
+        assert.ok(summariesIn(markers, format, again.messages) <= 1, 'still at most one summary');
       }),
       { numRuns: 100 },
     );
