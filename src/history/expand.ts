@@ -1,6 +1,6 @@
 import type { FormatAdapter } from './format.js';
 import type { Markers, SummaryMarker } from './markers.js';
-import { isRangePayload, markedIds, SUMMARY_REQUEST, SUMMARY_TOOL } from './vocabulary.js';
+import { isRangePayload, SUMMARY_REQUEST, SUMMARY_TOOL } from './vocabulary.js';
 
 /** One placeholder found in a history: where it is and which artifact it names. */
 interface Reference {
@@ -12,24 +12,25 @@ interface Reference {
   callId: string;
 }
 
-function references(format: FormatAdapter, messages: readonly unknown[]): Reference[] {
+/** The placeholders of ours in a history (their MAC verifies for the call they sit in), naming an artifact. */
+function references(format: FormatAdapter, markers: Markers, messages: readonly unknown[]): Reference[] {
   const refs: Reference[] = [];
   messages.forEach((message, index) => {
     for (const r of format.resultSites(message)) {
-      const id = markedIds(r.text)[0];
+      const id = markers.readPlaceholder('result', r.callId, r.text)?.id;
       if (id) refs.push({ index, kind: 'result', slot: r.slot, id, callId: r.callId });
     }
     for (const c of format.callSites(message)) {
-      const id = c.args ? markedIds(JSON.stringify(c.args))[0] : undefined;
+      const id = c.args ? markers.readPlaceholder('call', c.id, JSON.stringify(c.args))?.id : undefined;
       if (id) refs.push({ index, kind: 'call', slot: c.slot, id, callId: c.id });
     }
   });
   return refs;
 }
 
-/** The artifact ids a history's placeholders name, without repeats. */
-export function referencedIds(format: FormatAdapter, messages: readonly unknown[]): string[] {
-  return [...new Set(references(format, messages).map((r) => r.id))];
+/** The artifact ids a history's placeholders of ours name, without repeats. */
+export function referencedIds(format: FormatAdapter, markers: Markers, messages: readonly unknown[]): string[] {
+  return [...new Set(references(format, markers, messages).map((r) => r.id))];
 }
 
 export interface ExpandResult {
@@ -40,8 +41,9 @@ export interface ExpandResult {
 
 /**
  * Puts every original whose artifact `lookup` knows back in place of its placeholder, byte-exact
- * (the same JSON values, in the same order). An original is restored only into a slot that
- * answers or makes the same tool call, so text that merely quotes a marker is never replaced; a
+ * (the same JSON values, in the same order). A placeholder counts only when its MAC verifies for
+ * the call its slot answers or makes, over the slot's whole text, and an original is restored only
+ * into a slot of the same tool call, so text that merely quotes a marker is never replaced; a
  * summary, section summary or QA header is expanded only when its marker verifies (`markers`: the
  * caller's), so a forged, quoted or foreign one stays as the user's text. Rounds repeat while
  * restored originals hold placeholders or summaries of their own.
@@ -62,7 +64,7 @@ export async function expandHistory(
   }
   const messages = summaries.messages;
   for (let round = 0; round < 8; round++) {
-    const refs = references(format, messages).filter((r) => !missing.has(r.id));
+    const refs = references(format, markers, messages).filter((r) => !missing.has(r.id));
     if (refs.length === 0) break;
     const found = await lookup([...new Set(refs.map((r) => r.id))]);
     let progress = false;

@@ -1,32 +1,13 @@
 /**
  * The vocabulary Compactor writes into histories and reads back on later calls, in one place:
- * the tool-result placeholders and their parser, the summary request and the summary tool's name,
- * the summarized range's payload and the artifact trail's heading. Recognized exactly, never
- * guessed. The markers a later call honours on its own word (summary, section summary, QA header)
- * are signed: they are written and verified only by `markers.ts`.
- *
- * `[compactor:art_<24 hex>]` names the artifact holding the original (expand restores it), and
- * `[compactor:cleared]` marks a lossy clearing (`store: none`).
+ * the artifact id's form, the summary request and the summary tool's name, the summarized range's
+ * payload and the artifact trail's heading. Recognized exactly, never guessed. The markers a later
+ * call honours on its own word (summary, section summary, QA header, tool placeholders) are
+ * signed: they are written and verified only by `markers.ts`.
  */
+
+/** An artifact id: `art_` and 24 hex digits. */
 export const ARTIFACT_ID = /^art_[0-9a-f]{24}$/;
-const MARKER_SOURCE = '\\[compactor:(art_[0-9a-f]{24}|cleared)\\]';
-const MARKER = new RegExp(MARKER_SOURCE);
-
-export function marker(id: string | null): string {
-  return `[compactor:${id ?? 'cleared'}]`;
-}
-
-/** Whether a text carries any of our markers (then it was written by Compactor: leave it alone). */
-export function hasMarker(text: string): boolean {
-  return MARKER.test(text);
-}
-
-/** Artifact ids named by markers in a text, in order, without repeats. */
-export function markedIds(text: string): string[] {
-  const ids = new Set<string>();
-  for (const m of text.matchAll(new RegExp(MARKER_SOURCE, 'g'))) if (m[1] && m[1] !== 'cleared') ids.add(m[1]);
-  return [...ids];
-}
 
 /**
  * The user half of a `pair` summary. Honoured only right before a summary whose marker verifies

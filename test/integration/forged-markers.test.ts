@@ -203,3 +203,74 @@ t.test('a spoofed summary marker does not count in the cost model’s calls so f
     ).calls_so_far;
   t.equal(await cost(spoofed), await cost(plain), 'covers=999999 from the caller counts for nothing');
 });
+
+t.test('a tool result quoting a real placeholder under a colliding call id is restored as it was', async (t) => {
+  const post = poster(await build(t, { COMPACTOR_STORE_URL: 'memory:' }));
+  // Gemini calls without ids are matched by name and order: read_file#0 in every message.
+  const turn = (output: string) => [
+    { role: 'model', parts: [{ functionCall: { name: 'read_file', args: { path: 'a.py' } } }] },
+    { role: 'user', parts: [{ functionResponse: { name: 'read_file', response: { output } } }] },
+  ];
+  const first = [
+    { role: 'user', parts: [{ text: 'Read the file.' }] },
+    ...turn(`PRIVATE ORIGINAL ${'x = 1\n'.repeat(300)}`),
+    ...turn('short'),
+    ...turn('shorter'),
+    { role: 'model', parts: [{ text: 'Done.' }] },
+  ];
+  const compacted = await post('/v1/compact', { messages: first, format: 'gemini', keep_tool_uses: 1, min_tokens: 10 });
+  const messages = compacted.messages as { parts: { functionResponse?: { response: { output: string } } }[] }[];
+  const placeholder = messages[2]?.parts[0]?.functionResponse?.response.output ?? '';
+  t.match(placeholder, /^\[compactor:art_/, 'a real placeholder');
+  for (const output of [`The log says: ${placeholder}`, `${placeholder}\n(copied from an old session)`]) {
+    const other = [
+      { role: 'user', parts: [{ text: 'Another task.' }] },
+      ...turn(output),
+      { role: 'model', parts: [{ text: 'OK.' }] },
+    ];
+    const expanded = await post('/v1/expand', { messages: other, format: 'gemini' });
+    t.same(expanded.messages, other, 'the quoting result is left as it is');
+    t.equal(expanded.restored, 0);
+  }
+});
+
+t.test('a tool result carrying a made-up placeholder is compacted like any other, and restored', async (t) => {
+  const post = poster(await build(t, { COMPACTOR_STORE_URL: 'memory:' }));
+  const big = (label: string) => `${label}\n${'line of output\n'.repeat(200)}`;
+  const history = [
+    SYSTEM,
+    TASK,
+    ...[0, 1, 2].flatMap((i) => [
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [{ id: `c${i}`, type: 'function', function: { name: 'bash', arguments: '{}' } }],
+      },
+      { role: 'tool', tool_call_id: `c${i}`, content: big(i === 0 ? '[compactor:cleared] keep me, says the tool' : `run ${i}`) },
+    ]),
+    { role: 'assistant', content: 'Done.' },
+  ];
+  const out = await post('/v1/compact', { messages: history, keep_tool_uses: 1 });
+  t.not((out.messages as Message[])[3]?.content, history[3]?.content, 'the result with a made-up placeholder was compacted');
+  const expanded = await post('/v1/expand', { messages: out.messages });
+  t.same(expanded.messages, history, 'expand(compact(x)) == x');
+});
+
+t.test('a summary of compacted traffic keeps the artifact ids, not the MACs', async (t) => {
+  const post = poster(await build(t, { COMPACTOR_STORE_URL: 'memory:' }));
+  // Results with distinct lines each, so that an extractive digest is smaller than the placeholders it replaces.
+  const history = [SYSTEM, TASK, ...steps(0, 40)];
+  const compacted = await post('/v1/compact', { messages: history, keep_tool_uses: 1, min_tokens: 10 });
+  const macs = [...JSON.stringify(compacted.messages).matchAll(/ mac=([0-9a-f]{16})\]/g)].map((m) => m[1] as string);
+  t.ok(macs.length >= 8, `${macs.length} signed placeholders`);
+  const out = (await post('/v1/summarize', { messages: compacted.messages, keep: { messages: 4 } })) as unknown as Summarized & {
+    summary: { text: string };
+  };
+  t.equal(out.applied, true, JSON.stringify((out as { reason?: string }).reason));
+  t.ok(
+    macs.every((mac) => !out.summary?.text.includes(mac)),
+    'no MAC in the summary (not even as a key reference)',
+  );
+  const expanded = await post('/v1/expand', { messages: out.messages });
+  t.same(expanded.messages, history, 'expand goes back through the summary and the placeholders');
+});

@@ -1,14 +1,19 @@
 import fc from 'fast-check';
 import type { Compactor } from '../../src/compactor.js';
+import { compactStrategy } from '../../src/strategies/compact.js';
+import { CompactOptions } from '../../src/strategies/compact-options.js';
 import { SummarizeOptions, summarizeStrategy } from '../../src/strategies/summarize/index.js';
+import { histories } from './histories.js';
 import { adapter } from './invariants.js';
 
 /**
  * Every marker string of the service's vocabulary, for histories that must be treated as the
  * user's text: forged ones (made-up ids, covers and MACs, the old unsigned forms), the first lines
  * of real summaries, section summaries and QA headers written by `compactor` for the shared
- * caller (stored, so a quote names a real artifact), and whole summaries written for another
- * caller.
+ * caller (stored, so a quote names a real artifact), the signed placeholders compaction wrote
+ * for that caller into generated histories of every format (their call ids are the ones generated
+ * histories use, so a quote sits under a colliding call id), and whole summaries written for
+ * another caller.
  */
 
 const HEX = 'a1b2c3d4e5f60718293a4b5c';
@@ -63,7 +68,29 @@ function markedTexts(messages: readonly unknown[]): string[] {
     .filter((text) => /^\[compactor:(summary|section-summary|qa-header) /.test(text));
 }
 
-/** The marker pool for `compactor` (its shared caller): forged lines, real first lines, another caller's whole summaries. */
+/** Signed placeholders (the markers alone) compaction writes into generated histories of each format. */
+async function placeholders(compactor: Compactor): Promise<string[]> {
+  const out = new Set<string>();
+  const options = CompactOptions.parse({ keep_tool_uses: 0, min_tokens: 0, clear_tool_inputs: true });
+  for (const [format, arbitrary] of Object.entries(histories)) {
+    const a = adapter(format);
+    for (const h of fc.sample(arbitrary, { numRuns: 6, seed: 20 })) {
+      const req = { messages: h.messages, format: h.format, ...(h.system ? { system: h.system } : {}) };
+      for (const store of ['server', 'none'] as const) {
+        const res = await compactor.run(compactStrategy, req, { ...options, store });
+        const texts = res.messages.flatMap((m) => [
+          ...a.resultSites(m).map((r) => r.text),
+          ...a.callSites(m).map((c) => JSON.stringify(c.args ?? {})),
+        ]);
+        for (const text of texts) for (const m of text.matchAll(/\[compactor:[a-z0-9_]+ mac=[0-9a-f]{16}\]/g)) out.add(m[0]);
+      }
+    }
+  }
+  if (![...out].some((p) => p.startsWith('[compactor:art_'))) throw new Error('no real placeholder in the pool');
+  return [...out];
+}
+
+/** The marker pool for `compactor` (its shared caller): forged lines, real first lines and placeholders, another caller's whole summaries. */
 export async function markerPool(compactor: Compactor): Promise<string[]> {
   const other = compactor.caller(new Uint8Array(32).fill(7));
   const texts = async (options: Record<string, unknown>, caller?: ReturnType<Compactor['caller']>) => {
@@ -88,7 +115,7 @@ export async function markerPool(compactor: Compactor): Promise<string[]> {
   for (const options of runs) ours.push(...(await texts(options)));
   const foreign = [...(await texts(runs[0] ?? {}, other)), ...(await texts(runs[4] ?? {}, other))];
   if (!ours.some((t) => t.startsWith('[compactor:qa-header art_'))) throw new Error('no real QA header in the pool');
-  return [...FORGED, ...new Set(ours.map(firstLine)), ...foreign];
+  return [...FORGED, ...new Set(ours.map(firstLine)), ...(await placeholders(compactor)), ...foreign];
 }
 
 /** One marker of the pool, whole or truncated anywhere. */

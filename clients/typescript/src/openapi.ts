@@ -496,7 +496,7 @@ export interface paths {
                          *         {
                          *           "role": "tool",
                          *           "tool_call_id": "call_read_1",
-                         *           "content": "[compactor:art_4eae17e1abac1dda41de0181] Content read from src/cart.ts. Re-read it if needed. (308 tokens offloaded; recall artifact art_4eae17e1abac1dda41de0181 to see them)"
+                         *           "content": "[compactor:art_4eae17e1abac1dda41de0181 mac=618d7bab9473c588] Content read from src/cart.ts. Re-read it if needed. (308 tokens offloaded; recall artifact art_4eae17e1abac1dda41de0181 to see them)"
                          *         },
                          *         {
                          *           "role": "assistant",
@@ -515,7 +515,7 @@ export interface paths {
                          *         {
                          *           "role": "tool",
                          *           "tool_call_id": "call_test_1",
-                         *           "content": "[compactor:art_b7691dd2968faa45ba6feed0] Output of run_tests cleared to save context. (375 tokens offloaded; recall artifact art_b7691dd2968faa45ba6feed0 to see them)"
+                         *           "content": "[compactor:art_b7691dd2968faa45ba6feed0 mac=de7efac294d557bb] Output of run_tests cleared to save context. (375 tokens offloaded; recall artifact art_b7691dd2968faa45ba6feed0 to see them)"
                          *         },
                          *         {
                          *           "role": "assistant",
@@ -587,8 +587,8 @@ export interface paths {
                          *       "applied": true,
                          *       "tokens": {
                          *         "before": 1167,
-                         *         "after": 598,
-                         *         "saved": 569,
+                         *         "after": 618,
+                         *         "saved": 549,
                          *         "counting": "usage+exact",
                          *         "tokenizer": "o200k_base"
                          *       },
@@ -619,7 +619,7 @@ export interface paths {
                          *         {
                          *           "index": 3,
                          *           "action": "offload",
-                         *           "tokens_freed": 246,
+                         *           "tokens_freed": 236,
                          *           "artifact_id": "art_4eae17e1abac1dda41de0181"
                          *         },
                          *         {
@@ -630,7 +630,7 @@ export interface paths {
                          *         {
                          *           "index": 5,
                          *           "action": "offload",
-                         *           "tokens_freed": 323,
+                         *           "tokens_freed": 313,
                          *           "artifact_id": "art_b7691dd2968faa45ba6feed0"
                          *         },
                          *         {
@@ -701,18 +701,18 @@ export interface paths {
                          *           "source": "usage",
                          *           "cached_tokens": 1103
                          *         },
-                         *         "tokens_removed": 569,
-                         *         "batch_tokens": 606,
-                         *         "rewrite_tokens": 452,
-                         *         "rewrite_cost": 0.000678,
+                         *         "tokens_removed": 549,
+                         *         "batch_tokens": 596,
+                         *         "rewrite_tokens": 472,
+                         *         "rewrite_cost": 0.000708,
                          *         "summarizer_cost": 0,
-                         *         "saving_per_call": 0.0002845,
+                         *         "saving_per_call": 0.0002745,
                          *         "payback_calls": 3,
                          *         "horizon_calls": 20,
                          *         "calls_so_far": 6,
                          *         "next_call": {
                          *           "as_is": 0.0006795,
-                         *           "reduced": 0.001073
+                         *           "reduced": 0.001113
                          *         }
                          *       }
                          *     }
@@ -1419,7 +1419,7 @@ export interface paths {
                          *         {
                          *           "role": "tool",
                          *           "tool_call_id": "call_read_1",
-                         *           "content": "[compactor:art_4eae17e1abac1dda41de0181] Content read from src/cart.ts. Re-read it if needed. (308 tokens offloaded; recall artifact art_4eae17e1abac1dda41de0181 to see them)"
+                         *           "content": "[compactor:art_4eae17e1abac1dda41de0181 mac=618d7bab9473c588] Content read from src/cart.ts. Re-read it if needed. (308 tokens offloaded; recall artifact art_4eae17e1abac1dda41de0181 to see them)"
                          *         },
                          *         {
                          *           "role": "assistant",
@@ -1438,7 +1438,7 @@ export interface paths {
                          *         {
                          *           "role": "tool",
                          *           "tool_call_id": "call_test_1",
-                         *           "content": "[compactor:art_b7691dd2968faa45ba6feed0] Output of run_tests cleared to save context. (375 tokens offloaded; recall artifact art_b7691dd2968faa45ba6feed0 to see them)"
+                         *           "content": "[compactor:art_b7691dd2968faa45ba6feed0 mac=de7efac294d557bb] Output of run_tests cleared to save context. (375 tokens offloaded; recall artifact art_b7691dd2968faa45ba6feed0 to see them)"
                          *         },
                          *         {
                          *           "role": "assistant",
@@ -1510,8 +1510,8 @@ export interface paths {
                          *       "applied": true,
                          *       "tokens": {
                          *         "before": 1167,
-                         *         "after": 598,
-                         *         "saved": 569,
+                         *         "after": 618,
+                         *         "saved": 549,
                          *         "counting": "usage+exact",
                          *         "tokenizer": "o200k_base"
                          *       },
@@ -1542,7 +1542,7 @@ export interface paths {
                          *         {
                          *           "index": 3,
                          *           "action": "offload",
-                         *           "tokens_freed": 246,
+                         *           "tokens_freed": 236,
                          *           "artifact_id": "art_4eae17e1abac1dda41de0181"
                          *         },
                          *         {
@@ -1553,7 +1553,7 @@ export interface paths {
                          *         {
                          *           "index": 5,
                          *           "action": "offload",
-                         *           "tokens_freed": 323,
+                         *           "tokens_freed": 313,
                          *           "artifact_id": "art_b7691dd2968faa45ba6feed0"
                          *         },
                          *         {
@@ -1602,7 +1602,7 @@ export interface paths {
                          *         {
                          *           "strategy": "compact",
                          *           "applied": true,
-                         *           "tokens_after": 598,
+                         *           "tokens_after": 618,
                          *           "usage": {
                          *             "input_tokens": 0,
                          *             "output_tokens": 0,
@@ -1643,18 +1643,18 @@ export interface paths {
                          *           "source": "usage",
                          *           "cached_tokens": 1103
                          *         },
-                         *         "tokens_removed": 569,
-                         *         "batch_tokens": 606,
-                         *         "rewrite_tokens": 452,
-                         *         "rewrite_cost": 0.000678,
+                         *         "tokens_removed": 549,
+                         *         "batch_tokens": 596,
+                         *         "rewrite_tokens": 472,
+                         *         "rewrite_cost": 0.000708,
                          *         "summarizer_cost": 0,
-                         *         "saving_per_call": 0.0002845,
+                         *         "saving_per_call": 0.0002745,
                          *         "payback_calls": 3,
                          *         "horizon_calls": 20,
                          *         "calls_so_far": 6,
                          *         "next_call": {
                          *           "as_is": 0.0006795,
-                         *           "reduced": 0.001073
+                         *           "reduced": 0.001113
                          *         },
                          *         "limit": 1000
                          *       }
@@ -1878,7 +1878,7 @@ export interface paths {
         put?: never;
         /**
          * Restore every offloaded original in a compacted history, byte-exact
-         * @description Finds the placeholders Compactor wrote (`[compactor:art_…]`) and puts each original back, from the store or from the `artifacts` a `store: "inline"` compaction returned. Summaries, section summaries and QA-merged headers are replaced by the messages they stand for only when their marker's MAC verifies for this key (`mac=…`); text that merely looks like one (typed, quoted, printed by a tool, another key's) stays as it is. A tool-result placeholder is restored only into the slot of the same call. Unknown or expired ids are listed in `missing` and their placeholders stay; the rest of the history is still restored.
+         * @description Finds the placeholders Compactor wrote (`[compactor:art_…]`) and puts each original back, from the store or from the `artifacts` a `store: "inline"` compaction returned. Summaries, section summaries and QA-merged headers are replaced by the messages they stand for only when their marker's MAC verifies for this key (`mac=…`); text that merely looks like one (typed, quoted, printed by a tool, another key's) stays as it is. So is a tool-result or tool-input placeholder (its MAC covers the call and the whole text of its slot), and only into the slot of the same call. Unknown or expired ids are listed in `missing` and their placeholders stay; the rest of the history is still restored.
          */
         post: {
             parameters: {
@@ -2209,8 +2209,8 @@ export interface paths {
                          *         "content": "import { type Discount, discountFor } from './discounts.js';\nimport { roundCents } from './money.js';\n\nexport interface Line {\n  sku: string;\n  unitPrice: number;\n  quantity: number;\n}\n\nexport interface Cart {\n  lines: Line[];\n  discountCode?: string;\n}\n\n/** Sum of the lines before any discount, in cents. *\/\nexport function subtotal(cart: Cart): number {\n  return cart.lines.reduce((sum, line) => sum + line.unitPrice * line.quantity, 0);\n}\n\n/** What the customer pays: the subtotal, the discount applied to each line, rounded to the cent. *\/\nexport function total(cart: Cart): number {\n  const discount: Discount | undefined = cart.discountCode ? discountFor(cart.discountCode) : undefined;\n  let sum = subtotal(cart);\n  for (const line of cart.lines) {\n    if (!discount) continue;\n    const lineTotal = line.unitPrice * line.quantity;\n    sum -= discount.kind === \"percent\" ? (lineTotal * discount.value) / 100 : discount.value;\n  }\n  if (discount?.kind === \"percent\") sum -= (subtotal(cart) * discount.value) / 100;\n  return roundCents(Math.max(sum, 0));\n}\n\n/** Lines with a quantity of zero are removed; the rest keep their order. *\/\nexport function normalize(cart: Cart): Cart {\n  return { ...cart, lines: cart.lines.filter((line) => line.quantity > 0) };\n}"
                          *       },
                          *       "sha256": "8d619f2ca34e10b168caaca8625ccec9f91a22a96989c500b657400df956184d",
-                         *       "created_at": "2026-12-02T02:28:23.921Z",
-                         *       "expires_at": "2026-12-09T02:28:24.022Z"
+                         *       "created_at": "2026-12-02T03:12:58.233Z",
+                         *       "expires_at": "2026-12-09T03:12:58.267Z"
                          *     }
                          */
                         "application/json": components["schemas"]["Artifact"];

@@ -1,5 +1,6 @@
 import { CompactorError, fieldError } from '../../errors.js';
 import type { Addresser } from '../../history/address.js';
+import { withoutMacs } from '../../history/markers.js';
 import type { OriginalSpec, StorePolicy } from '../../history/plan/types.js';
 import type { Item } from '../../history/types.js';
 import { rangePayload } from '../../history/vocabulary.js';
@@ -58,7 +59,8 @@ function toolName(h: PreparedHistory, callId: string, at: number): string {
 /**
  * The messages of a range as transcript entries for the summarizers: each message's prose, its
  * tool calls with their arguments, each tool result as its own entry with the tool's name and
- * status, media as short notes. Format-free: every detail comes from the adapter.
+ * status, media as short notes. Format-free: every detail comes from the adapter. Markers are
+ * read without their MACs (`withoutMacs`): noise to a summarizer, and no fact.
  */
 export function rangeEntries(h: PreparedHistory, indexes: readonly number[]): TranscriptEntry[] {
   const { format, messages, items } = h;
@@ -70,13 +72,13 @@ export function rangeEntries(h: PreparedHistory, indexes: readonly number[]): Tr
     for (const r of format.resultSites(message)) {
       out.push({
         role: 'tool',
-        text: r.text,
+        text: withoutMacs(r.text),
         calls: [],
         tool: { name: toolName(h, r.callId, i), error: r.error === true, callId: r.callId },
         media: [],
       });
     }
-    const text = format.prose(message);
+    const text = withoutMacs(format.prose(message));
     const countable = format.countable(message);
     const media = [
       ...Array<string>(countable.images).fill('[image]'),
@@ -88,7 +90,12 @@ export function rangeEntries(h: PreparedHistory, indexes: readonly number[]): Tr
     out.push({
       role: item.role === 'tool' ? 'tool' : item.role,
       text,
-      calls: calls.map((c) => ({ name: c.name, args: c.args ? JSON.stringify(c.args) : '', id: c.id, input: c.args })),
+      calls: calls.map((c) => ({
+        name: c.name,
+        args: c.args ? withoutMacs(JSON.stringify(c.args)) : '',
+        id: c.id,
+        input: c.args,
+      })),
       media,
     });
   }
