@@ -2,6 +2,7 @@ import { CompactorError, fieldError } from './errors.js';
 import type { Addresser } from './history/address.js';
 import { type ExpandResult, expandHistory } from './history/expand.js';
 import type { FormatAdapter } from './history/format.js';
+import type { Markers } from './history/markers.js';
 import { ARTIFACT_ID } from './history/vocabulary.js';
 import {
   type ArtifactStore,
@@ -23,10 +24,12 @@ export interface ArtifactView {
   expires_at: string;
 }
 
-/** Who is asking: the scope their artifacts live in, and how their artifact ids are made. */
+/** Who is asking: the scope their artifacts live in, how their artifact ids are made, and their markers. */
 export interface Caller {
   readonly scope: string;
   readonly address: Addresser;
+  /** Signs and verifies the markers later calls honour (summaries, section summaries, QA headers). */
+  readonly markers: Markers;
 }
 
 export interface ArtifactServiceOptions {
@@ -146,7 +149,7 @@ export class ArtifactService {
       }
       inline.set(a.id, a.content);
     });
-    return expandHistory(format, messages, async (ids) => {
+    return expandHistory(format, caller.markers, messages, async (ids) => {
       const out = new Map<string, unknown>();
       const wanted = ids.filter((id) => !inline.has(id));
       for (const id of ids) if (inline.has(id)) out.set(id, inline.get(id));

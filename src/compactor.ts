@@ -8,6 +8,7 @@ import { CompactorError } from './errors.js';
 import { addresser, scopeOf } from './history/address.js';
 import type { ExpandResult } from './history/expand.js';
 import type { FormatAdapter } from './history/format.js';
+import { markers } from './history/markers.js';
 import { applyPlan } from './history/plan/apply.js';
 import { evaluatePlan } from './history/plan/evaluate.js';
 import type { Action, Violation, Warning } from './history/types.js';
@@ -98,11 +99,12 @@ export class Compactor {
 
   /**
    * The caller a request speaks for: its scope, from the SHA-256 digest of its validated API key
-   * (null when no keys are configured: the one shared scope), and the addresser of its ids.
+   * (null when no keys are configured: the one shared scope), the addresser of its ids and the
+   * signer of its markers.
    */
   caller(keyDigest: Uint8Array | null | undefined): Caller {
     const scope = scopeOf(this.secret, keyDigest);
-    return { scope, address: addresser(this.secret, scope) };
+    return { scope, address: addresser(this.secret, scope), markers: markers(this.secret, scope) };
   }
 
   /**
@@ -193,6 +195,7 @@ export class Compactor {
       usage: req.usage,
       fixed: h.system + h.tools + h.format.framing.perRequest,
       model: req.model,
+      markers: caller.markers,
     };
     if (!triggered(req, h)) return unchanged('below_trigger', h.warnings, strategy.idle(h, options, cost));
 
@@ -201,6 +204,7 @@ export class Compactor {
       counter: this.counter,
       profile: h.profile,
       address: caller.address,
+      markers: caller.markers,
       summarizer: this.summarizer,
       flights: this.flights,
       recall: (ids) => this.artifacts.recall(caller, ids),

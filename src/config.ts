@@ -191,7 +191,7 @@ export const CONFIG_DOCS: Record<keyof Config, string> = {
     "Cap on the artifacts' content bytes in the store; the least recently used are evicted past it (0 = no cap; Redis: about its maxmemory / 1.6)",
   COMPACTOR_ARTIFACT_TTL_SECONDS: 'How long offloaded originals live, in seconds (7 days)',
   COMPACTOR_ARTIFACT_SECRET:
-    "Secret that keys artifact ids and caller scopes (never logged); unset: a random one kept in the store. Set the same one where services expand each other's inline artifacts",
+    "Secret that keys artifact ids, caller scopes and the MACs of summary markers (never logged); unset: a random one kept in the store. Set the same one where services expand each other's inline artifacts",
   OPENAI_BASE_URL: 'OpenAI-compatible server the LLM summarizer calls (unset with no key: the extractive summarizer serves)',
   OPENAI_API_KEY: 'Key for that server (never logged)',
   COMPACTOR_SUMMARIZER_MODEL: 'Default summarizer model; required when an LLM is configured',

@@ -1,5 +1,5 @@
+import type { Markers } from '../history/markers.js';
 import type { PreparedHistory } from '../history/prepared.js';
-import { parseSummary } from '../history/vocabulary.js';
 import type { ReportedUsage } from '../tokens/occupancy.js';
 import type { CacheSettings } from './fields.js';
 
@@ -92,9 +92,13 @@ const SUMMARY_REACH = 4;
  * earlier summary of ours stands for (its marker says how many messages it covers; a model call
  * is a reply and what answered it, two messages). Without them a run would look young again
  * after every summary, and the horizon estimator would shrink with it. `shown`: those whose
- * replies the history shows (what its growth per call is measured over).
+ * replies the history shows (what its growth per call is measured over). Only a summary whose
+ * marker verifies (`markers`) counts: a forged or quoted one is the user's text.
  */
-export function callsSoFar(h: Pick<PreparedHistory, 'items' | 'messages' | 'format' | 'head'>): {
+export function callsSoFar(
+  h: Pick<PreparedHistory, 'items' | 'messages' | 'format' | 'head'>,
+  markers: Pick<Markers, 'readSummary'>,
+): {
   total: number;
   shown: number;
 } {
@@ -102,15 +106,21 @@ export function callsSoFar(h: Pick<PreparedHistory, 'items' | 'messages' | 'form
   h.items.forEach((item, i) => {
     if (item.role === 'assistant' && h.items[i - 1]?.role !== 'assistant') shown++;
   });
-  return { total: shown + callsSummarized(h), shown };
+  return { total: shown + callsSummarized(h, markers), shown };
 }
 
 /** Model calls an earlier summary of ours at the start of the history stands for. */
-function callsSummarized(h: Pick<PreparedHistory, 'messages' | 'format' | 'head'>): number {
+function callsSummarized(
+  h: Pick<PreparedHistory, 'messages' | 'format' | 'head'>,
+  markers: Pick<Markers, 'readSummary'>,
+): number {
   const end = Math.min(h.messages.length, h.head + SUMMARY_REACH);
   for (let i = 0; i < end; i++) {
     const m = h.messages[i];
-    const marker = parseSummary(h.format.prose(m)) ?? parseSummary(h.format.lastText(m));
+    const prose = h.format.prose(m);
+    const last = h.format.lastText(m);
+    // One verification per text: a message of one text block has the same prose and last text.
+    const marker = markers.readSummary(prose) ?? (last !== prose ? markers.readSummary(last) : undefined);
     if (marker) return Math.floor(marker.covers / 2);
   }
   return 0;

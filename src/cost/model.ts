@@ -1,5 +1,6 @@
 import type { z } from 'zod';
 import type { CostSchema } from '../contract/parts.js';
+import type { Markers } from '../history/markers.js';
 import type { PreparedHistory } from '../history/prepared.js';
 import type { ReportedUsage } from '../tokens/occupancy.js';
 import { cacheState, callsSoFar } from './cache.js';
@@ -18,6 +19,8 @@ export interface CostEnv {
   readonly fixed: number;
   /** The request's model (for the price table). */
   readonly model?: string | undefined;
+  /** The caller's markers: only a summary of ours that verifies counts the calls it stands for. */
+  readonly markers: Markers;
 }
 
 /**
@@ -61,7 +64,7 @@ function table(env: CostEnv, model: string): Prices | undefined {
 export function costModel(h: PreparedHistory, req: CostRequest, env: CostEnv, summarizerModel: string | null): CostModel {
   const prices = env.table.resolve(req.pricing, env.model, h.format.name);
   const cache = cacheState(h, env.fixed, env.usage, req.cache);
-  const { total: calls, shown } = callsSoFar(h);
+  const { total: calls, shown } = callsSoFar(h, env.markers);
   const horizon = req.horizon?.calls ?? expectedCallsLeft(calls);
   return {
     prices,

@@ -1,13 +1,6 @@
 import type { FormatAdapter } from './format.js';
-import {
-  isRangePayload,
-  markedIds,
-  parseQaHeader,
-  parseSectionSummary,
-  parseSummary,
-  SUMMARY_REQUEST,
-  SUMMARY_TOOL,
-} from './vocabulary.js';
+import type { Markers, SummaryMarker } from './markers.js';
+import { isRangePayload, SUMMARY_REQUEST, SUMMARY_TOOL } from './vocabulary.js';
 
 /** One placeholder found in a history: where it is and which artifact it names. */
 interface Reference {
@@ -19,24 +12,25 @@ interface Reference {
   callId: string;
 }
 
-function references(format: FormatAdapter, messages: readonly unknown[]): Reference[] {
+/** The placeholders of ours in a history (their MAC verifies for the call they sit in), naming an artifact. */
+function references(format: FormatAdapter, markers: Markers, messages: readonly unknown[]): Reference[] {
   const refs: Reference[] = [];
   messages.forEach((message, index) => {
     for (const r of format.resultSites(message)) {
-      const id = markedIds(r.text)[0];
+      const id = markers.readPlaceholder('result', r.callId, r.text)?.id;
       if (id) refs.push({ index, kind: 'result', slot: r.slot, id, callId: r.callId });
     }
     for (const c of format.callSites(message)) {
-      const id = c.args ? markedIds(JSON.stringify(c.args))[0] : undefined;
+      const id = c.args ? markers.readPlaceholder('call', c.id, JSON.stringify(c.args))?.id : undefined;
       if (id) refs.push({ index, kind: 'call', slot: c.slot, id, callId: c.id });
     }
   });
   return refs;
 }
 
-/** The artifact ids a history's placeholders name, without repeats. */
-export function referencedIds(format: FormatAdapter, messages: readonly unknown[]): string[] {
-  return [...new Set(references(format, messages).map((r) => r.id))];
+/** The artifact ids a history's placeholders of ours name, without repeats. */
+export function referencedIds(format: FormatAdapter, markers: Markers, messages: readonly unknown[]): string[] {
+  return [...new Set(references(format, markers, messages).map((r) => r.id))];
 }
 
 export interface ExpandResult {
@@ -47,24 +41,28 @@ export interface ExpandResult {
 
 /**
  * Puts every original whose artifact `lookup` knows back in place of its placeholder, byte-exact
- * (the same JSON values, in the same order). An original is restored only into a slot that
- * answers or makes the same tool call, so text that merely quotes a marker is never replaced.
- * Rounds repeat while restored originals hold placeholders of their own.
+ * (the same JSON values, in the same order). A placeholder counts only when its MAC verifies for
+ * the call its slot answers or makes, over the slot's whole text, and an original is restored only
+ * into a slot of the same tool call, so text that merely quotes a marker is never replaced; a
+ * summary, section summary or QA header is expanded only when its marker verifies (`markers`: the
+ * caller's), so a forged, quoted or foreign one stays as the user's text. Rounds repeat while
+ * restored originals hold placeholders or summaries of their own.
  */
 export async function expandHistory(
   format: FormatAdapter,
+  markers: Markers,
   input: readonly unknown[],
   lookup: (ids: readonly string[]) => Promise<Map<string, unknown>>,
 ): Promise<ExpandResult> {
   const missing = new Set<string>();
   // Summaries first, in rounds: a restored span can hold summaries of an earlier call.
-  let summaries = await expandSummaries(format, input, lookup, missing);
+  let summaries = await expandSummaries(format, markers, input, lookup, missing);
   let restored = summaries.restored;
   for (let round = 0; round < 8 && summaries.restored > 0; round++) {
-    summaries = await expandSummaries(format, summaries.messages, lookup, missing);
+    summaries = await expandSummaries(format, markers, summaries.messages, lookup, missing);
     restored += summaries.restored;
   }
-  const offloaded = await restoreOffloaded(format, summaries.messages, lookup, missing);
+  const offloaded = await restoreOffloaded(format, markers, summaries.messages, lookup, missing);
   return { messages: offloaded.messages, restored: restored + offloaded.restored, missing: [...missing] };
 }
 
@@ -77,6 +75,7 @@ export async function expandHistory(
  */
 export async function restoreOffloaded(
   format: FormatAdapter,
+  markers: Markers,
   input: readonly unknown[],
   lookup: (ids: readonly string[]) => Promise<Map<string, unknown>>,
   missing: Set<string> = new Set(),
@@ -84,7 +83,7 @@ export async function restoreOffloaded(
   const messages = [...input];
   let restored = 0;
   for (let round = 0; round < 8; round++) {
-    const refs = references(format, messages).filter((r) => !missing.has(r.id));
+    const refs = references(format, markers, messages).filter((r) => !missing.has(r.id));
     if (refs.length === 0) break;
     const found = await lookup([...new Set(refs.map((r) => r.id))]);
     let progress = false;
@@ -110,13 +109,45 @@ export async function restoreOffloaded(
   return { messages, restored };
 }
 
+/** What a message is to expand: a summary of ours, a section summary, a QA header, or none of them. */
+type Reading =
+  | { kind: 'qa'; id: string | null }
+  | { kind: 'section'; id: string | null; callId: string | undefined }
+  | { kind: 'summary'; marker: SummaryMarker }
+  | undefined;
+
+/**
+ * Reads a message's markers through `markers` (only those that verify count): its prose, its first
+ * result (a synthetic `compactor_summary` exchange's), and its last text block when that is not
+ * its whole prose (a summary joined to a neighbour). Each text is verified once.
+ */
+function readMessage(format: FormatAdapter, markers: Markers, message: unknown): Reading {
+  const prose = format.prose(message);
+  const qa = markers.readQaHeader(prose);
+  if (qa) return { kind: 'qa', id: qa.id };
+  const section = markers.readSection(prose);
+  if (section) return { kind: 'section', id: section.id, callId: undefined };
+  const result = format.resultSites(message)[0];
+  const answered = result ? markers.readSection(result.text) : undefined;
+  if (answered && result) return { kind: 'section', id: answered.id, callId: result.callId };
+  const own = markers.readSummary(prose);
+  if (own) return { kind: 'summary', marker: own };
+  const last = format.lastText(message);
+  const joined = last !== prose ? markers.readSummary(last) : undefined;
+  return joined && (joined.placement === 'joined' || joined.placement === 'joined-string')
+    ? { kind: 'summary', marker: joined }
+    : undefined;
+}
+
 /**
  * Puts the transcript a summary stands for back in its place: the summarized range, preceded by
  * whatever each earlier summary it folded stood for (followed through `previous_id`). A summary
- * that joined a neighbour is taken out of it first. Unknown or expired ranges stay summarized.
+ * that joined a neighbour is taken out of it first. Unknown or expired ranges stay summarized; a
+ * marker that does not verify is the user's text, left as it is.
  */
 async function expandSummaries(
   format: FormatAdapter,
+  markers: Markers,
   input: readonly unknown[],
   lookup: (ids: readonly string[]) => Promise<Map<string, unknown>>,
   missing: Set<string>,
@@ -130,19 +161,22 @@ async function expandSummaries(
     const earlier = found.previous_id ? ((await resolve(found.previous_id, depth + 1)) ?? []) : [];
     return [...earlier, ...found.messages];
   };
+  // Each message is read once (a QA header looks ahead at the next two).
+  const readings: Reading[] = [];
+  const reading = (i: number): Reading => {
+    if (!(i in readings)) readings[i] = readMessage(format, markers, input[i]);
+    return readings[i];
+  };
   const out: unknown[] = [];
   let restored = 0;
-  const sectionOf = (message: unknown) =>
-    parseSectionSummary(format.prose(message)) ?? parseSectionSummary(format.resultSites(message)[0]?.text);
-  const isSectionSummary = (message: unknown) => sectionOf(message) !== undefined;
   for (let i = 0; i < input.length; i++) {
     const message = input[i];
+    const read = reading(i);
     // A QA-merged header: the span it names replaces it and the summary pair that follows it.
-    const qa = parseQaHeader(format.prose(message));
-    if (qa?.id) {
+    if (read?.kind === 'qa' && read.id) {
       let bodyEnd = i + 1;
-      while (bodyEnd < input.length && bodyEnd <= i + 2 && !isSectionSummary(input[bodyEnd])) bodyEnd++;
-      const range = bodyEnd < input.length && isSectionSummary(input[bodyEnd]) ? await resolve(qa.id, 0) : undefined;
+      while (bodyEnd < input.length && bodyEnd <= i + 2 && reading(bodyEnd)?.kind !== 'section') bodyEnd++;
+      const range = bodyEnd < input.length && reading(bodyEnd)?.kind === 'section' ? await resolve(read.id, 0) : undefined;
       if (range) {
         out.push(...range);
         restored++;
@@ -151,21 +185,22 @@ async function expandSummaries(
       }
     }
     // A section summary: marked assistant text, or the result of a synthetic compactor_summary call.
-    const section = sectionOf(message);
-    if (section?.id) {
-      const range = await resolve(section.id, 0);
+    if (read?.kind === 'section' && read.id) {
+      const range = await resolve(read.id, 0);
       if (range) {
         const previous = out[out.length - 1];
-        if (format.resultSites(message).length > 0 && previous && format.callSites(previous).some((c) => c.name === SUMMARY_TOOL))
+        if (
+          read.callId !== undefined &&
+          previous &&
+          format.callSites(previous).some((c) => c.name === SUMMARY_TOOL && c.id === read.callId)
+        )
           out.pop();
         out.push(...range);
         restored++;
         continue;
       }
     }
-    const own = parseSummary(format.prose(message));
-    const joined = own ? undefined : parseSummary(format.lastText(message));
-    const marker = own ?? joined;
+    const marker = read?.kind === 'summary' ? read.marker : undefined;
     if (!marker?.id) {
       out.push(message);
       continue;

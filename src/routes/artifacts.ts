@@ -10,7 +10,7 @@ export default async function artifactRoutes(app: FastifyInstance): Promise<void
     tags: ['strategies'],
     summary: 'Restore every offloaded original in a compacted history, byte-exact',
     description:
-      'Finds the placeholders Compactor wrote (`[compactor:art_…]`) and puts each original back, from the store or from the `artifacts` a `store: "inline"` compaction returned. Unknown or expired ids are listed in `missing` and their placeholders stay; the rest of the history is still restored.',
+      'Finds the placeholders Compactor wrote (`[compactor:art_…]`) and puts each original back, from the store or from the `artifacts` a `store: "inline"` compaction returned. Summaries, section summaries and QA-merged headers are replaced by the messages they stand for only when their marker\'s MAC verifies for this key (`mac=…`); text that merely looks like one (typed, quoted, printed by a tool, another key\'s) stays as it is. So is a tool-result or tool-input placeholder (its MAC covers the call and the whole text of its slot), and only into the slot of the same call. Unknown or expired ids are listed in `missing` and their placeholders stay; the rest of the history is still restored.',
   });
 
   const zapp = app.withTypeProvider<ZodTypeProvider>();

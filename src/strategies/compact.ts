@@ -2,12 +2,12 @@ import { z } from 'zod';
 import { ArtifactRefSchema, CostSchema } from '../contract/parts.js';
 import { breakEvenTokens, estimate, worthIt } from '../cost/estimate.js';
 import type { CostReport } from '../cost/model.js';
+import { type Markers, placeholderMarker as marker } from '../history/markers.js';
 import { applyPlan } from '../history/plan/apply.js';
 import { Draft } from '../history/plan/draft.js';
 import { evaluatePlan } from '../history/plan/evaluate.js';
 import type { ArtifactRef } from '../history/plan/types.js';
 import type { ActionKind, Warning } from '../history/types.js';
-import { hasMarker, marker } from '../history/vocabulary.js';
 import { CompactOptions } from './compact-options.js';
 import { INPUT_PLACEHOLDER, placeholderFor, render, WRITE_TOOLS } from './compact-rules.js';
 import { clearThinking } from './compact-thinking.js';
@@ -26,13 +26,14 @@ interface ResultSiteInfo {
   text: string;
   tool: string;
   args: Record<string, unknown> | undefined;
-  /** Never touched: the newest results, the newest group, excluded tools, earlier placeholders. */
+  /** Never touched: the newest results, the newest group, excluded tools, earlier placeholders (verified). */
   protected: boolean;
   /** Kept by a rule's `keep_last`: never cleared, but truncated when over `truncate_tokens`. */
   kept: boolean;
 }
 
-function resultSites(h: PreparedHistory, o: CompactOptions): ResultSiteInfo[] {
+/** Every tool result, with what compaction needs; one whose placeholder of ours verifies is protected. */
+function resultSites(h: PreparedHistory, o: CompactOptions, markers: Markers): ResultSiteInfo[] {
   const calls = new Map<string, { name: string; args: Record<string, unknown> | undefined }>();
   const sites: ResultSiteInfo[] = [];
   const newest = h.groups[h.groups.length - 1];
@@ -51,7 +52,7 @@ function resultSites(h: PreparedHistory, o: CompactOptions): ResultSiteInfo[] {
         text: r.text,
         tool,
         args: call?.args,
-        protected: index >= frozenFrom || o.exclude_tools.includes(tool) || hasMarker(r.text),
+        protected: index >= frozenFrom || o.exclude_tools.includes(tool) || !!markers.readPlaceholder('result', r.callId, r.text),
         kept: false,
       });
     }
@@ -104,11 +105,12 @@ class Compaction {
     return t;
   }
 
-  /** Replaces a result by `text`, its original offloaded (or cleared, with store none). */
+  /** Replaces a result by `text` (its placeholder signed for this call), its original offloaded (or cleared, with store none). */
   replace(s: ResultSiteInfo, kind: string, text: (id: string | null, tokens: number) => string): void {
     const original = this.draft.original(s.index, 'result', s.slot, { kind, tool: s.tool, tokens: this.sizeOf(s) });
     const action: ActionKind = kind === 'tool_result_truncated' ? 'truncate' : original.id ? 'offload' : 'clear';
-    if (this.draft.replaceResult(s.index, s.slot, text(original.id, original.spec.tokens), action, original)) this.done.add(s);
+    const signed = this.ctx.markers.placeholder('result', s.callId, original.id, text(original.id, original.spec.tokens));
+    if (this.draft.replaceResult(s.index, s.slot, signed, action, original)) this.done.add(s);
   }
 
   /** Whether a result may still be replaced whole. */
@@ -171,14 +173,14 @@ function truncateResults(c: Compaction, sites: readonly ResultSiteInfo[], limit:
  * cleared, results that stay but are over `truncate_tokens` keep only their head and tail, and old
  * thinking is removed whole (the newest keep_turns assistant turns, the turn in progress and the
  * newest group keep theirs). Originals are offloaded as content-addressed artifacts. Results that
- * carry a marker were compacted before and are left alone, so running it on its own output
- * changes nothing.
+ * carry a placeholder of ours (its MAC verifies for their call) were compacted before and are left
+ * alone, so running it on its own output changes nothing.
  */
 function run(h: PreparedHistory, o: CompactOptions, ctx: StrategyContext): StrategyResult<CompactExtra> {
   const c = new Compaction(h, o, ctx);
   const w = c.draft;
   const warnings: Warning[] = [];
-  const sites = resultSites(h, o);
+  const sites = resultSites(h, o, ctx.markers);
   if (o.dedupe) dedupe(c, sites);
   clearResults(c, sites);
   if (o.clear_tool_inputs) clearInputs(c, sites);
@@ -250,7 +252,7 @@ function clearInputs(c: Compaction, sites: readonly ResultSiteInfo[]): void {
     if (group && group === h.groups[h.groups.length - 1]) return;
     for (const call of h.format.callSites(h.messages[index])) {
       if (!call.args || protectedCalls.has(call.id) || o.exclude_tools.includes(call.name) || underTarget()) continue;
-      if (hasMarker(JSON.stringify(call.args))) continue;
+      if (ctx.markers.readPlaceholder('call', call.id, JSON.stringify(call.args))) continue;
       const large = Object.entries(call.args).filter(
         ([key, value]) =>
           typeof value === 'string' &&
@@ -264,7 +266,8 @@ function clearInputs(c: Compaction, sites: readonly ResultSiteInfo[]): void {
       for (const [key, value] of large) {
         args[key] = `${marker(original.id)} ${INPUT_PLACEHOLDER} (${tokensOf(ctx, value as string)} tokens)`;
       }
-      w.replaceArgs(index, call.slot, args, original.id ? 'offload' : 'clear', original);
+      const signed = ctx.markers.placeholderArgs(call.id, original.id, args);
+      w.replaceArgs(index, call.slot, signed, original.id ? 'offload' : 'clear', original);
     }
   });
 }

@@ -2,6 +2,7 @@ import type { z } from 'zod';
 import type { BilledUsage as BilledUsageSchema } from '../contract/parts.js';
 import type { CostEnv } from '../cost/model.js';
 import type { Addresser } from '../history/address.js';
+import type { Markers } from '../history/markers.js';
 import type { Applied, Count } from '../history/plan/apply.js';
 import type { Plan } from '../history/plan/types.js';
 import type { PreparedHistory } from '../history/prepared.js';
@@ -22,6 +23,11 @@ export interface StrategyContext {
    * secret and the caller's scope): ids are never derivable from content alone.
    */
   readonly address: Addresser;
+  /**
+   * Signs the markers a strategy writes and verifies those it reads (same keying as `address`): a
+   * marker that does not verify is the user's text.
+   */
+  readonly markers: Markers;
   readonly profile: ModelProfile;
   readonly signal?: AbortSignal;
   /** The configured summarizer (the extractive one when no LLM is configured). */

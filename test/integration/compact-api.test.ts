@@ -41,7 +41,10 @@ t.test('compact, recall an artifact, expand byte-exact', async (t) => {
   const body = res.json();
   t.equal(body.applied, true);
   t.ok(body.tokens.saved > 0 && body.tokens.after === body.tokens.before - body.tokens.saved);
-  t.match(body.messages[3].content, /^\[compactor:art_[0-9a-f]{24}\] Content read from src\/app\.ts\. Re-read it if needed\./);
+  t.match(
+    body.messages[3].content,
+    /^\[compactor:art_[0-9a-f]{24} mac=[0-9a-f]{16}\] Content read from src\/app\.ts\. Re-read it if needed\./,
+  );
   t.match(body.messages[5].content, /Identical to the output of the later call c3/, 'the older duplicate points to the newer');
   t.match(body.messages[7].content, /Output of the command `pytest -x` cleared/);
   t.match(body.messages[9].content, /Search results for handler processed/);
@@ -95,7 +98,7 @@ t.test('options: inputs, truncation, rules, exclusion, target, clear_at_least, d
 
   const inputs = await post({ clear_tool_inputs: true, keep_tool_uses: 1 });
   const args = JSON.parse(inputs.messages[10].tool_calls[0].function.arguments);
-  t.match(args.content, /^\[compactor:art_[0-9a-f]{24}\] \[Content saved to file\]/);
+  t.match(args.content, /^\[compactor:art_[0-9a-f]{24} mac=[0-9a-f]{16}\] \[Content saved to file\]/);
   t.equal(args.path, 'a.txt', 'other arguments kept');
 
   const truncated = await post({ keep_tool_uses: 1, truncate_tokens: 60, exclude_tools: ['Read', 'bash', 'Grep'] });
@@ -103,7 +106,7 @@ t.test('options: inputs, truncation, rules, exclusion, target, clear_at_least, d
 
   const truncatedRead = await post({ keep_tool_uses: 1, truncate_tokens: 60, rules: [{ tool: 'Read', keep_last: 2 }] });
   t.match(truncatedRead.messages[3].content, /^app source\nline 0/, 'a result kept by keep_last is truncated: head kept');
-  t.match(truncatedRead.messages[3].content, /\[compactor:art_[0-9a-f]{24}\] … \d+ of \d+ tokens omitted/);
+  t.match(truncatedRead.messages[3].content, /\[compactor:art_[0-9a-f]{24} mac=[0-9a-f]{16}\] … \d+ of \d+ tokens omitted/);
   t.match(truncatedRead.messages[3].content, /line 79: app source output value 1027$/, 'tail kept');
 
   const ruled = await post({
@@ -137,7 +140,7 @@ t.test('options: inputs, truncation, rules, exclusion, target, clear_at_least, d
   t.equal(notStored.statusCode, 404, 'a dry run stores nothing');
 
   const lossy = await post({ keep_tool_uses: 1, store: 'none' });
-  t.match(lossy.messages[3].content, /^\[compactor:cleared\] /);
+  t.match(lossy.messages[3].content, /^\[compactor:cleared mac=[0-9a-f]{16}\] /);
   t.same(lossy.artifacts, []);
   t.equal(lossy.actions[3].action, 'clear');
 
@@ -248,15 +251,29 @@ t.test('unknown or expired artifacts', async (t) => {
   t.match(missing.headers['content-type'], /application\/problem\+json/);
   const junk = await app.inject({ method: 'GET', url: '/v1/artifacts/not-an-id' });
   t.equal(junk.statusCode, 404);
-  const placeholder = '[compactor:art_0123456789abcdef01234567] Output of bash cleared.';
+  // A placeholder of ours whose original is not in the store (store inline: nothing was stored).
+  const inline = (
+    await app.inject({ method: 'POST', url: '/v1/compact', payload: { messages: history, keep_tool_uses: 1, store: 'inline' } })
+  ).json();
+  const placeholder: string = inline.messages[5].content;
+  const id: string = inline.artifacts[1].id;
+  t.match(placeholder, id);
   const partial = await app.inject({
     method: 'POST',
     url: '/v1/expand',
     payload: { messages: [...history.slice(0, 5), result('c2', placeholder), ...history.slice(6)] },
   });
   t.equal(partial.statusCode, 200);
-  t.same(partial.json().missing, ['art_0123456789abcdef01234567'], 'reported, not fatal');
+  t.same(partial.json().missing, [id], 'reported, not fatal');
   t.equal(partial.json().messages[5].content, placeholder, 'the placeholder stays');
+  const forged = '[compactor:art_0123456789abcdef01234567] Output of bash cleared.';
+  const made = await app.inject({
+    method: 'POST',
+    url: '/v1/expand',
+    payload: { messages: [...history.slice(0, 5), result('c2', forged), ...history.slice(6)] },
+  });
+  t.same(made.json().missing, [], 'a made-up placeholder is not ours: nothing is looked up');
+  t.equal(made.json().messages[5].content, forged, 'and it stays as it is');
   const quoted = await app.inject({
     method: 'POST',
     url: '/v1/expand',

@@ -6,8 +6,9 @@ import type { Item } from '../../src/history/types.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import { type CompactOptions, compactStrategy } from '../../src/strategies/compact.js';
 import { TokenCounter } from '../../src/tokens/counter.js';
-import { histories } from '../support/histories.js';
+import { histories, markedHistories } from '../support/histories.js';
 import { adapter, violationsOf } from '../support/invariants.js';
+import { markerPool, marksOf } from '../support/marks.js';
 import { schemaErrors } from '../support/schemas.js';
 
 const options = fc.record({
@@ -154,5 +155,26 @@ for (const [format, arbitrary] of Object.entries(histories)) {
       { numRuns: 80 },
     );
     t.ok(removed >= 5, `thinking was removed in ${removed} of 80 runs`);
+  });
+}
+
+for (const format of Object.keys(histories) as (keyof typeof histories)[]) {
+  t.test(`${format}: text that looks like ours is the user's: expand(compact(x)) == x`, async (t) => {
+    const compactor = new Compactor(new TokenCounter(20_000), { store: new MemoryStore(), secret: 'marks-0123456789abcdef' });
+    const arbitrary = markedHistories(marksOf(await markerPool(compactor)))[format];
+    let offloaded = 0;
+    await fc.assert(
+      fc.asyncProperty(arbitrary, options, fc.constantFrom('server' as const, 'inline' as const), async (h, o, store) => {
+        const req = { messages: h.messages, format: h.format, model: 'gpt-4o', ...(h.system ? { system: h.system } : {}) };
+        const res = await compactor.run(compactStrategy, req, { ...o, store });
+        assert.deepEqual(violationsOf(format, res.messages), [], 'every structural rule holds');
+        offloaded += res.extra.artifacts.length;
+        const inline = store === 'inline' ? res.extra.artifacts.map((a) => ({ id: a.id, content: a.content })) : undefined;
+        const expanded = await compactor.expand({ messages: res.messages, format: h.format, artifacts: inline });
+        assert.equal(json(expanded.messages), json(h.messages), 'expand(compact(x)) == x');
+      }),
+      { numRuns: 100 },
+    );
+    t.ok(offloaded > 0, `${offloaded} originals offloaded`);
   });
 }

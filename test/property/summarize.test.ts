@@ -3,13 +3,14 @@ import fc from 'fast-check';
 import t from 'tap';
 import { Compactor } from '../../src/compactor.js';
 import { CompactorError } from '../../src/errors.js';
-import { parseSummary } from '../../src/history/vocabulary.js';
+import type { Markers } from '../../src/history/markers.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import { SummarizeOptions, summarizeStrategy } from '../../src/strategies/summarize/index.js';
 import type { Summarizer, SummaryRequest } from '../../src/summarizers/types.js';
 import { TokenCounter } from '../../src/tokens/counter.js';
-import { histories } from '../support/histories.js';
+import { histories, markedHistories } from '../support/histories.js';
 import { adapter, violationsOf } from '../support/invariants.js';
+import { markerPool, marksOf } from '../support/marks.js';
 import { schemaErrors } from '../support/schemas.js';
 
 type Behaviour =
@@ -62,15 +63,16 @@ const options = fc.record({
 
 const json = (v: unknown) => JSON.stringify(v);
 
-function summariesIn(format: string, messages: readonly unknown[]): number {
+function summariesIn(markers: Markers, format: string, messages: readonly unknown[]): number {
   const a = adapter(format);
-  return messages.filter((m) => parseSummary(a.prose(m)) ?? parseSummary(a.lastText(m))).length;
+  return messages.filter((m) => markers.readSummary(a.prose(m)) ?? markers.readSummary(a.lastText(m))).length;
 }
 
 for (const [format, arbitrary] of Object.entries(histories)) {
   t.test(`${format}: whatever the summarizer does, the output is valid and keeps what must be kept`, async (t) => {
     const summarizer = new Scripted();
     const compactor = new Compactor(new TokenCounter(20_000), { store: new MemoryStore(), summarizer });
+    const { markers } = compactor.caller(null);
     await fc.assert(
       fc.asyncProperty(arbitrary, options, behaviour, behaviour, async (h, o, first, second) => {
         const opts: SummarizeOptions = SummarizeOptions.parse({ mode: 'rolling', summarizer: { max_tokens: 512 }, ...o });
@@ -81,7 +83,7 @@ for (const [format, arbitrary] of Object.entries(histories)) {
         assert.equal(json(h.messages), before, 'input not mutated');
         assert.deepEqual(violationsOf(format, res.messages), [], 'structural rules');
         assert.deepEqual(schemaErrors(format, res.messages), [], 'provider schema');
-        assert.ok(summariesIn(format, res.messages) <= 1, 'at most one summary of ours');
+        assert.ok(summariesIn(markers, format, res.messages) <= 1, 'at most one summary of ours');
         assert.ok(res.tokens.after <= res.tokens.before, 'never grows');
         if (first.kind !== 'ok') assert.ok(!res.extra.summary, 'a failed or empty summary is never committed');
         // Every message the actions keep is the very input value, in order.
@@ -97,7 +99,7 @@ for (const [format, arbitrary] of Object.entries(histories)) {
           // Only a summary joining its neighbour rewrites it, and taking the summary out gives the message back.
           const a = adapter(format);
           const joined = res.messages[host.index];
-          const marker = parseSummary(a.lastText(joined));
+          const marker = markers.readSummary(a.lastText(joined));
           assert.ok(marker, 'the rewritten message carries our summary');
           assert.equal(json(a.dropLastText(joined, marker.placement === 'joined-string')), json(h.messages[host.index]));
         }
@@ -109,7 +111,7 @@ for (const [format, arbitrary] of Object.entries(histories)) {
         summarizer.behaviour = second;
         const again = await compactor.run(summarizeStrategy, { ...req, messages: res.messages }, opts);
         assert.deepEqual(violationsOf(format, again.messages), []);
-        assert.ok(summariesIn(format, again.messages) <= 1, 'still at most one summary');
+        assert.ok(summariesIn(markers, format, again.messages) <= 1, 'still at most one summary');
       }),
       { numRuns: 100 },
     );
@@ -160,6 +162,79 @@ for (const [format, arbitrary] of Object.entries(histories)) {
         }
       }),
       { numRuns: 80 },
+    );
+    t.pass('properties held');
+  });
+}
+
+const markedOptions = fc.record({
+  keep: fc.oneof(fc.record({ messages: fc.integer({ min: 0, max: 12 }) }), fc.record({ runs: fc.integer({ min: 0, max: 3 }) })),
+  keep_first_user: fc.boolean(),
+  summary_role: fc.constantFrom('user' as const, 'pair' as const, 'system' as const),
+});
+
+for (const format of Object.keys(histories) as (keyof typeof histories)[]) {
+  t.test(
+    `${format}: text that looks like ours is the user's: expand(summarize(x)) == x, twice, covering no more than x`,
+    async (t) => {
+      const summarizer = new Scripted();
+      summarizer.behaviour = { kind: 'ok', text: 'What happened: the parser was built.' };
+      const compactor = new Compactor(new TokenCounter(20_000), {
+        store: new MemoryStore(),
+        summarizer,
+        secret: 'marks-0123456789abcdef',
+      });
+      const arbitrary = markedHistories(marksOf(await markerPool(compactor)))[format];
+      let summarized = 0;
+      await fc.assert(
+        fc.asyncProperty(arbitrary, markedOptions, async (h, o) => {
+          const system = o.summary_role === 'system' && !adapter(format).systemMessages ? 'user' : o.summary_role;
+          const opts = SummarizeOptions.parse({ mode: 'rolling', summarizer: { max_tokens: 512 }, ...o, summary_role: system });
+          const req = { messages: h.messages, format: h.format, ...(h.system ? { system: h.system } : {}) };
+          const before = json(h.messages);
+          let current = h.messages;
+          for (let pass = 1; pass <= 2; pass++) {
+            const res = await compactor.run(summarizeStrategy, { ...req, messages: current }, opts);
+            assert.deepEqual(violationsOf(format, res.messages), [], `pass ${pass}: structural rules`);
+            const summary = res.extra.summary;
+            if (summary) {
+              summarized++;
+              assert.ok(
+                summary.covered_messages <= h.messages.length,
+                `pass ${pass}: covers ${summary.covered_messages} of ${h.messages.length}`,
+              );
+              if (pass === 1) assert.equal(summary.parent_id, null, 'nothing in x is an earlier summary of ours');
+            }
+            const expanded = await compactor.expand({ messages: res.messages, format: h.format });
+            assert.equal(json(expanded.messages), before, `pass ${pass}: expand gives x back byte-exact`);
+            current = res.messages;
+          }
+        }),
+        { numRuns: 80 },
+      );
+      t.ok(summarized >= 20, `${summarized} summaries written`);
+    },
+  );
+
+  t.test(`${format}: text that looks like ours is the user's: expand(sections(x)) == x`, async (t) => {
+    const summarizer = new Scripted();
+    summarizer.behaviour = { kind: 'ok', text: 'A section summary: built the parser, tests pass.' };
+    const compactor = new Compactor(new TokenCounter(20_000), {
+      store: new MemoryStore(),
+      summarizer,
+      secret: 'marks-0123456789abcdef',
+    });
+    const arbitrary = markedHistories(marksOf(await markerPool(compactor)))[format];
+    await fc.assert(
+      fc.asyncProperty(arbitrary, sectionOptions, async (h, o) => {
+        const opts = SummarizeOptions.parse({ mode: 'sections', summarizer: { max_tokens: 128 }, ...o, store: 'server' });
+        const req = { messages: h.messages, format: h.format, ...(h.system ? { system: h.system } : {}) };
+        const res = await compactor.run(summarizeStrategy, req, opts);
+        assert.deepEqual(violationsOf(format, res.messages), [], 'structural rules');
+        const expanded = await compactor.expand({ messages: res.messages, format: h.format });
+        assert.equal(json(expanded.messages), json(h.messages), 'expand gives x back byte-exact');
+      }),
+      { numRuns: 60 },
     );
     t.pass('properties held');
   });

@@ -20,6 +20,8 @@ export type SkeletonTurn =
 
 export interface Skeleton {
   system: string[];
+  /** The first user message (default: `the task`). */
+  task?: string;
   turns: SkeletonTurn[];
   /** Trailing in-flight calls: how many, and how many of them already answered. */
   inFlight: { calls: SkeletonCall[]; answered: number } | null;
@@ -53,34 +55,38 @@ const REPEATED = [
   Array.from({ length: 40 }, (_, i) => `src/module_${i}.py:${i * 7}: def handler_${i}(request):`).join('\n'),
 ];
 
-const call: fc.Arbitrary<SkeletonCall> = fc.record({
-  name: fc.constantFrom('read_file', 'bash', 'grep', 'web_search', 'write_file'),
-  args: fc.dictionary(fc.constantFrom('path', 'command', 'query', 'content'), text(60), { maxKeys: 3 }),
-  result: fc.oneof({ arbitrary: text(120), weight: 3 }, { arbitrary: fc.constantFrom(...REPEATED), weight: 1 }),
-  error: fc.boolean(),
-});
+/** Skeletons whose texts (user and assistant text, thinking, arguments, results) come from `textOf`. */
+function skeletonOf(textOf: (max: number) => fc.Arbitrary<string>, task?: fc.Arbitrary<string>): fc.Arbitrary<Skeleton> {
+  const call: fc.Arbitrary<SkeletonCall> = fc.record({
+    name: fc.constantFrom('read_file', 'bash', 'grep', 'web_search', 'write_file'),
+    args: fc.dictionary(fc.constantFrom('path', 'command', 'query', 'content'), textOf(60), { maxKeys: 3 }),
+    result: fc.oneof({ arbitrary: textOf(120), weight: 3 }, { arbitrary: fc.constantFrom(...REPEATED), weight: 1 }),
+    error: fc.boolean(),
+  });
+  const userTurn = fc.record({ kind: fc.constant('user' as const), text: textOf(20), image: fc.boolean() });
+  const assistantTurn = fc.record({
+    kind: fc.constant('assistant' as const),
+    text: fc.oneof(fc.constant(''), textOf(20)),
+    thinking: fc.option(text(15), { nil: null }),
+    calls: fc.array(call, { maxLength: 3 }),
+  });
+  return fc.record({
+    system: fc.array(text(10), { maxLength: 2 }),
+    turns: fc.array(fc.oneof({ arbitrary: assistantTurn, weight: 3 }, { arbitrary: userTurn, weight: 1 }), {
+      minLength: 0,
+      maxLength: 25,
+    }),
+    inFlight: fc.option(
+      fc
+        .array(call, { minLength: 1, maxLength: 3 })
+        .chain((calls) => fc.record({ calls: fc.constant(calls), answered: fc.integer({ min: 0, max: calls.length - 1 }) })),
+      { nil: null },
+    ),
+    ...(task ? { task } : {}),
+  });
+}
 
-const userTurn = fc.record({ kind: fc.constant('user' as const), text: text(20), image: fc.boolean() });
-const assistantTurn = fc.record({
-  kind: fc.constant('assistant' as const),
-  text: fc.oneof(fc.constant(''), text(20)),
-  thinking: fc.option(text(15), { nil: null }),
-  calls: fc.array(call, { maxLength: 3 }),
-});
-
-export const skeleton: fc.Arbitrary<Skeleton> = fc.record({
-  system: fc.array(text(10), { maxLength: 2 }),
-  turns: fc.array(fc.oneof({ arbitrary: assistantTurn, weight: 3 }, { arbitrary: userTurn, weight: 1 }), {
-    minLength: 0,
-    maxLength: 25,
-  }),
-  inFlight: fc.option(
-    fc
-      .array(call, { minLength: 1, maxLength: 3 })
-      .chain((calls) => fc.record({ calls: fc.constant(calls), answered: fc.integer({ min: 0, max: calls.length - 1 }) })),
-    { nil: null },
-  ),
-});
+export const skeleton: fc.Arbitrary<Skeleton> = skeletonOf(text);
 
 const PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';
 
@@ -88,7 +94,7 @@ const PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwA
 export function toOpenAIChat(s: Skeleton): unknown[] {
   let id = 0;
   const out: unknown[] = s.system.map((content, i) => ({ role: i === 0 ? 'system' : 'developer', content }));
-  out.push({ role: 'user', content: 'the task' });
+  out.push({ role: 'user', content: s.task ?? 'the task' });
   const assistant = (turn: { text: string; thinking: string | null }, calls: SkeletonCall[]) => {
     const ids = calls.map(() => `call_${++id}`);
     const m: Record<string, unknown> = { role: 'assistant', content: turn.text || (calls.length ? null : '...') };
@@ -149,7 +155,7 @@ export function toAnthropic(s: Skeleton): { system: string | undefined; messages
       messages.push({ role, content: blocks });
     }
   };
-  push('user', [{ type: 'text', text: 'the task' }]);
+  push('user', [{ type: 'text', text: s.task ?? 'the task' }]);
   const assistant = (turn: { text: string; thinking: string | null }, calls: SkeletonCall[]) => {
     const blocks: unknown[] = [];
     if (turn.thinking) blocks.push({ type: 'thinking', thinking: turn.thinking, signature: `sig${++id}` });
@@ -210,7 +216,7 @@ export function toResponses(s: Skeleton): unknown[] {
       ? { type: 'message', role: 'system', content }
       : { type: 'message', role: 'developer', content: [{ type: 'input_text', text: content }] },
   );
-  out.push({ type: 'message', role: 'user', content: [{ type: 'input_text', text: 'the task' }] });
+  out.push({ type: 'message', role: 'user', content: [{ type: 'input_text', text: s.task ?? 'the task' }] });
   const response = (turn: { text: string; thinking: string | null }, calls: SkeletonCall[]) => {
     const n = ++id;
     if (turn.thinking) {
@@ -278,7 +284,7 @@ export function toGemini(s: Skeleton, withIds: boolean): { system: Record<string
     if (last && last.role === role) last.parts.push(...parts);
     else messages.push({ role, parts });
   };
-  push('user', [{ text: 'the task' }]);
+  push('user', [{ text: s.task ?? 'the task' }]);
   const model = (turn: { text: string; thinking: string | null }, calls: SkeletonCall[]) => {
     const parts: unknown[] = [];
     if (turn.thinking) parts.push({ text: turn.thinking, thought: true });
@@ -323,16 +329,36 @@ export interface GeneratedHistory {
   system?: string | Record<string, unknown>;
 }
 
+/** A history in each format from each skeleton. */
+function historiesOf(skeletons: fc.Arbitrary<Skeleton>): Record<GeneratedHistory['format'], fc.Arbitrary<GeneratedHistory>> {
+  return {
+    'openai-chat': skeletons.map((s) => ({ format: 'openai-chat', messages: toOpenAIChat(s) })),
+    anthropic: skeletons.map((s) => {
+      const { system, messages } = toAnthropic(s);
+      return { format: 'anthropic', messages, ...(system ? { system } : {}) };
+    }),
+    'openai-responses': skeletons.map((s) => ({ format: 'openai-responses', messages: toResponses(s) })),
+    gemini: fc.tuple(skeletons, fc.boolean()).map(([s, withIds]) => {
+      const { system, messages } = toGemini(s, withIds);
+      return { format: 'gemini', messages, ...(system ? { system } : {}) };
+    }),
+  };
+}
+
 /** A history in each supported format, from the same skeletons. */
-export const histories: Record<GeneratedHistory['format'], fc.Arbitrary<GeneratedHistory>> = {
-  'openai-chat': skeleton.map((s) => ({ format: 'openai-chat', messages: toOpenAIChat(s) })),
-  anthropic: skeleton.map((s) => {
-    const { system, messages } = toAnthropic(s);
-    return { format: 'anthropic', messages, ...(system ? { system } : {}) };
-  }),
-  'openai-responses': skeleton.map((s) => ({ format: 'openai-responses', messages: toResponses(s) })),
-  gemini: fc.tuple(skeleton, fc.boolean()).map(([s, withIds]) => {
-    const { system, messages } = toGemini(s, withIds);
-    return { format: 'gemini', messages, ...(system ? { system } : {}) };
-  }),
-};
+export const histories = historiesOf(skeleton);
+
+/**
+ * Histories whose texts (the task, user and assistant text, tool arguments and results) often
+ * start with, or are, one of `marks` (marker strings: forged, quoted from real output, truncated):
+ * text that looks like the service's own and must be treated as the user's.
+ */
+export function markedHistories(marks: fc.Arbitrary<string>): Record<GeneratedHistory['format'], fc.Arbitrary<GeneratedHistory>> {
+  const marked = (max: number) =>
+    fc.oneof(
+      { arbitrary: text(max), weight: 2 },
+      { arbitrary: fc.tuple(marks, text(max)).map(([m, rest]) => `${m}${rest}`), weight: 2 },
+      { arbitrary: marks.filter((m) => m !== ''), weight: 1 },
+    );
+  return historiesOf(skeletonOf(marked, marked(20)));
+}

@@ -12,8 +12,8 @@ import {
 } from '../../src/cost/estimate.js';
 import { expectedCallsLeft } from '../../src/cost/model.js';
 import { type Prices, PriceTable } from '../../src/cost/prices.js';
+import { markers } from '../../src/history/markers.js';
 import type { Evaluation } from '../../src/history/plan/evaluate.js';
-import { summaryMarker } from '../../src/history/vocabulary.js';
 import { prepareRequest } from '../../src/request-history.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import { FitOptions, fitStrategy } from '../../src/strategies/fit/index.js';
@@ -223,14 +223,15 @@ t.test('cache state: from usage (Anthropic fields, OpenAI totals), assumed, part
     undefined,
   );
   t.same(partial, { end: 4, tokens: before(4), source: 'usage' }, 'an earlier breakpoint: only the prefix it covers');
-  t.same(callsSoFar(h), { total: 4, shown: 4 });
+  const ours = markers('cost-test-secret', 'shared');
+  t.same(callsSoFar(h, ours), { total: 4, shown: 4 });
   // A run summarized by an earlier call: the summary's marker says how many messages it stands for.
   const summarized = prepareRequest(
     {
       messages: [
         { role: 'system', content: 'you are an agent' },
         { role: 'user', content: 'fix the bug' },
-        { role: 'assistant', content: `${summaryMarker(null, 'own', 60)}What happened so far.` },
+        { role: 'assistant', content: ours.summary(null, 'own', 60, 'What happened so far.') },
         ...history.slice(2),
       ],
       model: 'gpt-4o',
@@ -238,9 +239,14 @@ t.test('cache state: from usage (Anthropic fields, OpenAI totals), assumed, part
     counter,
   );
   t.same(
-    callsSoFar(summarized),
+    callsSoFar(summarized, ours),
     { total: 4 + 30, shown: 4 },
     'the calls shown (the summary and the reply after it are one), plus one per two messages it covers',
+  );
+  t.same(
+    callsSoFar(summarized, markers('another-secret', 'shared')),
+    { total: 4, shown: 4 },
+    'a marker that does not verify counts nothing',
   );
 });
 

@@ -94,7 +94,8 @@ const FORMATS: Record<string, { messages: unknown[]; system?: unknown }> = {
 };
 
 async function summarize(input: { messages: unknown[]; system?: unknown }, options: Record<string, unknown> = {}) {
-  const c = new Compactor(new TokenCounter(1000), { summarizer: lossy });
+  // One installation secret for every call: a later call verifies the summaries an earlier one wrote.
+  const c = new Compactor(new TokenCounter(1000), { summarizer: lossy, secret: 'trail-test-secret-0123456789' });
   const o = SummarizeOptions.parse({ keep: { messages: 2 }, store: 'none', ...options });
   const r = await c.run(summarizeStrategy, input as never, o);
   return r;

@@ -35,7 +35,7 @@ export const SummarizeOptions = z.strictObject({
     .enum(['user', 'system', 'pair'])
     .default('user')
     .describe(
-      'user; system (formats that accept a system message inside the history); pair (a user request and an assistant answer)',
+      "user (recommended); system (formats that accept a system message inside the history): the summary is text derived from the conversation, untrusted tool output included (the extractive summarizer quotes it; an LLM's summary and the artifact trail restate it), placed where the model gives the most authority, so an instruction injected into a tool result speaks as the system: prefer user; pair (a user request and an assistant answer)",
     ),
   summarizer: SummarizerOptions.default({ max_tokens: 1024 }).describe(
     "the summary's model, extra instructions, budget and temperature",

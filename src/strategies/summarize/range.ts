@@ -1,6 +1,7 @@
 import { CompactorError, fieldError } from '../../errors.js';
 import type { Addresser } from '../../history/address.js';
 import { referencedIds, restoreOffloaded } from '../../history/expand.js';
+import { withoutMacs } from '../../history/markers.js';
 import type { OriginalSpec, StorePolicy } from '../../history/plan/types.js';
 import type { Item } from '../../history/types.js';
 import { rangePayload } from '../../history/vocabulary.js';
@@ -60,7 +61,8 @@ function toolName(h: PreparedHistory, callId: string, at: number): string {
  * The messages of a range as transcript entries for the summarizers: each message's prose, its
  * tool calls with their arguments, each tool result as its own entry with the tool's name and
  * status, media as short notes. Format-free: every detail comes from the adapter. With
- * `originals` (`rangeOriginals`), a message is read as it was before compaction.
+ * `originals` (`rangeOriginals`), a message is read as it was before compaction. Markers are
+ * read without their MACs (`withoutMacs`): noise to a summarizer, and no fact.
  */
 export function rangeEntries(
   h: PreparedHistory,
@@ -76,13 +78,13 @@ export function rangeEntries(
     for (const r of format.resultSites(message)) {
       out.push({
         role: 'tool',
-        text: r.text,
+        text: withoutMacs(r.text),
         calls: [],
         tool: { name: toolName(h, r.callId, i), error: r.error === true, callId: r.callId },
         media: [],
       });
     }
-    const text = format.prose(message);
+    const text = withoutMacs(format.prose(message));
     const countable = format.countable(message);
     const media = [
       ...Array<string>(countable.images).fill('[image]'),
@@ -94,7 +96,12 @@ export function rangeEntries(
     out.push({
       role: item.role === 'tool' ? 'tool' : item.role,
       text,
-      calls: calls.map((c) => ({ name: c.name, args: c.args ? JSON.stringify(c.args) : '', id: c.id, input: c.args })),
+      calls: calls.map((c) => ({
+        name: c.name,
+        args: c.args ? withoutMacs(JSON.stringify(c.args)) : '',
+        id: c.id,
+        input: c.args,
+      })),
       media,
     });
   }
@@ -113,11 +120,11 @@ export function rangeEntries(
 export async function rangeOriginals(
   h: PreparedHistory,
   indexes: readonly number[],
-  ctx: Pick<StrategyContext, 'pending' | 'recall'>,
+  ctx: Pick<StrategyContext, 'pending' | 'recall' | 'markers'>,
 ): Promise<Map<number, unknown>> {
   const out = new Map<number, unknown>();
   const messages = indexes.map((i) => h.messages[i]);
-  if (referencedIds(h.format, messages).length === 0) return out;
+  if (referencedIds(h.format, ctx.markers, messages).length === 0) return out;
   const lookup = async (ids: readonly string[]) => {
     const found = new Map<string, unknown>();
     const stored: string[] = [];
@@ -133,7 +140,7 @@ export async function rangeOriginals(
       }
     return found;
   };
-  const restored = await restoreOffloaded(h.format, messages, lookup);
+  const restored = await restoreOffloaded(h.format, ctx.markers, messages, lookup);
   restored.messages.forEach((m, k) => {
     if (m !== messages[k]) out.set(indexes[k] as number, m);
   });

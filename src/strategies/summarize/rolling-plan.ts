@@ -1,5 +1,6 @@
+import type { Markers, SummaryMarker, SummaryPlacement } from '../../history/markers.js';
 import type { Item, Warning } from '../../history/types.js';
-import { parseSummary, SUMMARY_REQUEST, type SummaryPlacement } from '../../history/vocabulary.js';
+import { SUMMARY_REQUEST } from '../../history/vocabulary.js';
 import { requestedCut, safeCut } from '../sliding-window.js';
 import type { PreparedHistory } from '../types.js';
 import type { SummarizeOptions } from './options.js';
@@ -8,22 +9,37 @@ export interface Earlier {
   /** Messages the earlier summary occupies (own or pair), or the message it joined. */
   start: number;
   end: number;
-  marker: NonNullable<ReturnType<typeof parseSummary>>;
+  marker: SummaryMarker;
   /** For a joined summary: the host message as it was before the summary joined it. */
   host?: unknown;
 }
 
 /**
- * Finds an earlier summary of ours right after the prefix (or joined to its last message). Only
- * messages that exist are read: the prefix may be the whole history (nothing but system messages),
- * and a summary request may be its last message, with no answer after it.
+ * A summary of ours in its own message at `at`, or a pair (the request, then the summary) starting
+ * there. Only a summary whose marker verifies counts; the request alone is the user's text. Only
+ * messages that exist are read: a summary request may be the history's last message.
  */
-function findEarlier(h: PreparedHistory, prefixEnd: number): Earlier | undefined {
+function summaryAt(h: PreparedHistory, markers: Markers, at: number): Earlier | undefined {
+  const { format, messages } = h;
+  const prose = (i: number) => (i < messages.length ? format.prose(messages[i]) : undefined);
+  const text = prose(at);
+  if (text === SUMMARY_REQUEST) {
+    const pair = markers.readSummary(prose(at + 1));
+    return pair?.placement === 'pair' ? { start: at, end: at + 2, marker: pair } : undefined;
+  }
+  const own = markers.readSummary(text);
+  return own?.placement === 'own' ? { start: at, end: at + 1, marker: own } : undefined;
+}
+
+/**
+ * Finds an earlier summary of ours right after the prefix (or joined to its last message). The
+ * prefix may be the whole history (nothing but system messages).
+ */
+function findEarlier(h: PreparedHistory, markers: Markers, prefixEnd: number): Earlier | undefined {
   const { format, messages } = h;
   const last = prefixEnd - 1;
-  const prose = (i: number) => (i < messages.length ? format.prose(messages[i]) : undefined);
   if (last >= 0) {
-    const joined = parseSummary(format.lastText(messages[last]));
+    const joined = markers.readSummary(format.lastText(messages[last]));
     if (joined && (joined.placement === 'joined' || joined.placement === 'joined-string')) {
       return {
         start: last,
@@ -33,13 +49,7 @@ function findEarlier(h: PreparedHistory, prefixEnd: number): Earlier | undefined
       };
     }
   }
-  const own = parseSummary(prose(prefixEnd));
-  if (own?.placement === 'own') return { start: prefixEnd, end: prefixEnd + 1, marker: own };
-  if (prose(prefixEnd) === SUMMARY_REQUEST) {
-    const pair = parseSummary(prose(prefixEnd + 1));
-    if (pair?.placement === 'pair') return { start: prefixEnd, end: prefixEnd + 2, marker: pair };
-  }
-  return undefined;
+  return summaryAt(h, markers, prefixEnd);
 }
 
 const roleItem = (role: Item['role']): Item => ({
@@ -67,20 +77,22 @@ export interface RollingPlan {
   opaque: number[];
 }
 
-/** Steps 1 and 2: the prefix, the earlier summary, the placement and a cut the format accepts after it. */
-export function planRolling(h: PreparedHistory, o: SummarizeOptions, warnings: Warning[]): RollingPlan {
+/**
+ * Steps 1 and 2: the prefix, the earlier summary, the placement and a cut the format accepts after
+ * it. Markers are read through `markers`: one that does not verify is conversation.
+ */
+export function planRolling(h: PreparedHistory, o: SummarizeOptions, markers: Markers, warnings: Warning[]): RollingPlan {
   const { format, items, messages } = h;
   // The first user message is the original task, unless it is our own summary (or the request of
   // a pair summary), written by a run with keep_first_user false: the task is inside it, and it is
   // folded like any earlier summary, never kept as the task with a second summary after it.
-  const first = h.firstUser >= 0 ? format.prose(messages[h.firstUser]) : undefined;
-  const ours = first !== undefined && (first === SUMMARY_REQUEST || parseSummary(first) !== undefined);
+  const ours = h.firstUser >= 0 && summaryAt(h, markers, h.firstUser) !== undefined;
   const firstUser = o.keep_first_user && !ours ? h.firstUser : -1;
   const requested = requestedCut(h, o.keep, firstUser);
   let cut = safeCut(h, requested);
   const keepFirst = firstUser >= h.head && firstUser < cut;
   const prefixEnd = keepFirst ? firstUser + 1 : h.head;
-  const earlier = findEarlier(h, prefixEnd);
+  const earlier = findEarlier(h, markers, prefixEnd);
   const rangeStart = earlier && earlier.end > earlier.start ? earlier.end : prefixEnd;
 
   const hostIndex = prefixEnd - 1;

@@ -2,7 +2,7 @@ import { CompactorError, fieldError } from '../../errors.js';
 import { applyPlan } from '../../history/plan/apply.js';
 import type { Edit, Entry, Insert, OriginalSpec, Plan, Removal } from '../../history/plan/types.js';
 import type { Warning } from '../../history/types.js';
-import { SUMMARY_REQUEST, summaryMarker } from '../../history/vocabulary.js';
+import { SUMMARY_REQUEST } from '../../history/vocabulary.js';
 import type { NewArtifact } from '../../store/types.js';
 import type { SummaryPlan } from '../../summarizers/types.js';
 import { type BilledUsage, countWith, type PreparedHistory, type StrategyContext, type StrategyResult } from '../types.js';
@@ -70,7 +70,7 @@ function dryRolling(
 ): StrategyResult<SummarizeExtra> {
   const covers = p.range.length + (p.earlier?.marker.covers ?? 0);
   // The range a real run would offload is not listed: a dry run offloads nothing.
-  const dry = summaryPlan(h, p, summaryMarker(ranged.id, p.placement, covers), []);
+  const dry = summaryPlan(h, p, ctx.markers.summary(ranged.id, p.placement, covers, ''), []);
   const { freed, added } = applyPlan(h, dry, countWith(h, ctx));
   if (freed - added <= 0) {
     warnings.push({
@@ -107,7 +107,7 @@ function commit(
   const bestEffort: NewArtifact[] = got.entry ? [got.entry] : [];
   const { earlier, range, cut } = p;
   const covers = range.length + (earlier?.marker.covers ?? 0);
-  const plan = summaryPlan(h, p, `${summaryMarker(ranged.id, p.placement, covers)}${text}`, ranged.specs);
+  const plan = summaryPlan(h, p, ctx.markers.summary(ranged.id, p.placement, covers, text), ranged.specs);
   const { freed, added } = applyPlan(h, plan, countWith(h, ctx));
   if (freed - added <= 0) {
     warnings.push({
@@ -165,7 +165,7 @@ export async function rolling(
   const warnings: Warning[] = [];
 
   // 1–2. The prefix, where the summary goes, and the tail's start, at a safe boundary.
-  const p = planRolling(h, o, warnings);
+  const p = planRolling(h, o, ctx.markers, warnings);
   const { earlier, range } = p;
   if (range.length === 0) return noSummary(warnings, 'nothing_to_reduce');
 

@@ -1,6 +1,7 @@
+import type { Markers } from '../../../history/markers.js';
 import type { Insert } from '../../../history/plan/types.js';
 import type { Group, Item } from '../../../history/types.js';
-import { parseSectionSummary, SUMMARY_TOOL } from '../../../history/vocabulary.js';
+import { SUMMARY_TOOL } from '../../../history/vocabulary.js';
 import type { PreparedHistory } from '../../types.js';
 
 /** The vocabulary of sections mode: sections, their pairs, and what a summary pair must fit between. */
@@ -23,10 +24,25 @@ export interface Section {
   pairs: Pair[];
 }
 
-export function isSummaryPair(h: PreparedHistory, group: Group): boolean {
-  const first = h.messages[group.start];
-  if (parseSectionSummary(h.format.prose(first))) return true;
-  return h.format.callSites(first).some((c) => c.name === SUMMARY_TOOL);
+/**
+ * Whether a body pair is a summary pair of ours: assistant text whose section marker verifies, or
+ * a call to `compactor_summary` answered (in the group) by a result whose marker verifies. A
+ * forged one is a pair like any other, summarized when its section is.
+ */
+export function isSummaryPair(h: PreparedHistory, markers: Markers, group: Group): boolean {
+  const { format, messages } = h;
+  const first = messages[group.start];
+  if (markers.readSection(format.prose(first))) return true;
+  const calls = new Set(
+    format
+      .callSites(first)
+      .filter((c) => c.name === SUMMARY_TOOL)
+      .map((c) => c.id),
+  );
+  if (calls.size === 0) return false;
+  for (let i = group.start; i < group.end; i++)
+    if (format.resultSites(messages[i]).some((r) => calls.has(r.callId) && markers.readSection(r.text))) return true;
+  return false;
 }
 
 /** Sections: a header of consecutive user turns, then the groups that answer it. */

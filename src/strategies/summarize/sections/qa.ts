@@ -1,6 +1,5 @@
 import { insertItems } from '../../../history/plan/apply.js';
 import type { Insert } from '../../../history/plan/types.js';
-import { qaHeaderLine } from '../../../history/vocabulary.js';
 import type { Section } from './model.js';
 import type { SectionsRun } from './state.js';
 import { summarizePairs, summarizeUsers } from './summary-pair.js';
@@ -38,7 +37,7 @@ export async function qaMerge(run: SectionsRun): Promise<void> {
   // span back in place of the header and the summary pair after it.
   const span = [...new Set([...headers, ...run.indexesOf(merged.flatMap((s) => s.pairs))])].sort((a, b) => a - b);
   const { id } = run.offloadRange(span);
-  const header: Insert = { kind: 'text', role: 'user', text: `${qaHeaderLine(id)}${userText}` };
+  const header: Insert = { kind: 'text', role: 'user', text: run.ctx.markers.qaHeader(id, userText) };
   const userItem = insertItems(h.format, [header])?.[0];
   const next = sections[keepFrom]?.header.length
     ? h.items[sections[keepFrom]?.header[0] as number]

@@ -10,7 +10,8 @@ export function olderSections(run: SectionsRun): Section[] {
     .slice(0, Math.max(0, sections.length - kept))
     .filter(
       (s) =>
-        s.pairs.length > 0 && !(s.pairs.length === 1 && s.pairs[0]?.kind === 'original' && isSummaryPair(h, s.pairs[0].group)),
+        s.pairs.length > 0 &&
+        !(s.pairs.length === 1 && s.pairs[0]?.kind === 'original' && isSummaryPair(h, run.ctx.markers, s.pairs[0].group)),
     );
 }
 
@@ -44,7 +45,7 @@ export async function rotateKept(run: SectionsRun, position: Map<Section, number
     const last = s.pairs.length - 1;
     for (let i = 0; i < last; i++) {
       const p = s.pairs[i] as Pair;
-      if (p.kind === 'original' && !isSummaryPair(h, p.group) && run.sizeOf(p) > o.max_pair_tokens) {
+      if (p.kind === 'original' && !isSummaryPair(h, run.ctx.markers, p.group) && run.sizeOf(p) > o.max_pair_tokens) {
         s.pairs[i] = (await summarizePairs(run, [p], true, run.around(si, i, i))) ?? p;
       }
     }

@@ -2,7 +2,6 @@ import { sha256Hex } from '../../../history/address.js';
 import { insertItems } from '../../../history/plan/apply.js';
 import type { Insert } from '../../../history/plan/types.js';
 import type { Item } from '../../../history/types.js';
-import { sectionSummaryLine } from '../../../history/vocabulary.js';
 import { rangeOriginals, summaryRequest } from '../range.js';
 import { type Around, lastReasoning, type Pair } from './model.js';
 import type { SectionsRun } from './state.js';
@@ -58,7 +57,7 @@ export async function summarizePairs(
       o.trail_tokens > 0 ? await rangeOriginals(h, covered, run.ctx) : undefined,
     ),
   );
-  const text = `${sectionSummaryLine(range.id)}${settled.text}`;
+  const text = run.ctx.markers.section(range.id, settled.text);
   // Reasoning survives only in the current turn: a placeholder signature, the last reasoning text.
   const signed = current && items.some((it) => it.thinking || format.hasSignature(h.messages[it.index]));
   const reasoning = current ? lastReasoning(h, covered) : undefined;

@@ -1,0 +1,153 @@
+import { createHmac, timingSafeEqual } from 'node:crypto';
+
+/**
+ * The markers a later call honours, written and verified in one place: the first line of a rolling
+ * summary, of a section summary and of a QA-merged header, and the tool-result and tool-input
+ * placeholders compaction writes. Each carries a MAC (`mac=` 16 hex digits: HMAC-SHA256 under a
+ * key derived from the installation secret and the caller's scope, over what the marker claims and
+ * the whole text it vouches for). A marker is ours only when its MAC verifies: anything else
+ * (forged, quoted, truncated, edited, or another caller's) is the user's text, summarized,
+ * compacted, counted and restored like any other. Nobody reads these markers but through `Markers`.
+ */
+
+/** Where a summary of ours sits: its own message, a request/answer pair, or joined to a neighbour. */
+export type SummaryPlacement = 'own' | 'pair' | 'joined' | 'joined-string';
+
+export interface SummaryMarker {
+  /** The artifact holding the summarized range, or null with `store: none`. */
+  id: string | null;
+  placement: SummaryPlacement;
+  /** How many original messages the summary stands for, earlier summaries included. */
+  covers: number;
+  /** The summary's text without its marker line. */
+  text: string;
+}
+
+/** A section summary or a QA-merged header: the range it stands for (null with `store: none`) and its text. */
+export interface RangeMarker {
+  id: string | null;
+  text: string;
+}
+
+/** A placeholder's place: a tool result's text, or a tool call's arguments (their JSON). */
+export type PlaceholderSite = 'result' | 'call';
+
+/** Writes and verifies one caller's markers. Each read is one syntactic match and, on a match, one MAC over the text. */
+export interface Markers {
+  /**
+   * Signs the placeholders of one site: `text` holds `[compactor:<id>]` (`cleared` for `id`
+   * null) where compaction put it, amid whatever else (a truncated result's head and tail); each
+   * becomes `[compactor:<id> mac=…]`, the MAC over the site, its call id and the whole text.
+   */
+  placeholder(site: PlaceholderSite, callId: string, id: string | null, text: string): string;
+  /**
+   * The placeholder a site's text carries when one of its markers verifies for this site and call
+   * id: the artifact it names (null for a cleared one). Undefined for anything else: a quote, a
+   * forgery, a placeholder moved to another call or with text added, another caller's.
+   */
+  readPlaceholder(site: PlaceholderSite, callId: string, text: string): { id: string | null } | undefined;
+  /** A call's arguments with the placeholders of its top-level values signed, over the arguments' JSON (as `placeholder` for a `call` site). */
+  placeholderArgs(callId: string, id: string | null, args: Record<string, unknown>): Record<string, unknown>;
+  /** A summary's whole text: its signed first line, then `body`. */
+  summary(id: string | null, placement: SummaryPlacement, covers: number, body: string): string;
+  /** The summary a text is, when it starts with a marker that verifies; undefined for anything else. */
+  readSummary(text: string | undefined): SummaryMarker | undefined;
+  /** A section summary's whole text (its message's, or its synthetic tool result's). */
+  section(id: string | null, body: string): string;
+  readSection(text: string | undefined): RangeMarker | undefined;
+  /** A QA-merged header's whole text: it names the merged span's artifact. */
+  qaHeader(id: string | null, body: string): string;
+  readQaHeader(text: string | undefined): RangeMarker | undefined;
+}
+
+const ID = '(art_[0-9a-f]{24}|none)';
+const MAC = 'mac=([0-9a-f]{16})';
+const SUMMARY_LINE = new RegExp(`^\\[compactor:summary ${ID} (own|pair|joined|joined-string) covers=(\\d{1,15}) ${MAC}\\]\\n`);
+const SECTION_LINE = new RegExp(`^\\[compactor:section-summary ${ID} ${MAC}\\]\\n`);
+const QA_LINE = new RegExp(`^\\[compactor:qa-header ${ID} ${MAC}\\]\\n`);
+/**
+ * The placeholder compaction writes where an original was (unsigned: `Markers.placeholder` signs
+ * the text it sits in): `[compactor:art_<24 hex>]` names the artifact holding the original
+ * (expand restores it), `[compactor:cleared]` marks a lossy clearing (`store: none`).
+ */
+export function placeholderMarker(id: string | null): string {
+  return `[compactor:${id ?? 'cleared'}]`;
+}
+
+/** A placeholder marker, signed or not (`g`: every one in a text). */
+const PLACEHOLDER = /\[compactor:(art_[0-9a-f]{24}|cleared)( mac=[0-9a-f]{16})?\]/g;
+/** What a text is signed over: its placeholders without their MACs (whoever wrote them). */
+const unsigned = (text: string) => (text.includes('[compactor:') ? text.replace(PLACEHOLDER, '[compactor:$1]') : text);
+
+/** Any marker of ours, up to its MAC (bounded: a marker line is short). */
+const SIGNED = /(\[compactor:[^\]\n]{1,120}?) mac=[0-9a-f]{16}\]/g;
+
+/**
+ * A text as a summarizer should read it: every marker's MAC taken out (`[compactor:art_… mac=…]`
+ * becomes `[compactor:art_…]`). A MAC means nothing to a reader and is no fact worth keeping.
+ */
+export function withoutMacs(text: string): string {
+  return text.includes(' mac=') ? text.replace(SIGNED, '$1]') : text;
+}
+
+/**
+ * The markers of one scope, keyed by the installation secret and the scope (as artifact ids are):
+ * the same secret, scope and text always give the same bytes, and a marker written for one caller
+ * never verifies for another. Never throws; a text that does not verify reads as undefined.
+ */
+export function markers(secret: string, scope: string): Markers {
+  const key = createHmac('sha256', secret).update(`compactor-marker\0${scope}`).digest();
+  const mac = (kind: string, claims: string, body: string) =>
+    createHmac('sha256', key).update(`${kind}\0${claims}\0`).update(body).digest('hex').slice(0, 16);
+  const verified = (kind: string, claims: string, body: string, given: string) =>
+    timingSafeEqual(Buffer.from(mac(kind, claims, body)), Buffer.from(given));
+  const idOf = (id: string | null) => id ?? 'none';
+  const readId = (id: string) => (id === 'none' ? null : id);
+  const range = (kind: 'section' | 'qa', line: RegExp, text: string | undefined): RangeMarker | undefined => {
+    const m = text === undefined ? null : line.exec(text);
+    if (!m || text === undefined) return undefined;
+    const body = text.slice(m[0].length);
+    return verified(kind, m[1] as string, body, m[2] as string) ? { id: readId(m[1] as string), text: body } : undefined;
+  };
+  return {
+    summary(id, placement, covers, body) {
+      const claims = `${idOf(id)} ${placement} covers=${covers}`;
+      return `[compactor:summary ${claims} mac=${mac('summary', claims, body)}]\n${body}`;
+    },
+    readSummary(text) {
+      const m = text === undefined ? null : SUMMARY_LINE.exec(text);
+      if (!m || text === undefined) return undefined;
+      const claims = `${m[1]} ${m[2]} covers=${m[3]}`;
+      const body = text.slice(m[0].length);
+      if (!verified('summary', claims, body, m[4] as string)) return undefined;
+      return { id: readId(m[1] as string), placement: m[2] as SummaryPlacement, covers: Number(m[3]), text: body };
+    },
+    section: (id, body) => `[compactor:section-summary ${idOf(id)} mac=${mac('section', idOf(id), body)}]\n${body}`,
+    readSection: (text) => range('section', SECTION_LINE, text),
+    qaHeader: (id, body) => `[compactor:qa-header ${idOf(id)} mac=${mac('qa', idOf(id), body)}]\n${body}`,
+    readQaHeader: (text) => range('qa', QA_LINE, text),
+    placeholder(site, callId, id, text) {
+      const name = id ?? 'cleared';
+      const tag = mac('placeholder', JSON.stringify([site, callId]), unsigned(text));
+      return text.replaceAll(`[compactor:${name}]`, `[compactor:${name} mac=${tag}]`);
+    },
+    placeholderArgs(callId, id, args) {
+      const name = id ?? 'cleared';
+      const tag = mac('placeholder', JSON.stringify(['call', callId]), unsigned(JSON.stringify(args)));
+      const signed = (v: unknown) =>
+        typeof v === 'string' ? v.replaceAll(`[compactor:${name}]`, `[compactor:${name} mac=${tag}]`) : v;
+      return Object.fromEntries(Object.entries(args).map(([k, v]) => [k, signed(v)]));
+    },
+    readPlaceholder(site, callId, text) {
+      if (!text.includes(' mac=')) return undefined;
+      let tag: string | undefined;
+      for (const m of text.matchAll(PLACEHOLDER)) {
+        const given = m[2]?.slice(5);
+        if (given === undefined) continue;
+        tag ??= mac('placeholder', JSON.stringify([site, callId]), unsigned(text));
+        if (timingSafeEqual(Buffer.from(tag), Buffer.from(given))) return { id: m[1] === 'cleared' ? null : (m[1] as string) };
+      }
+      return undefined;
+    },
+  };
+}
