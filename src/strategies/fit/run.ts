@@ -52,6 +52,9 @@ function addBilled(a: BilledUsage, b: BilledUsage | undefined): BilledUsage {
  * summarize and window stages did follow.
  */
 export class FitRun {
+  readonly h: PreparedHistory;
+  readonly o: FitOptions;
+  readonly ctx: StrategyContext;
   /** The occupancy a reduction aims under. */
   readonly target: number;
   /** Policy cost: the occupancy a call must never exceed (above it, a reduction is forced). */
@@ -74,11 +77,10 @@ export class FitRun {
   /** A stage that would free less than this is skipped (policy tokens). */
   private readonly minSaving: number;
 
-  constructor(
-    readonly h: PreparedHistory,
-    readonly o: FitOptions,
-    readonly ctx: StrategyContext,
-  ) {
+  constructor(h: PreparedHistory, o: FitOptions, ctx: StrategyContext) {
+    this.h = h;
+    this.o = o;
+    this.ctx = ctx;
     this.target = targetOf(o, ctx.profile);
     this.limit = limitOf(o, ctx.profile, this.target);
     this.model = modelFor(h, o, ctx, ctx.summarizer?.model?.(o.summarize?.summarizer?.model) ?? null);
