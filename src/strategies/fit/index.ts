@@ -1,11 +1,11 @@
-import { CompactOptions, compactStrategy } from '../compact.js';
 import { modelFor, pricedResult } from '../priced.js';
 import { allowedModel } from '../summarize/range.js';
 import type { PreparedHistory, Strategy, StrategyContext, StrategyResult } from '../types.js';
 import { costFit } from './cost.js';
 import { FIT_RESPONSE, type FitExtra, FitOptions, limitOf, targetOf } from './options.js';
-import { Pipeline } from './pipeline.js';
-import { fitResult, lastResort, summarizeStage } from './stages.js';
+import { finish } from './result.js';
+import { FitRun } from './run.js';
+import { compactStage, runStages, summarizeStage, windowStage } from './stages.js';
 
 export { type FitExtra, FitOptions, type Stage } from './options.js';
 
@@ -14,39 +14,24 @@ export { type FitExtra, FitOptions, type Stage } from './options.js';
  * compact (aimed at the target); still above, summarize; window only if the summarizer failed or
  * the history is still above. A stage that would free less than `min_saving_fraction` is skipped.
  */
-async function tokensFit(
-  h: PreparedHistory,
-  o: FitOptions,
-  ctx: StrategyContext,
-  target: number,
-): Promise<StrategyResult<FitExtra>> {
-  const model = modelFor(h, o, ctx, ctx.summarizer?.model?.(o.summarize?.summarizer?.model) ?? null);
-  const limit = limitOf(o, ctx.profile, target);
-  const p = new Pipeline(h, ctx, o.min_saving_fraction);
-  if (h.occupancy <= target)
-    return fitResult(p, target, model, o, limit, { decision: 'defer', callAgainAt: target, reason: 'below_trigger' });
-  p.take(
-    'compact',
-    p.measure(await compactStrategy.run(p.view, CompactOptions.parse({ ...o.compact, target_tokens: target }), ctx)),
-  );
-  const summarized = await summarizeStage(p, o, target, ctx);
-  const { dropped, fallback } = lastResort(p, o, target, summarized);
-  const callAgainAt = Math.max(target, Math.ceil(p.occupancy * 1.1));
-  return fitResult(p, target, model, o, limit, { decision: 'reduce', callAgainAt, summarized, dropped, fallback });
+async function tokensFit(run: FitRun): Promise<StrategyResult<FitExtra>> {
+  if (run.h.occupancy <= run.target) return finish(run, { decision: 'defer', callAgainAt: run.target, reason: 'below_trigger' });
+  await runStages(run, [compactStage, summarizeStage, windowStage]);
+  return finish(run, { decision: 'reduce', callAgainAt: Math.max(run.target, Math.ceil(run.occupancy * 1.1)) });
 }
 
 /**
  * Fit: get occupancy under the target, compacting first, summarizing if still above, windowing
- * as the last resort. Each stage plans over the view the previous one leaves; the plans are
- * composed on the input's indices and applied once (`Compactor.run`). Under the default `policy:
- * cost` (`cost.ts`) a reduction is made only where it lowers the agent's bill, or forced above
- * `limit`; under `policy: tokens`, whenever over the target. Always a valid history: when the
- * target cannot be met without breaking a structural rule, `target_not_met` names the irreducible
- * size.
+ * as the last resort. The request is resolved once (`FitRun`: target, limit, cost model); each
+ * stage plans over the view the previous one leaves; the plans are composed on the input's
+ * indices and applied once (`Compactor.run`). Under the default `policy: cost` (`cost.ts`) a
+ * reduction is made only where it lowers the agent's bill, or forced above `limit`; under `policy:
+ * tokens`, whenever over the target. Always a valid history: when the target cannot be met
+ * without breaking a structural rule, `target_not_met` names the irreducible size.
  */
-async function run(h: PreparedHistory, o: FitOptions, ctx: StrategyContext): Promise<StrategyResult<FitExtra>> {
-  const target = targetOf(o, ctx.profile);
-  return o.policy === 'tokens' ? tokensFit(h, o, ctx, target) : costFit(h, o, ctx, target);
+function run(h: PreparedHistory, o: FitOptions, ctx: StrategyContext): Promise<StrategyResult<FitExtra>> {
+  const fit = new FitRun(h, o, ctx);
+  return o.policy === 'tokens' ? tokensFit(fit) : costFit(fit);
 }
 
 export const fitStrategy: Strategy<typeof FitOptions, FitExtra, typeof FIT_RESPONSE> = {

@@ -1,3 +1,4 @@
+import type { CostModel } from '../../cost/estimate.js';
 import { type Applied, applyPlan, type Count } from '../../history/plan/apply.js';
 import { type Composed, compose, identity } from '../../history/plan/compose.js';
 import { type Evaluation, evaluatePlan } from '../../history/plan/evaluate.js';
@@ -6,6 +7,9 @@ import { viewOf } from '../../history/plan/view.js';
 import type { Warning } from '../../history/types.js';
 import type { NewArtifact } from '../../store/types.js';
 import { addUsage } from '../../summarizers/types.js';
+import { modelFor } from '../priced.js';
+import type { Dropped } from '../sliding-window.js';
+import type { SummarizeExtra } from '../summarize/index.js';
 import {
   type BilledUsage,
   countWith,
@@ -15,7 +19,7 @@ import {
   type StrategyResult,
   withTotal,
 } from '../types.js';
-import type { Stage } from './options.js';
+import { type FitExtra, type FitOptions, limitOf, type Stage, targetOf } from './options.js';
 
 /** One stage's result on the current view: its plan (over the view), measured there. */
 export interface Measured<E> {
@@ -26,38 +30,81 @@ export interface Measured<E> {
   readonly evaluation: Evaluation | undefined;
 }
 
+/** What the summarize stage left: its result, where what it wrote ends, whether it was only planned (a dry run). */
+export interface Summarized {
+  result: StrategyResult<SummarizeExtra> | undefined;
+  failure: string | undefined;
+  /** The window keeps everything before this position of its view. */
+  end: number;
+  planned: boolean;
+}
+
 /** Two stages' usage summed; the model is the last one billed. */
 function addBilled(a: BilledUsage, b: BilledUsage | undefined): BilledUsage {
   return b ? { ...addUsage(a, b), model: b.model ?? a.model } : a;
 }
 
 /**
- * A pipeline of stages over one history: each stage plans over the view the previous ones leave
- * (`view`), is measured there, and when taken its plan is composed into one plan over the input
- * (`composed.plan`), applied once at the end. Occupancy, the bill and the stage records follow.
+ * One fit request, resolved once: its options, target, limit and cost model; and the pipeline
+ * its stages build. Each stage plans over the view the previous ones leave (`view`), is measured
+ * there, and when taken its plan is composed into one plan over the input (`composed.plan`),
+ * applied once at the end (`Compactor.run`). Occupancy, the bill, the stage records and what the
+ * summarize and window stages did follow.
  */
-export class Pipeline {
+export class FitRun {
+  readonly h: PreparedHistory;
+  readonly o: FitOptions;
+  readonly ctx: StrategyContext;
+  /** The occupancy a reduction aims under. */
+  readonly target: number;
+  /** Policy cost: the occupancy a call must never exceed (above it, a reduction is forced). */
+  readonly limit: number;
+  /** The request's prices, cache state and horizon. */
+  readonly model: CostModel;
+  readonly count: Count;
   composed: Composed;
   view: PreparedHistory;
   occupancy: number;
   usage: BilledUsage = NO_BILLED;
-  readonly stages: Stage[] = [];
+  stages: Stage[] = [];
   readonly warnings: Warning[] = [];
-  readonly bestEffort: NewArtifact[] = [];
-  readonly count: Count;
-  /** A stage that would free less than this is skipped. */
+  bestEffort: NewArtifact[] = [];
+  summarized: Summarized;
+  /** The compaction stage's result, once planned (`compaction`). */
+  compacted: Measured<unknown> | undefined;
+  dropped: Dropped | null = null;
+  fallback: StrategyResult<FitExtra>['fallback'];
+  /** A stage that would free less than this is skipped (policy tokens). */
   private readonly minSaving: number;
 
-  constructor(
-    readonly h: PreparedHistory,
-    ctx: StrategyContext,
-    minSavingFraction: number,
-  ) {
+  constructor(h: PreparedHistory, o: FitOptions, ctx: StrategyContext) {
+    this.h = h;
+    this.o = o;
+    this.ctx = ctx;
+    this.target = targetOf(o, ctx.profile);
+    this.limit = limitOf(o, ctx.profile, this.target);
+    this.model = modelFor(h, o, ctx, ctx.summarizer?.model?.(o.summarize?.summarizer?.model) ?? null);
+    this.count = countWith(h, ctx);
+    this.minSaving = o.policy === 'tokens' ? o.min_saving_fraction * h.occupancy : 0;
     this.composed = identity(h.messages.length);
     this.view = h;
     this.occupancy = h.occupancy;
-    this.count = countWith(h, ctx);
-    this.minSaving = minSavingFraction * h.occupancy;
+    this.summarized = { result: undefined, failure: undefined, end: h.head, planned: false };
+  }
+
+  /** Whether a reduction is forced now: policy cost, above the limit. */
+  get forced(): boolean {
+    return this.h.occupancy > this.limit;
+  }
+
+  /** Drops every stage taken (their plans, bill and records); the warnings stay. */
+  restart(): void {
+    this.composed = identity(this.h.messages.length);
+    this.view = this.h;
+    this.occupancy = this.h.occupancy;
+    this.usage = NO_BILLED;
+    this.stages = [];
+    this.bestEffort = [];
   }
 
   /** A stage's result measured on the current view. */
