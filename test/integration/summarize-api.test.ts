@@ -173,6 +173,41 @@ t.test('every fault, for each on_failure', async (t) => {
   t.equal(ok.json().applied, true, 'recovers after the faults');
 });
 
+t.test(
+  'a summarizer failure the request recovered from is counted by its code: on_failure keep, window, and in fit',
+  async (t) => {
+    const server = await fakeLlm(t);
+    const app = await appWith(t, server);
+    const post = async (url: string, payload: Record<string, unknown>) => {
+      const res = await app.inject({ method: 'POST', url, payload: { messages: history(10), ...payload } });
+      t.equal(res.statusCode, 200, `${url}: 200`);
+      const body = res.json();
+      t.ok(
+        body.warnings.some((w: { code: string }) => w.code === 'summarizer_failed'),
+        `${url}: warned`,
+      );
+      return body;
+    };
+    server.enqueue({ fault: 'status', status: 500 }, { fault: 'status', status: 500 });
+    await post('/v1/summarize', { keep: { messages: 4 }, on_failure: 'keep' });
+    server.enqueue({ fault: 'reset' }, { fault: 'reset' });
+    await post('/v1/summarize', { keep: { messages: 4 }, on_failure: 'window' });
+    server.enqueue({ content: '' }, { content: ' ' });
+    const fit = await post('/v1/fit', { target_tokens: 300, policy: 'tokens', summarize: { keep: { messages: 4 } } });
+    t.equal(fit.fallback?.reason, 'CMP_ERR_SUMMARIZER_EMPTY', 'fit: the window stood in');
+    const metrics = (await app.inject({ method: 'GET', url: '/metrics' })).body;
+    const failures = metrics
+      .split('\n')
+      .filter((line) => line.startsWith('compactor_summarizer_errors_total{'))
+      .sort();
+    t.same(failures, [
+      'compactor_summarizer_errors_total{code="CMP_ERR_SUMMARIZER_EMPTY"} 1',
+      'compactor_summarizer_errors_total{code="CMP_ERR_SUMMARIZER_UNAVAILABLE"} 1',
+      'compactor_summarizer_errors_total{code="CMP_ERR_SUMMARIZER_UPSTREAM"} 1',
+    ]);
+  },
+);
+
 t.test('options: dry run, model allow-list, summary roles, prompt injection stays data', async (t) => {
   const server = await fakeLlm(t);
   const app = await appWith(t, server, { COMPACTOR_SUMMARIZER_MODELS: 'summarizer-large' });
