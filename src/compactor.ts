@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { z } from 'zod';
 import { ArtifactService, type ArtifactView, type Caller } from './artifacts.js';
+import type { ReasonCode } from './contract/codes.js';
 import type { BilledUsage as BilledUsageSchema, Fallback, TokensReport } from './contract/parts.js';
 import type { Prices } from './cost/prices.js';
 import { PriceTable } from './cost/prices.js';
@@ -26,7 +27,7 @@ export interface StrategyResponse<Extra> {
   messages: unknown[];
   format: string;
   applied: boolean;
-  reason?: string;
+  reason?: ReasonCode;
   tokens: z.output<typeof TokensReport>;
   usage: z.output<typeof BilledUsageSchema>;
   actions: Action[];
@@ -177,7 +178,7 @@ export class Compactor {
       counting: h.counting,
       tokenizer: h.profile.tokenizer,
     });
-    const unchanged = (reason: string, warnings: Warning[], extra: E, usage?: BilledUsage): StrategyResponse<E> => ({
+    const unchanged = (reason: ReasonCode, warnings: Warning[], extra: E, usage?: BilledUsage): StrategyResponse<E> => ({
       messages: req.messages,
       format: h.format.name,
       applied: false,

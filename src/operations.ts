@@ -1,6 +1,7 @@
 import type { z } from 'zod';
 import type { Caller } from './artifacts.js';
 import type { Compactor, StrategyResponse } from './compactor.js';
+import type { ReasonCode } from './contract/codes.js';
 import type { ArtifactRefSchema } from './contract/parts.js';
 import type { CostReport } from './cost/model.js';
 import { ExpandRequest, ExpandResponse } from './schemas/artifacts.js';
@@ -23,7 +24,7 @@ export interface Report {
   format: string;
   messages: number;
   applied: boolean;
-  reason: string | undefined;
+  reason: ReasonCode | undefined;
   dryRun: boolean;
   tokensBefore: number;
   tokensAfter: number;

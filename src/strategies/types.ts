@@ -1,4 +1,5 @@
 import type { z } from 'zod';
+import type { ReasonCode } from '../contract/codes.js';
 import type { BilledUsage as BilledUsageSchema } from '../contract/parts.js';
 import type { CostEnv } from '../cost/model.js';
 import type { Addresser } from '../history/address.js';
@@ -79,7 +80,7 @@ export interface StrategyResult<Extra> {
   plan?: Plan;
   warnings: Warning[];
   /** Set when nothing changes: a code such as `nothing_to_reduce`. */
-  reason?: string;
+  reason?: ReasonCode;
   /** Entries to store if the store answers (the summary cache); a failure is only logged. */
   bestEffort?: NewArtifact[];
   /** What the strategy's LLM calls were billed, failed ones included. */

@@ -1,3 +1,4 @@
+import type { ReasonCode } from '../../contract/codes.js';
 import type { CostModel } from '../../cost/estimate.js';
 import type { CostRequest } from '../../cost/fields.js';
 import type { CostReport } from '../../cost/model.js';
@@ -99,7 +100,7 @@ export interface Ending {
   readonly dropped?: Dropped | null;
   readonly fallback?: StrategyResult<FitExtra>['fallback'];
   /** A result without a plan: why nothing changes, and the cost reported for it. */
-  readonly reason?: string;
+  readonly reason?: ReasonCode;
   readonly cost?: CostReport;
 }
 
