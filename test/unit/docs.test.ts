@@ -2,6 +2,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
 import { CONFIG_DOCS, ConfigSchema } from '../../src/config.js';
+import { REASONS, WARNINGS } from '../../src/contract/codes.js';
 import { ERRORS } from '../../src/errors.js';
 
 const root = new URL('../../', import.meta.url).pathname;
@@ -31,6 +32,34 @@ t.test('every CMP_ERR code used in src is in the catalogue, and every catalogued
   for (const code of used) t.ok(code in ERRORS, `${code} is catalogued`);
   for (const code of Object.keys(ERRORS)) t.ok(used.has(code), `${code} is raised somewhere`);
 });
+
+/**
+ * The README table under the header line `header`, by the code in its first cell: the second cell
+ * (what the code means). Throws when the table is not there.
+ */
+function codeTable(header: string): Map<string, string> {
+  const lines = readme.split('\n');
+  const start = lines.indexOf(header);
+  if (start < 0) throw new Error(`no README table headed ${header}`);
+  const rows = new Map<string, string>();
+  for (const line of lines.slice(start + 2)) {
+    if (!line.startsWith('|')) break;
+    const [, code = '', meaning = ''] = line.split('|').map((cell) => cell.trim());
+    rows.set(code.replace(/^`(.*)`$/, '$1'), meaning);
+  }
+  return rows;
+}
+
+for (const [what, header, catalogue] of [
+  ['warning', '| warning `code` | what it means |', WARNINGS],
+  ['reason', '| `reason` | what it means | what to do |', REASONS],
+] as const) {
+  t.test(`every ${what} code is in the README's table with its meaning, and the table lists no other`, async (t) => {
+    const rows = codeTable(header);
+    for (const [code, meaning] of Object.entries(catalogue)) t.equal(rows.get(code), meaning, code);
+    for (const code of rows.keys()) t.ok(Object.hasOwn(catalogue, code), `${code} is catalogued`);
+  });
+}
 
 t.test('every configuration variable is documented in the README and .env.example', async (t) => {
   const defaults = ConfigSchema.parse({});
