@@ -174,7 +174,7 @@ t.test('every fault, for each on_failure', async (t) => {
 });
 
 t.test(
-  'a summarizer failure the request recovered from is counted by its code: on_failure keep, window, and in fit',
+  'a summarizer failure the request recovered from is counted by its code: on_failure keep, window, and in fit (both policies)',
   async (t) => {
     const server = await fakeLlm(t);
     const app = await appWith(t, server);
@@ -195,6 +195,21 @@ t.test(
     server.enqueue({ content: '' }, { content: ' ' });
     const fit = await post('/v1/fit', { target_tokens: 300, policy: 'tokens', summarize: { keep: { messages: 4 } } });
     t.equal(fit.fallback?.reason, 'CMP_ERR_SUMMARIZER_EMPTY', 'fit: the window stood in');
+    // Under policy cost, the summary that paid fails and compaction alone does not pay: nothing changes.
+    const prose = (i: number) => `message ${i}: ${'the build of module alpha failed on step beta; '.repeat(40)}`;
+    const long = Array.from({ length: 80 }, (_, i) => ({ role: i % 2 ? 'user' : 'assistant', content: prose(i) }));
+    // Its range is summarized in chunks: every call fails.
+    const previous = server.fallback;
+    server.fallback = () => ({ fault: 'status', status: 500 });
+    const deferred = await post('/v1/fit', {
+      messages: [{ role: 'user', content: 'Build it.' }, ...long],
+      target_tokens: 1000,
+      context_window: 200_000,
+      horizon: { calls: 1000 },
+      summarize: { keep: { messages: 2 } },
+    });
+    server.fallback = previous;
+    t.equal(deferred.reason, 'does_not_pay', 'fit: the failed summary is not made, nothing changes');
     const metrics = (await app.inject({ method: 'GET', url: '/metrics' })).body;
     const failures = metrics
       .split('\n')
@@ -203,7 +218,7 @@ t.test(
     t.same(failures, [
       'compactor_summarizer_errors_total{code="CMP_ERR_SUMMARIZER_EMPTY"} 1',
       'compactor_summarizer_errors_total{code="CMP_ERR_SUMMARIZER_UNAVAILABLE"} 1',
-      'compactor_summarizer_errors_total{code="CMP_ERR_SUMMARIZER_UPSTREAM"} 1',
+      'compactor_summarizer_errors_total{code="CMP_ERR_SUMMARIZER_UPSTREAM"} 2',
     ]);
   },
 );
