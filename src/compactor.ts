@@ -5,7 +5,7 @@ import type { ReasonCode } from './contract/codes.js';
 import type { BilledUsage as BilledUsageSchema, Fallback, TokensReport } from './contract/parts.js';
 import type { Prices } from './cost/prices.js';
 import { PriceTable } from './cost/prices.js';
-import { CompactorError } from './errors.js';
+import { CompactorError, type ErrorCode } from './errors.js';
 import { addresser, scopeOf } from './history/address.js';
 import type { ExpandResult } from './history/expand.js';
 import type { FormatAdapter } from './history/format.js';
@@ -33,6 +33,8 @@ export interface StrategyResponse<Extra> {
   actions: Action[];
   warnings: Warning[];
   fallback?: z.output<typeof Fallback>;
+  /** The error code of a summarizer failure the strategy recovered from; for the metrics, not a response field. */
+  failure?: ErrorCode;
   extra: Extra;
 }
 
@@ -219,7 +221,9 @@ export class Compactor {
       if (failed)
         warnings.push({ code: 'cache_not_written', message: 'the summary cache could not be written: the store did not answer' });
     }
-    if (out.reason || !out.plan) return unchanged(out.reason ?? 'nothing_to_reduce', warnings, out.extra(undefined), out.usage);
+    const failure = out.failure ? { failure: out.failure } : {};
+    if (out.reason || !out.plan)
+      return { ...unchanged(out.reason ?? 'nothing_to_reduce', warnings, out.extra(undefined), out.usage), ...failure };
     const applied = applyPlan(h, out.plan, (m) => this.counter.countMessage(h.format, h.profile, m));
     this.checkOutput(strategy.kind, h.format, applied.messages);
     if (!dryRun) await this.artifacts.persist(caller, applied.offload);
@@ -234,6 +238,7 @@ export class Compactor {
       actions: applied.actions,
       warnings,
       ...(out.fallback ? { fallback: out.fallback } : {}),
+      ...failure,
       extra: out.extra(applied),
     };
   }

@@ -143,6 +143,7 @@ export async function costFit(
     // The summary that paid failed, and compaction alone does not pay: nothing changes.
     const clean = new Pipeline(h, ctx, 0);
     clean.warnings.push(...p.warnings);
+    clean.failure = p.failure;
     return deferred(clean, target, model, o, limit, candidates.slice(0, 1));
   }
   return fitResult(p, target, model, o, limit, { decision: 'reduce', callAgainAt: after(), summarized });

@@ -1,3 +1,4 @@
+import type { ErrorCode } from '../../errors.js';
 import { type Applied, applyPlan, type Count } from '../../history/plan/apply.js';
 import { type Composed, compose, identity } from '../../history/plan/compose.js';
 import { type Evaluation, evaluatePlan } from '../../history/plan/evaluate.js';
@@ -44,6 +45,8 @@ export class Pipeline {
   readonly stages: Stage[] = [];
   readonly warnings: Warning[] = [];
   readonly bestEffort: NewArtifact[] = [];
+  /** The error code of a summarizer failure a stage recovered from (reported with its warning). */
+  failure: ErrorCode | undefined;
   readonly count: Count;
   /** A stage that would free less than this is skipped. */
   private readonly minSaving: number;
@@ -81,6 +84,7 @@ export class Pipeline {
       });
     }
     this.warnings.push(...out.warnings.filter((w) => w.code !== 'target_not_met'));
+    this.failure ??= out.failure;
     if (reason || !out.plan || !m.applied) {
       this.stages.push({
         strategy,

@@ -2,6 +2,7 @@ import type { ReasonCode } from '../../contract/codes.js';
 import type { CostModel } from '../../cost/estimate.js';
 import type { CostRequest } from '../../cost/fields.js';
 import type { CostReport } from '../../cost/model.js';
+import type { ErrorCode } from '../../errors.js';
 import type { Applied } from '../../history/plan/apply.js';
 import { plannedUsage, pricedResult } from '../priced.js';
 import { type Dropped, WindowOptions, windowAbove } from '../sliding-window.js';
@@ -13,7 +14,7 @@ import { type Pipeline, writtenEnd } from './pipeline.js';
 /** What the summarize stage left: its result, where what it wrote ends, and whether it was only planned (a dry run). */
 export interface Summarized {
   result: StrategyResult<SummarizeExtra> | undefined;
-  failure: string | undefined;
+  failure: ErrorCode | undefined;
   /** The window keeps everything before this position of its view. */
   end: number;
   planned: boolean;
@@ -134,6 +135,7 @@ export function fitResult(
       warnings: p.warnings,
       reason: end.reason ?? 'nothing_to_reduce',
       usage: p.usage,
+      ...(p.failure ? { failure: p.failure } : {}),
       extra: () => base(undefined, cost),
     };
   }
@@ -144,6 +146,7 @@ export function fitResult(
     bestEffort: p.bestEffort,
     usage: p.usage,
     ...(end.fallback ? { fallback: end.fallback } : {}),
+    ...(p.failure ? { failure: p.failure } : {}),
     extra: (applied) => {
       const s = end.summarized?.result?.extra(applied);
       // A dry run's summary is not written: its calls are priced as planned.
