@@ -1,10 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import type { z } from 'zod';
 import { ArtifactService, type ArtifactView, type Caller } from './artifacts.js';
+import type { ReasonCode } from './contract/codes.js';
 import type { BilledUsage as BilledUsageSchema, Fallback, TokensReport } from './contract/parts.js';
 import type { Prices } from './cost/prices.js';
 import { PriceTable } from './cost/prices.js';
-import { CompactorError } from './errors.js';
+import { CompactorError, type ErrorCode } from './errors.js';
 import { addresser, scopeOf } from './history/address.js';
 import type { ExpandResult } from './history/expand.js';
 import type { FormatAdapter } from './history/format.js';
@@ -26,12 +27,14 @@ export interface StrategyResponse<Extra> {
   messages: unknown[];
   format: string;
   applied: boolean;
-  reason?: string;
+  reason?: ReasonCode;
   tokens: z.output<typeof TokensReport>;
   usage: z.output<typeof BilledUsageSchema>;
   actions: Action[];
   warnings: Warning[];
   fallback?: z.output<typeof Fallback>;
+  /** The error code of a summarizer failure the strategy recovered from; for the metrics, not a response field. */
+  failure?: ErrorCode;
   extra: Extra;
 }
 
@@ -177,7 +180,7 @@ export class Compactor {
       counting: h.counting,
       tokenizer: h.profile.tokenizer,
     });
-    const unchanged = (reason: string, warnings: Warning[], extra: E, usage?: BilledUsage): StrategyResponse<E> => ({
+    const unchanged = (reason: ReasonCode, warnings: Warning[], extra: E, usage?: BilledUsage): StrategyResponse<E> => ({
       messages: req.messages,
       format: h.format.name,
       applied: false,
@@ -218,7 +221,9 @@ export class Compactor {
       if (failed)
         warnings.push({ code: 'cache_not_written', message: 'the summary cache could not be written: the store did not answer' });
     }
-    if (out.reason || !out.plan) return unchanged(out.reason ?? 'nothing_to_reduce', warnings, out.extra(undefined), out.usage);
+    const failure = out.failure ? { failure: out.failure } : {};
+    if (out.reason || !out.plan)
+      return { ...unchanged(out.reason ?? 'nothing_to_reduce', warnings, out.extra(undefined), out.usage), ...failure };
     const applied = applyPlan(h, out.plan, (m) => this.counter.countMessage(h.format, h.profile, m));
     this.checkOutput(strategy.kind, h.format, applied.messages);
     if (!dryRun) await this.artifacts.persist(caller, applied.offload);
@@ -233,6 +238,7 @@ export class Compactor {
       actions: applied.actions,
       warnings,
       ...(out.fallback ? { fallback: out.fallback } : {}),
+      ...failure,
       extra: out.extra(applied),
     };
   }

@@ -1,8 +1,10 @@
 import type { z } from 'zod';
 import type { Caller } from './artifacts.js';
 import type { Compactor, StrategyResponse } from './compactor.js';
+import type { ReasonCode } from './contract/codes.js';
 import type { ArtifactRefSchema } from './contract/parts.js';
 import type { CostReport } from './cost/model.js';
+import type { ErrorCode } from './errors.js';
 import { ExpandRequest, ExpandResponse } from './schemas/artifacts.js';
 import { STRATEGY_SCHEMAS } from './schemas/strategies.js';
 import { TokensRequest, TokensResponse, ValidateRequest, ValidateResponse } from './schemas/tokens.js';
@@ -23,14 +25,14 @@ export interface Report {
   format: string;
   messages: number;
   applied: boolean;
-  reason: string | undefined;
+  reason: ReasonCode | undefined;
   dryRun: boolean;
   tokensBefore: number;
   tokensAfter: number;
   tokensSaved: number;
   usage: StrategyResponse<unknown>['usage'];
   /** Codes of the summarizer failures the strategy recovered from. */
-  summarizerFailures: string[];
+  summarizerFailures: ErrorCode[];
   /** Whether a summary was served from the cache; null when no summary was made. */
   summaryCached: boolean | null;
   /** Kinds of the artifacts stored on the server (inline ones excluded). */
@@ -59,7 +61,7 @@ async function runStrategy(compactor: Compactor, kind: StrategyKind, body: never
   const strategy = STRATEGIES[kind] as (typeof STRATEGIES)['window'];
   const request = body as Parameters<Compactor['run']>[1] & { messages: unknown[] };
   const answer = await compactor.run(strategy, request, body, call);
-  const { extra, ...result } = answer;
+  const { extra, failure, ...result } = answer;
   const x = extra as { summary?: { cached?: boolean } | null; artifacts?: ArtifactRef[]; cost?: CostReport };
   const dryRun = request.dry_run === true;
   const report: Report = {
@@ -73,9 +75,7 @@ async function runStrategy(compactor: Compactor, kind: StrategyKind, body: never
     tokensAfter: result.tokens.after,
     tokensSaved: result.tokens.saved,
     usage: result.usage,
-    summarizerFailures: result.warnings
-      .filter((w) => w.code === 'summarizer_failed')
-      .map((w) => w.message.split(':')[0] ?? 'unknown'),
+    summarizerFailures: failure ? [failure] : [],
     summaryCached: x.summary ? x.summary.cached === true : null,
     // An artifact returned inline (with its content) was not stored.
     storedKinds: result.applied && !dryRun ? (x.artifacts ?? []).filter((a) => !('content' in a)).map((a) => a.kind) : [],

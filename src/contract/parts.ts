@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ReasonCode, WarningCode } from './codes.js';
 
 /** The artifact trail's classes, in the order a summary writes them and keeps them under its budget. */
 export const TRAIL_CLASSES = [
@@ -68,7 +69,7 @@ export const ActionSchema = z
 
 export const WarningSchema = z
   .object({
-    code: z.string().describe('stable warning code (target_not_met, does_not_pay, summarizer_failed, …)'),
+    code: WarningCode.describe('stable warning code (target_not_met, does_not_pay, summarizer_failed, …)'),
     message: z.string().describe('what happened, in words'),
   })
   .meta({ id: 'Warning', description: 'Something the caller should know; the request still succeeded.' });
@@ -187,10 +188,9 @@ export const StageSchema = z
     strategy: z.enum(['compact', 'summarize', 'window']).describe('the stage'),
     applied: z.boolean().describe('whether it changed the history'),
     tokens_after: z.number().int().describe('occupancy after it'),
-    reason: z
-      .string()
-      .optional()
-      .describe('why the stage changed nothing: nothing_to_reduce, saving_too_small, summarizer_failed, …'),
+    reason: ReasonCode.optional().describe(
+      'why the stage changed nothing: nothing_to_reduce, saving_too_small, summarizer_failed, …',
+    ),
     usage: BilledUsage.describe("the stage's LLM bill"),
   })
   .meta({ id: 'Stage', description: "One of fit's stages: whether it ran and what it left." });

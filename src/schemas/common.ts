@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ReasonCode } from '../contract/codes.js';
 import { ActionSchema, BilledUsage, Fallback, Message, TokensReport, WarningSchema } from '../contract/parts.js';
 import { FORMAT_NAMES } from '../formats/registry.js';
 
@@ -97,7 +98,7 @@ export const StrategyResponseFields = {
   messages: z.array(Message).describe('the reduced history, same format as the request'),
   format: z.enum(FORMAT_NAMES).describe('the format the history was read as'),
   applied: z.boolean().describe('whether anything changed'),
-  reason: z.string().optional().describe('when not applied: below_trigger, nothing_to_reduce, dry_run, …'),
+  reason: ReasonCode.optional().describe('when not applied: below_trigger, nothing_to_reduce, dry_run, …'),
   tokens: TokensReport.describe('occupancy before and after, in tokens'),
   usage: BilledUsage.describe("what this request was billed by the summarizer's LLM (all 0 when none was called)"),
   actions: z.array(ActionSchema).describe('what was done to each message of the request, in order'),

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { WarningCode } from '../contract/codes.js';
 import { FORMAT_NAMES } from '../formats/registry.js';
 import { HistoryFields } from './common.js';
 
@@ -40,7 +41,7 @@ export const ValidateResponse = z
     warnings: z
       .array(
         z.object({
-          code: z.string().describe('stable warning code'),
+          code: WarningCode.describe('stable warning code'),
           message: z.string().describe('what the provider may object to, in words'),
         }),
       )

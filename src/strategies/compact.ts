@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import type { ReasonCode } from '../contract/codes.js';
 import { ArtifactRefSchema, CostSchema } from '../contract/parts.js';
 import { breakEvenTokens, estimate, worthIt } from '../cost/estimate.js';
 import type { CostReport } from '../cost/model.js';
@@ -206,7 +207,7 @@ function finish(c: Compaction, warnings: Warning[]): StrategyResult<CompactExtra
   const { h, o, ctx, draft: w } = c;
   const auto = o.clear_at_least === 'auto';
   const model = auto || costAsked(o, ctx) ? modelFor(h, o, ctx) : undefined;
-  const idle = (reason: string, more: { break_even_tokens?: number } = {}): StrategyResult<CompactExtra> => ({
+  const idle = (reason: ReasonCode, more: { break_even_tokens?: number } = {}): StrategyResult<CompactExtra> => ({
     warnings,
     reason,
     extra: () => ({ artifacts: [], ...(model ? { cost: pricedResult(model, o, undefined, more) } : {}) }),

@@ -1,6 +1,8 @@
 import type { z } from 'zod';
+import type { ReasonCode } from '../contract/codes.js';
 import type { BilledUsage as BilledUsageSchema } from '../contract/parts.js';
 import type { CostEnv } from '../cost/model.js';
+import type { ErrorCode } from '../errors.js';
 import type { Addresser } from '../history/address.js';
 import type { Markers } from '../history/markers.js';
 import type { Applied, Count } from '../history/plan/apply.js';
@@ -79,15 +81,18 @@ export interface StrategyResult<Extra> {
   plan?: Plan;
   warnings: Warning[];
   /** Set when nothing changes: a code such as `nothing_to_reduce`. */
-  reason?: string;
+  reason?: ReasonCode;
   /** Entries to store if the store answers (the summary cache); a failure is only logged. */
   bestEffort?: NewArtifact[];
   /** What the strategy's LLM calls were billed, failed ones included. */
   usage?: BilledUsage;
-  /** A cheaper strategy stood in for a failed one. */
-  fallback?: { from: string; to: string; reason: string };
-  /** The error code of a failure the strategy recovered from (`on_failure: keep`). */
-  failure?: string;
+  /** A cheaper strategy stood in for a failed one: `reason` is the failure's error code. */
+  fallback?: { from: string; to: string; reason: ErrorCode };
+  /**
+   * The error code of a summarizer failure the strategy recovered from (`on_failure` keep or
+   * window; fit's summarize stage): the metrics count it. Not a response field.
+   */
+  failure?: ErrorCode;
   extra(applied: Applied | undefined): Extra;
 }
 

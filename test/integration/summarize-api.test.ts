@@ -173,6 +173,56 @@ t.test('every fault, for each on_failure', async (t) => {
   t.equal(ok.json().applied, true, 'recovers after the faults');
 });
 
+t.test(
+  'a summarizer failure the request recovered from is counted by its code: on_failure keep, window, and in fit (both policies)',
+  async (t) => {
+    const server = await fakeLlm(t);
+    const app = await appWith(t, server);
+    const post = async (url: string, payload: Record<string, unknown>) => {
+      const res = await app.inject({ method: 'POST', url, payload: { messages: history(10), ...payload } });
+      t.equal(res.statusCode, 200, `${url}: 200`);
+      const body = res.json();
+      t.ok(
+        body.warnings.some((w: { code: string }) => w.code === 'summarizer_failed'),
+        `${url}: warned`,
+      );
+      return body;
+    };
+    server.enqueue({ fault: 'status', status: 500 }, { fault: 'status', status: 500 });
+    await post('/v1/summarize', { keep: { messages: 4 }, on_failure: 'keep' });
+    server.enqueue({ fault: 'reset' }, { fault: 'reset' });
+    await post('/v1/summarize', { keep: { messages: 4 }, on_failure: 'window' });
+    server.enqueue({ content: '' }, { content: ' ' });
+    const fit = await post('/v1/fit', { target_tokens: 300, policy: 'tokens', summarize: { keep: { messages: 4 } } });
+    t.equal(fit.fallback?.reason, 'CMP_ERR_SUMMARIZER_EMPTY', 'fit: the window stood in');
+    // Under policy cost, the summary that paid fails and compaction alone does not pay: nothing changes.
+    const prose = (i: number) => `message ${i}: ${'the build of module alpha failed on step beta; '.repeat(40)}`;
+    const long = Array.from({ length: 80 }, (_, i) => ({ role: i % 2 ? 'user' : 'assistant', content: prose(i) }));
+    // Its range is summarized in chunks: every call fails.
+    const previous = server.fallback;
+    server.fallback = () => ({ fault: 'status', status: 500 });
+    const deferred = await post('/v1/fit', {
+      messages: [{ role: 'user', content: 'Build it.' }, ...long],
+      target_tokens: 1000,
+      context_window: 200_000,
+      horizon: { calls: 1000 },
+      summarize: { keep: { messages: 2 } },
+    });
+    server.fallback = previous;
+    t.equal(deferred.reason, 'does_not_pay', 'fit: the failed summary is not made, nothing changes');
+    const metrics = (await app.inject({ method: 'GET', url: '/metrics' })).body;
+    const failures = metrics
+      .split('\n')
+      .filter((line) => line.startsWith('compactor_summarizer_errors_total{'))
+      .sort();
+    t.same(failures, [
+      'compactor_summarizer_errors_total{code="CMP_ERR_SUMMARIZER_EMPTY"} 1',
+      'compactor_summarizer_errors_total{code="CMP_ERR_SUMMARIZER_UNAVAILABLE"} 1',
+      'compactor_summarizer_errors_total{code="CMP_ERR_SUMMARIZER_UPSTREAM"} 2',
+    ]);
+  },
+);
+
 t.test('options: dry run, model allow-list, summary roles, prompt injection stays data', async (t) => {
   const server = await fakeLlm(t);
   const app = await appWith(t, server, { COMPACTOR_SUMMARIZER_MODELS: 'summarizer-large' });

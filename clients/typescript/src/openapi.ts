@@ -2961,7 +2961,7 @@ export interface components {
             /** @description whether anything changed */
             applied: boolean;
             /** @description when not applied: below_trigger, nothing_to_reduce, dry_run, … */
-            reason?: string;
+            reason?: components["schemas"]["ReasonCode"];
             /** @description occupancy before and after, in tokens */
             tokens: components["schemas"]["TokensReport"];
             /** @description what this request was billed by the summarizer's LLM (all 0 when none was called) */
@@ -3351,7 +3351,7 @@ export interface components {
             /** @description whether anything changed */
             applied: boolean;
             /** @description when not applied: below_trigger, nothing_to_reduce, dry_run, … */
-            reason?: string;
+            reason?: components["schemas"]["ReasonCode"];
             /** @description occupancy before and after, in tokens */
             tokens: components["schemas"]["TokensReport"];
             /** @description what this request was billed by the summarizer's LLM (all 0 when none was called) */
@@ -3435,6 +3435,19 @@ export interface components {
                 message: string;
             }[];
         };
+        /**
+         * @description Why nothing changed, a stable code (the README, "Troubleshooting"):
+         *     - `below_trigger`: a `trigger` was given and the occupancy is under it (fit with `policy: "tokens"`: the occupancy is under the target)
+         *     - `nothing_to_reduce`: nothing the options allow could be reduced: compaction found no old tool result outside the newest `keep_tool_uses` larger than `min_tokens`; the window already fits `keep`; summarize found no messages between the head and the kept tail
+         *     - `does_not_pay`: fit (`policy: "cost"`): a reduction would raise the agent's bill, because it re-bills the cached prompt from its first edit on and the saving would not repay that over the expected remaining calls; `cost` shows the best candidate, `call_again_at` when it will pay or be forced
+         *     - `saving_too_small`: fit with `policy: "tokens"`: a stage would free less than `min_saving_fraction` (2%) of the occupancy, so it was skipped (`stage_skipped`)
+         *     - `below_clear_at_least`: compaction would free less than `clear_at_least` tokens (with `"auto"`: less than pays for the cached tokens it rewrites), so nothing was changed (`saving_below_clear_at_least`)
+         *     - `summary_not_smaller`: the summary (or even an empty one) would not be smaller than the messages it replaces (the artifact trail counts)
+         *     - `summarizer_failed`: the summarizer LLM timed out, failed or answered nothing, and `on_failure` is `keep` (fit: the window stood in, see `fallback`)
+         *     - `dry_run`: `dry_run: true`: nothing was changed or stored; `actions` shows what a real run would do
+         * @enum {string}
+         */
+        ReasonCode: "below_trigger" | "nothing_to_reduce" | "does_not_pay" | "saving_too_small" | "below_clear_at_least" | "summary_not_smaller" | "summarizer_failed" | "dry_run";
         /** @description The provider's usage object from the agent's last call, as it came: OpenAI Chat (`prompt_tokens`, `completion_tokens`, `total_tokens`), OpenAI Responses (`input_tokens`, `output_tokens`, `total_tokens`), Anthropic (`input_tokens`, `cache_creation_input_tokens`, `cache_read_input_tokens`, `output_tokens`) or Gemini (`promptTokenCount`, `candidatesTokenCount`, `totalTokenCount`, …) field names. */
         ReportedUsage: {
             /** @description OpenAI Chat: prompt tokens, cached ones included */
@@ -3492,7 +3505,7 @@ export interface components {
             /** @description occupancy after it */
             tokens_after: number;
             /** @description why the stage changed nothing: nothing_to_reduce, saving_too_small, summarizer_failed, … */
-            reason?: string;
+            reason?: components["schemas"]["ReasonCode"];
             /** @description the stage's LLM bill */
             usage: components["schemas"]["BilledUsage"];
         };
@@ -3656,7 +3669,7 @@ export interface components {
             /** @description whether anything changed */
             applied: boolean;
             /** @description when not applied: below_trigger, nothing_to_reduce, dry_run, … */
-            reason?: string;
+            reason?: components["schemas"]["ReasonCode"];
             /** @description occupancy before and after, in tokens */
             tokens: components["schemas"]["TokensReport"];
             /** @description what this request was billed by the summarizer's LLM (all 0 when none was called) */
@@ -3865,7 +3878,7 @@ export interface components {
             /** @description what is allowed but likely unintended */
             warnings: {
                 /** @description stable warning code */
-                code: string;
+                code: components["schemas"]["WarningCode"];
                 /** @description what the provider may object to, in words */
                 message: string;
             }[];
@@ -3873,10 +3886,28 @@ export interface components {
         /** @description Something the caller should know; the request still succeeded. */
         Warning: {
             /** @description stable warning code (target_not_met, does_not_pay, summarizer_failed, …) */
-            code: string;
+            code: components["schemas"]["WarningCode"];
             /** @description what happened, in words */
             message: string;
         };
+        /**
+         * @description A stable warning code (the README, "Troubleshooting"):
+         *     - `unsafe_cut_avoided`: a cut was moved (always towards keeping more) because the asked one would split a tool call from its result or break the format's role order; in sections mode, messages no summary form fits between were left as they were
+         *     - `target_not_met`: the target could not be reached without breaking a rule: what is left is the head, the first user message, a summary and the newest group, which no strategy touches
+         *     - `thinking_kept`: `clear_thinking` kept thinking it was asked to remove: the turn in progress needs it (Anthropic requires a tool-use loop's first assistant message to keep its thinking block), or a later Responses item refers to a reasoning item
+         *     - `summary_not_smaller`: the summary (or even an empty one) would not be smaller than the messages it replaces, so none was committed
+         *     - `saving_below_clear_at_least`: compaction would free less than `clear_at_least` (or, with `"auto"`, less than the break-even batch): nothing was changed
+         *     - `stage_skipped`: fit (`policy: "tokens"`): a stage would have freed less than `min_saving_fraction` of the occupancy
+         *     - `does_not_pay`: fit deferred, or took a smaller candidate, because a larger reduction would not pay back
+         *     - `summarizer_failed`: the summarizer failed and `on_failure` let the request go on: the message is the failure's error code and what happened
+         *     - `dry_run_estimate`: a dry run's `tokens.after` assumes the summary takes its whole `summarizer.max_tokens` budget (the artifact trail's size is not estimated)
+         *     - `cache_not_written`: the summary was written but could not be cached (the store did not answer); the next identical request pays for it again
+         *     - `unknown_part_type`: an OpenAI Chat content part of a type Compactor does not know was kept verbatim (and counted as text)
+         *     - `unknown_block_type`: an Anthropic content block of a type Compactor does not know was kept verbatim (and counted as text)
+         *     - `unknown_item_type`: an OpenAI Responses item of a type Compactor does not know was kept verbatim (and counted as text)
+         * @enum {string}
+         */
+        WarningCode: "unsafe_cut_avoided" | "target_not_met" | "thinking_kept" | "summary_not_smaller" | "saving_below_clear_at_least" | "stage_skipped" | "does_not_pay" | "summarizer_failed" | "dry_run_estimate" | "cache_not_written" | "unknown_part_type" | "unknown_block_type" | "unknown_item_type";
         WindowRequest: {
             /** @description the history, exactly as the agent would send it to its provider */
             messages: components["schemas"]["Message"][];
@@ -3931,7 +3962,7 @@ export interface components {
             /** @description whether anything changed */
             applied: boolean;
             /** @description when not applied: below_trigger, nothing_to_reduce, dry_run, … */
-            reason?: string;
+            reason?: components["schemas"]["ReasonCode"];
             /** @description occupancy before and after, in tokens */
             tokens: components["schemas"]["TokensReport"];
             /** @description what this request was billed by the summarizer's LLM (all 0 when none was called) */

@@ -1,3 +1,4 @@
+import type { ReasonCode } from '../../contract/codes.js';
 import type { CostReport } from '../../cost/model.js';
 import type { Applied } from '../../history/plan/apply.js';
 import { plannedUsage, pricedResult } from '../priced.js';
@@ -11,7 +12,7 @@ export interface Ending {
   readonly decision: CostReport['decision'];
   readonly callAgainAt: number;
   /** A result without a plan: why nothing changes, and the cost reported for it. */
-  readonly reason?: string;
+  readonly reason?: ReasonCode;
   readonly cost?: CostReport;
 }
 
@@ -39,6 +40,7 @@ export function finish(run: FitRun, end: Ending): StrategyResult<FitExtra> {
       warnings: run.warnings,
       reason: end.reason ?? 'nothing_to_reduce',
       usage: run.usage,
+      ...(run.failure ? { failure: run.failure } : {}),
       extra: () => base(undefined, cost),
     };
   }
@@ -49,6 +51,7 @@ export function finish(run: FitRun, end: Ending): StrategyResult<FitExtra> {
     bestEffort: run.bestEffort,
     usage: run.usage,
     ...(run.fallback ? { fallback: run.fallback } : {}),
+    ...(run.failure ? { failure: run.failure } : {}),
     extra: (applied) => {
       const s = summarized.result?.extra(applied);
       // A dry run's summary is not written: its calls are priced as planned.

@@ -1,4 +1,5 @@
 import type { CostModel } from '../../cost/estimate.js';
+import type { ErrorCode } from '../../errors.js';
 import { type Applied, applyPlan, type Count } from '../../history/plan/apply.js';
 import { type Composed, compose, identity } from '../../history/plan/compose.js';
 import { type Evaluation, evaluatePlan } from '../../history/plan/evaluate.js';
@@ -33,7 +34,7 @@ export interface Measured<E> {
 /** What the summarize stage left: its result, where what it wrote ends, whether it was only planned (a dry run). */
 export interface Summarized {
   result: StrategyResult<SummarizeExtra> | undefined;
-  failure: string | undefined;
+  failure: ErrorCode | undefined;
   /** The window keeps everything before this position of its view. */
   end: number;
   planned: boolean;
@@ -69,6 +70,8 @@ export class FitRun {
   stages: Stage[] = [];
   readonly warnings: Warning[] = [];
   bestEffort: NewArtifact[] = [];
+  /** The error code of a summarizer failure a stage recovered from (reported with its warning; kept by `restart`). */
+  failure: ErrorCode | undefined;
   summarized: Summarized;
   /** The compaction stage's result, once planned (`compaction`). */
   compacted: Measured<unknown> | undefined;
@@ -97,7 +100,7 @@ export class FitRun {
     return this.h.occupancy > this.limit;
   }
 
-  /** Drops every stage taken (their plans, bill and records); the warnings stay. */
+  /** Drops every stage taken (their plans, bill and records); the warnings and the failure stay. */
   restart(): void {
     this.composed = identity(this.h.messages.length);
     this.view = this.h;
@@ -128,6 +131,7 @@ export class FitRun {
       });
     }
     this.warnings.push(...out.warnings.filter((w) => w.code !== 'target_not_met'));
+    this.failure ??= out.failure;
     if (reason || !out.plan || !m.applied) {
       this.stages.push({
         strategy,

@@ -38,6 +38,7 @@ export async function onFailure(
     usage: cost,
     bestEffort,
     fallback: { from: 'summarize', to: 'window', reason: error.code },
+    failure: error.code,
     extra: (applied) => ({ summary: null, dropped: fallback.extra(applied).dropped }),
   };
 }

@@ -1,3 +1,4 @@
+import type { ReasonCode } from '../../contract/codes.js';
 import { CompactorError, fieldError } from '../../errors.js';
 import { applyPlan } from '../../history/plan/apply.js';
 import type { Edit, Entry, Insert, OriginalSpec, Plan, Removal } from '../../history/plan/types.js';
@@ -83,7 +84,7 @@ function dryRolling(
 }
 
 /** A response without a summary (nothing committed), with what was billed if anything. */
-function noSummary(warnings: Warning[], reason: string, usage?: BilledUsage): StrategyResult<SummarizeExtra> {
+function noSummary(warnings: Warning[], reason: ReasonCode, usage?: BilledUsage): StrategyResult<SummarizeExtra> {
   return { warnings, reason, ...(usage ? { usage } : {}), extra: () => ({ summary: null }) };
 }
 

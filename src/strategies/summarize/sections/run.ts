@@ -1,3 +1,4 @@
+import type { ReasonCode } from '../../../contract/codes.js';
 import { CompactorError } from '../../../errors.js';
 import type { ArtifactRef } from '../../../history/plan/types.js';
 import { addUsage, billedBy, type SummaryPlan } from '../../../summarizers/types.js';
@@ -26,7 +27,7 @@ export async function runSections(
   o: SectionsOptions,
   ctx: StrategyContext,
 ): Promise<StrategyResult<SectionsExtra>> {
-  const unchanged = (reason: string, run?: SectionsRun): StrategyResult<SectionsExtra> => ({
+  const unchanged = (reason: ReasonCode, run?: SectionsRun): StrategyResult<SectionsExtra> => ({
     warnings: run?.warnings ?? [],
     reason,
     extra: () => ({ summary: null }),

@@ -1,0 +1,74 @@
+import { z } from 'zod';
+
+/**
+ * Every warning a response can carry, made once: a stable snake_case code and what it means.
+ * Codes are never reused or renamed; the README's troubleshooting table shows each one with this
+ * same text (a test keeps them in sync), and the OpenAPI document lists them (`WarningCode`).
+ */
+export const WARNINGS = {
+  unsafe_cut_avoided:
+    "a cut was moved (always towards keeping more) because the asked one would split a tool call from its result or break the format's role order; in sections mode, messages no summary form fits between were left as they were",
+  target_not_met:
+    'the target could not be reached without breaking a rule: what is left is the head, the first user message, a summary and the newest group, which no strategy touches',
+  thinking_kept:
+    "`clear_thinking` kept thinking it was asked to remove: the turn in progress needs it (Anthropic requires a tool-use loop's first assistant message to keep its thinking block), or a later Responses item refers to a reasoning item",
+  summary_not_smaller:
+    'the summary (or even an empty one) would not be smaller than the messages it replaces, so none was committed',
+  saving_below_clear_at_least:
+    'compaction would free less than `clear_at_least` (or, with `"auto"`, less than the break-even batch): nothing was changed',
+  stage_skipped: 'fit (`policy: "tokens"`): a stage would have freed less than `min_saving_fraction` of the occupancy',
+  does_not_pay: 'fit deferred, or took a smaller candidate, because a larger reduction would not pay back',
+  summarizer_failed:
+    "the summarizer failed and `on_failure` let the request go on: the message is the failure's error code and what happened",
+  dry_run_estimate:
+    "a dry run's `tokens.after` assumes the summary takes its whole `summarizer.max_tokens` budget (the artifact trail's size is not estimated)",
+  cache_not_written:
+    'the summary was written but could not be cached (the store did not answer); the next identical request pays for it again',
+  unknown_part_type: 'an OpenAI Chat content part of a type Compactor does not know was kept verbatim (and counted as text)',
+  unknown_block_type: 'an Anthropic content block of a type Compactor does not know was kept verbatim (and counted as text)',
+  unknown_item_type: 'an OpenAI Responses item of a type Compactor does not know was kept verbatim (and counted as text)',
+} as const satisfies Record<string, string>;
+
+/**
+ * Every `reason` a response (or one of fit's stages) gives for changing nothing, made once, as the
+ * warnings are: the README's troubleshooting table shows each with this text and what to do.
+ */
+export const REASONS = {
+  below_trigger:
+    'a `trigger` was given and the occupancy is under it (fit with `policy: "tokens"`: the occupancy is under the target)',
+  nothing_to_reduce:
+    'nothing the options allow could be reduced: compaction found no old tool result outside the newest `keep_tool_uses` larger than `min_tokens`; the window already fits `keep`; summarize found no messages between the head and the kept tail',
+  does_not_pay:
+    'fit (`policy: "cost"`): a reduction would raise the agent\'s bill, because it re-bills the cached prompt from its first edit on and the saving would not repay that over the expected remaining calls; `cost` shows the best candidate, `call_again_at` when it will pay or be forced',
+  saving_too_small:
+    'fit with `policy: "tokens"`: a stage would free less than `min_saving_fraction` (2%) of the occupancy, so it was skipped (`stage_skipped`)',
+  below_clear_at_least:
+    'compaction would free less than `clear_at_least` tokens (with `"auto"`: less than pays for the cached tokens it rewrites), so nothing was changed (`saving_below_clear_at_least`)',
+  summary_not_smaller:
+    'the summary (or even an empty one) would not be smaller than the messages it replaces (the artifact trail counts)',
+  summarizer_failed:
+    'the summarizer LLM timed out, failed or answered nothing, and `on_failure` is `keep` (fit: the window stood in, see `fallback`)',
+  dry_run: '`dry_run: true`: nothing was changed or stored; `actions` shows what a real run would do',
+} as const satisfies Record<string, string>;
+
+/** The codes of a catalogue, as the non-empty tuple `z.enum` takes. */
+function codesOf<K extends string>(catalogue: Record<K, string>): [K, ...K[]] {
+  return Object.keys(catalogue) as [K, ...K[]];
+}
+
+/** A catalogue as one description: every code with what it means. */
+function described(intro: string, catalogue: Record<string, string>): string {
+  return [intro, ...Object.entries(catalogue).map(([code, meaning]) => `- \`${code}\`: ${meaning}`)].join('\n');
+}
+
+export const WarningCode = z.enum(codesOf(WARNINGS)).meta({
+  id: 'WarningCode',
+  description: described('A stable warning code (the README, "Troubleshooting"):', WARNINGS),
+});
+export type WarningCode = z.output<typeof WarningCode>;
+
+export const ReasonCode = z.enum(codesOf(REASONS)).meta({
+  id: 'ReasonCode',
+  description: described('Why nothing changed, a stable code (the README, "Troubleshooting"):', REASONS),
+});
+export type ReasonCode = z.output<typeof ReasonCode>;
