@@ -46,7 +46,10 @@ export const summarizeStage: FitStage = async (run) => {
   const before = run.view;
   run.summarized = { result: undefined, failure: undefined, end: before.head, planned: false };
   if (run.occupancy <= run.target) return;
-  const m = run.measure(await summarizeStrategy.run(before, summarizeOptions(run.o), run.ctx));
+  // What the compaction stage offloaded is not stored yet: the summary's trail reads it from here.
+  const offloaded = run.composed.plan.artifacts;
+  const pending = offloaded.length > 0 ? new Map(offloaded.map((a) => [a.id, a.value])) : run.ctx.pending;
+  const m = run.measure(await summarizeStrategy.run(before, summarizeOptions(run.o), { ...run.ctx, pending }));
   run.summarized.failure = m.result.failure;
   if (!run.take('summarize', m)) return;
   run.summarized.result = m.result;
