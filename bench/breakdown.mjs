@@ -15,8 +15,8 @@ import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod
 import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
 import sjson from 'secure-json-parse';
 import { detectFormat } from '../dist/formats/detect.js';
+import { checkDepth } from '../dist/history/limits.js';
 import { Compactor, TokenCounter, windowStrategy } from '../dist/index.js';
-import { checkDepth } from '../dist/limits.js';
 import { STRATEGY_SCHEMAS } from '../dist/schemas/strategies.js';
 import { countText } from '../dist/tokens/counter.js';
 import { resolveModel } from '../dist/tokens/models.js';

@@ -1,10 +1,10 @@
 import type { FastifyInstance } from 'fastify';
+import { OPERATIONS } from '../service/operations.js';
 import { operationRoute, STORE_PROBLEMS } from './operation-route.js';
 
 /** `POST /v1/compact`: deterministic, reversible compaction. */
 export default async function compactRoute(app: FastifyInstance): Promise<void> {
-  operationRoute(app, {
-    url: '/v1/compact',
+  operationRoute(app, OPERATIONS['/v1/compact'], {
     tags: ['strategies'],
     summary: 'Compaction: deterministic, reversible reduction of old tool traffic',
     description:

@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { OPERATIONS } from '../service/operations.js';
 import { operationRoute, STORE_PROBLEMS, SUMMARIZER_PROBLEMS } from './operation-route.js';
 
 /**
@@ -13,8 +14,7 @@ export const FIT_DESCRIPTION = [
 
 /** `POST /v1/fit`: the pipeline an agent calls before every model call. */
 export default async function fitRoute(app: FastifyInstance): Promise<void> {
-  operationRoute(app, {
-    url: '/v1/fit',
+  operationRoute(app, OPERATIONS['/v1/fit'], {
     tags: ['strategies'],
     summary: 'Fit: compact, then summarize if still over target, window as the last resort; only where it lowers the bill',
     description: FIT_DESCRIPTION,

@@ -1,10 +1,10 @@
 import type { FastifyInstance } from 'fastify';
+import { OPERATIONS } from '../service/operations.js';
 import { operationRoute, STORE_PROBLEMS, SUMMARIZER_PROBLEMS } from './operation-route.js';
 
 /** `POST /v1/summarize`: rolling and section summaries. */
 export default async function summarizeRoute(app: FastifyInstance): Promise<void> {
-  operationRoute(app, {
-    url: '/v1/summarize',
+  operationRoute(app, OPERATIONS['/v1/summarize'], {
     tags: ['strategies'],
     summary: 'Summaries: rolling (one summary of older history) or sections (per-section summaries)',
     description:

@@ -1,10 +1,10 @@
 import type { FastifyInstance } from 'fastify';
+import { OPERATIONS } from '../service/operations.js';
 import { operationRoute } from './operation-route.js';
 
 /** `POST /v1/window`: the sliding window. */
 export default async function windowRoute(app: FastifyInstance): Promise<void> {
-  operationRoute(app, {
-    url: '/v1/window',
+  operationRoute(app, OPERATIONS['/v1/window'], {
     tags: ['strategies'],
     summary: 'Sliding window: keep the newest runs, messages or tokens',
     description:

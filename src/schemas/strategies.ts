@@ -3,8 +3,8 @@ import { STRATEGIES, type StrategyKind } from '../strategies/registry.js';
 import { HistoryFields, StrategyResponseFields } from './common.js';
 
 /** What a strategy's endpoint is made of: its options and its own response fields. */
-interface Declared<Options extends z.ZodObject, Response extends z.ZodRawShape> {
-  readonly options: Options;
+interface Declared<Options extends z.ZodRawShape, Response extends z.ZodRawShape> {
+  readonly options: z.ZodObject<Options, z.core.$strict>;
   readonly response: Response;
 }
 
@@ -25,7 +25,10 @@ const titled = (kind: string): string => kind.charAt(0).toUpperCase() + kind.sli
  * strategy's options, and the common response fields plus its own (`WindowRequest`,
  * `WindowResponse`, … in the OpenAPI document).
  */
-function endpointSchemas(kind: StrategyKind, strategy: Declared<z.ZodObject, z.ZodRawShape>) {
+function endpointSchemas<Options extends z.ZodRawShape, Response extends z.ZodRawShape>(
+  kind: StrategyKind,
+  strategy: Declared<Options, Response>,
+) {
   return {
     request: z.strictObject({ ...HistoryFields, ...strategy.options.shape }).meta({ id: `${titled(kind)}Request` }),
     response: z
@@ -35,10 +38,13 @@ function endpointSchemas(kind: StrategyKind, strategy: Declared<z.ZodObject, z.Z
 }
 
 type Registry = typeof STRATEGIES;
-/** Every strategy endpoint's schemas, by kind, derived from the registry. */
-export const STRATEGY_SCHEMAS = Object.fromEntries(
-  (Object.keys(STRATEGIES) as StrategyKind[]).map((kind) => [kind, endpointSchemas(kind, STRATEGIES[kind])]),
-) as Record<StrategyKind, ReturnType<typeof endpointSchemas>>;
+/** Every strategy endpoint's schemas, by kind, each typed by its strategy's options and response fields. */
+export const STRATEGY_SCHEMAS = {
+  window: endpointSchemas('window', STRATEGIES.window),
+  compact: endpointSchemas('compact', STRATEGIES.compact),
+  summarize: endpointSchemas('summarize', STRATEGIES.summarize),
+  fit: endpointSchemas('fit', STRATEGIES.fit),
+};
 
 /** A strategy endpoint's request body, as a client writes it. */
 export type StrategyRequest<K extends StrategyKind> = z.input<z.ZodObject<typeof HistoryFields>> &

@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import t from 'tap';
-import { Compactor } from '../../src/compactor.js';
-import { OPERATIONS, type OperationUrl } from '../../src/operations.js';
+import { Compactor } from '../../src/service/compactor.js';
+import { OPERATIONS, type OperationUrl } from '../../src/service/operations.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import { TokenCounter } from '../../src/tokens/counter.js';
 import { loadConverted } from '../support/convert.js';
@@ -84,7 +84,7 @@ async function answers(): Promise<Record<string, { hash: string; value: unknown 
       });
       let value: unknown;
       try {
-        value = (await op.run(compactor, body as never, { signal: AbortSignal.timeout(120_000), caller })).value;
+        value = (await op.perform(compactor, body, { signal: AbortSignal.timeout(120_000), caller })).value;
       } catch (error) {
         value = { error: error instanceof Error ? `${error.name}: ${error.message}` : String(error) };
       }

@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import { clearMergeCache as clearCl100k } from 'gpt-tokenizer/encoding/cl100k_base';
 import { clearMergeCache as clearO200k } from 'gpt-tokenizer/encoding/o200k_base';
 import t from 'tap';
-import { Compactor } from '../../src/compactor.js';
+import { Compactor } from '../../src/service/compactor.js';
 import { compactStrategy } from '../../src/strategies/compact.js';
 import { CompactOptions } from '../../src/strategies/compact-options.js';
 import { SummarizeOptions, summarizeStrategy } from '../../src/strategies/summarize/index.js';
