@@ -1,3 +1,5 @@
+import type { z } from 'zod';
+import type { TokensReport } from '../contract/parts.js';
 import { CompactorError, fieldError } from '../errors.js';
 import { detectFormat } from '../formats/detect.js';
 import { formatByName } from '../formats/registry.js';
@@ -13,7 +15,7 @@ import { checkUsage, occupancyFromUsage } from '../tokens/occupancy.js';
 /** The fields of a request that carry a history (trigger and dry run optional: not every endpoint takes them). */
 export type HistoryInput = Omit<HistoryRequest, 'trigger' | 'dry_run'> & Partial<Pick<HistoryRequest, 'trigger' | 'dry_run'>>;
 
-export type Counting = 'exact' | 'estimated' | 'usage+exact' | 'usage+estimated';
+export type Counting = z.output<typeof TokensReport>['counting'];
 
 export interface Prepared extends PreparedHistory {
   readonly profile: ModelProfile;
