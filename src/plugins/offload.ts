@@ -53,6 +53,13 @@ export interface OffloadOptions {
  */
 export class Offload {
   private pool: Piscina | undefined;
+  /** The warm-up in progress (`warm()`), or undefined: never asked (the pool starts on first use). */
+  private warming: Promise<void> | undefined;
+  /** Whether the pool has run a task: readiness waits for it once a warm-up was asked for. */
+  private started = false;
+  /** Whether the warm-up failed (readiness says so). */
+  failed = false;
+  private closing = false;
   /** Body bytes of the tasks on the pool (running or waiting). */
   private pendingBytes = 0;
   /** Artifacts the workers' own store connections evicted (the main thread's metrics add them). */
@@ -82,6 +89,14 @@ export class Offload {
 
   expectedWaitMs(): number {
     return this.pendingBytes / this.bytesPerMs;
+  }
+
+  /**
+   * Whether the pool is up, as readiness sees it: no workers, or no warm-up asked for (an app built
+   * without the server's boot starts its pool on first use), or the warm-up finished.
+   */
+  get up(): boolean {
+    return this.options.workers === 0 || this.warming === undefined || this.started;
   }
 
   /** Whether a body of `bytes` runs on a worker. */
@@ -151,10 +166,20 @@ export class Offload {
 
   /**
    * Starts the pool and runs one small request on it, so the first large request does not pay for
-   * starting a thread and loading the tokenizer (seconds). The server calls it once it listens.
+   * starting a thread and loading the tokenizer (seconds). The server calls it once it listens;
+   * readiness answers 503 `starting` until it is done. A close during the warm-up ends it quietly.
    */
-  async warm(): Promise<void> {
-    if (this.options.workers === 0) return;
+  warm(): Promise<void> {
+    if (this.options.workers === 0 || this.closing) return Promise.resolve();
+    this.warming ??= this.warmUp().catch((error: unknown) => {
+      if (this.closing) return;
+      this.failed = true;
+      throw error;
+    });
+    return this.warming;
+  }
+
+  private async warmUp(): Promise<void> {
     const body = Buffer.from(JSON.stringify({ messages: [{ role: 'user', content: 'warm up' }] }));
     const result = await (this.pool ?? this.start()).run({
       url: '/v1/tokens',
@@ -164,9 +189,18 @@ export class Offload {
       requestId: 'warm-up',
     } satisfies Task);
     if (!(result as TaskResult).ok) throw failureError(result as Extract<TaskResult, { ok: false }>);
+    this.started = true;
   }
 
+  /**
+   * Stops the pool. A warm-up still starting its thread is let finish first (up to 10 s): a pool
+   * destroyed while its worker boots fails that worker mid-start.
+   */
   async close(): Promise<void> {
+    this.closing = true;
+    if (this.warming && !this.started) {
+      await Promise.race([this.warming.catch(() => {}), new Promise((r) => setTimeout(r, 10_000).unref())]);
+    }
     await this.pool?.destroy();
   }
 }
