@@ -1,8 +1,8 @@
-import { Transform } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { Counter, Gauge } from 'prom-client';
 import { CompactorError } from '../errors.js';
+import { meter } from './body-meter.js';
 import { isApiRequest } from './guard.js';
 
 export interface AdmissionOptions {
@@ -78,28 +78,11 @@ export default fp<AdmissionOptions>(
       const length = Number(request.headers['content-length']);
       if (Number.isFinite(length) && length > 0) reserve(request as Tracked, reply, length);
     });
-    // Without a content-length (chunked), bytes are counted as they arrive. Once past the limit the
-    // rest of the body is read and dropped (no memory held), and the 503 answers when it ends: a
-    // client still sending would not read an answer given mid-body.
+    // Without a content-length (chunked), bytes are counted as they arrive (meter: once past the
+    // limit the rest of the body is dropped and the 503 answers when it ends).
     app.addHook('preParsing', async (request, reply, payload) => {
       if (!isApiRequest(request) || request.headers['content-length'] !== undefined) return payload;
-      let refusal: Error | undefined;
-      const counter = new Transform({
-        transform(chunk: Buffer, _encoding, done) {
-          if (refusal) return done();
-          try {
-            reserve(request as Tracked, reply, chunk.length);
-            done(null, chunk);
-          } catch (error) {
-            refusal = error as Error;
-            done();
-          }
-        },
-        flush(done) {
-          done(refusal);
-        },
-      });
-      return payload.pipe(counter);
+      return meter(payload, (chunk) => reserve(request as Tracked, reply, chunk.length));
     });
   },
   { name: 'admission', dependencies: ['problem', 'metrics', 'guard'] },

@@ -1,6 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import { MessageChannel } from 'node:worker_threads';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { Piscina } from 'piscina';
 import { Gauge } from 'prom-client';
@@ -9,6 +9,7 @@ import { CompactorError } from '../errors.js';
 import type { OperationUrl } from '../operations.js';
 import { serveStore } from '../store/remote.js';
 import type { Task, TaskResult, WorkerInit } from '../worker.js';
+import { meter } from './body-meter.js';
 import { isApiRequest } from './guard.js';
 
 declare module 'fastify' {
@@ -236,10 +237,9 @@ export default fp<OffloadOptions>(
     });
     app.addHook('onClose', async () => offload.close());
     // A request bound for the pool that would wait past the queue limit there is shed before its
-    // body is read, as the main thread's turns shed theirs (queue.ts).
-    app.addHook('onRequest', async (request, reply) => {
-      if (options.maxWaitMs <= 0 || !isApiRequest(request)) return;
-      if (!offload.accepts(Number(request.headers['content-length'] ?? 0))) return;
+    // body is read, as the main thread's turns shed theirs (queue.ts); a chunked one as soon as its
+    // bytes reach the pool's threshold.
+    const shed = (reply: FastifyReply): void => {
       const expected = offload.expectedWaitMs();
       if (expected <= options.maxWaitMs) return;
       const seconds = Math.min(60, Math.max(1, Math.ceil(expected / 1000)));
@@ -248,6 +248,20 @@ export default fp<OffloadOptions>(
         'CMP_ERR_OVERLOADED',
         `the service is saturated: a large request would wait about ${Math.round(expected)} ms for a worker thread; retry in ${seconds} s`,
       );
+    };
+    const applies = (request: FastifyRequest) => options.maxWaitMs > 0 && isApiRequest(request);
+    app.addHook('onRequest', async (request, reply) => {
+      if (!applies(request) || !offload.accepts(Number(request.headers['content-length'] ?? 0))) return;
+      shed(reply);
+    });
+    app.addHook('preParsing', async (request, reply, payload) => {
+      if (!applies(request) || request.headers['content-length'] !== undefined) return payload;
+      let bytes = 0;
+      return meter(payload, (chunk) => {
+        const before = bytes;
+        bytes += chunk.length;
+        if (!offload.accepts(before) && offload.accepts(bytes)) shed(reply);
+      });
     });
   },
   { name: 'offload', dependencies: ['compactor', 'guard', 'metrics'] },

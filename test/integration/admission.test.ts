@@ -127,3 +127,52 @@ t.test('over a real socket: chunked bodies are counted as they arrive; a client 
   for (let i = 0; i < 300 && (await gauge(app, 'compactor_inflight_bytes')) > 0; i++) await new Promise((r) => setTimeout(r, 10));
   t.equal(await gauge(app, 'compactor_inflight_bytes'), 0, 'a client that went away released its bytes');
 });
+
+/** POSTs `payload` over a real socket, chunked (no content-length) or not; resolves with status, headers and body. */
+function post(port: number, path: string, payload: string, chunked: boolean) {
+  const body = Buffer.from(payload);
+  const req = httpRequest({
+    host: '127.0.0.1',
+    port,
+    method: 'POST',
+    path,
+    headers: chunked
+      ? { 'content-type': 'application/json' }
+      : { 'content-type': 'application/json', 'content-length': body.length },
+  });
+  const answer = new Promise<{ status: number; headers: Record<string, unknown>; body: string }>((resolve, reject) => {
+    req.on('response', (res) => {
+      let text = '';
+      res.on('data', (d) => {
+        text += d;
+      });
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text }));
+    });
+    req.on('error', reject);
+  });
+  if (chunked) {
+    for (let i = 0; i < body.length; i += 16_384) req.write(body.subarray(i, i + 16_384));
+    req.end();
+  } else req.end(body);
+  return answer;
+}
+
+t.test('a chunked body bound for a saturated worker pool is shed as its bytes arrive, as one with a length is', async (t) => {
+  const app = await build(t, {
+    COMPACTOR_STORE_URL: 'memory:',
+    COMPACTOR_WORKER_MIN_BYTES: '100000',
+    COMPACTOR_MAX_QUEUE_WAIT_MS: '50',
+  });
+  const { port } = await listen(app);
+  // The pool's queue as it would be under load: a request would wait 10 s for a worker.
+  app.offload.expectedWaitMs = () => 10_000;
+  const large = JSON.stringify({ messages: history(150_000) });
+  for (const chunked of [false, true]) {
+    const res = await post(port, '/v1/tokens', large, chunked);
+    t.equal(res.status, 503, `${chunked ? 'chunked' : 'with a length'}: shed`);
+    t.match(res.body, /CMP_ERR_OVERLOADED/);
+    t.ok(Number(res.headers['retry-after']) >= 1, 'with retry-after');
+  }
+  const small = await post(port, '/v1/tokens', JSON.stringify({ messages: history(2000) }), true);
+  t.equal(small.status, 200, 'a small chunked body runs on the main thread: not shed');
+});
