@@ -141,7 +141,10 @@ async function registerPlugins(app: FastifyInstance, config: Config, deps: AppDe
   await app.register(swaggerPlugin, { version });
   await app.register(metricsPlugin);
   await app.register(queuePlugin, { maxWaitMs: config.COMPACTOR_MAX_QUEUE_WAIT_MS });
-  await app.register(admissionPlugin, { maxInflightBytes: config.COMPACTOR_MAX_INFLIGHT_BYTES });
+  await app.register(admissionPlugin, {
+    maxInflightBytes: config.COMPACTOR_MAX_INFLIGHT_BYTES,
+    maxMessages: config.COMPACTOR_MAX_MESSAGES,
+  });
   await app.register(compactorPlugin, { config, summarizerSlots, ...(deps.store ? { store: deps.store } : {}) });
   await app.register(offloadPlugin, {
     workers: config.COMPACTOR_WORKERS,

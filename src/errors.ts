@@ -17,6 +17,10 @@ export const ERRORS = {
   CMP_ERR_REQUEST_URI_TOO_LONG: { status: 414, title: 'The request URL is too long' },
   CMP_ERR_REQUEST_HEADERS_TOO_LARGE: { status: 431, title: 'The request headers are too large' },
   CMP_ERR_REQUEST_BODY_TOO_LARGE: { status: 413, title: 'The request body is larger than the limit' },
+  CMP_ERR_REQUEST_TOO_MANY_MESSAGES: {
+    status: 413,
+    title: 'The request holds more messages, or would take more memory, than one request may',
+  },
   CMP_ERR_REQUEST_UNSUPPORTED_MEDIA_TYPE: {
     status: 415,
     title: 'The request body must be application/json',

@@ -1,38 +1,63 @@
-import { Transform } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { Counter, Gauge } from 'prom-client';
+import { BodyShape } from '../body-shape.js';
 import { CompactorError } from '../errors.js';
+import { meter } from './body-meter.js';
 import { isApiRequest } from './guard.js';
 
 export interface AdmissionOptions {
-  /** Request body bytes the service works on at once (`COMPACTOR_MAX_INFLIGHT_BYTES`); 0: no limit. */
+  /** Request bytes the service works on at once (`COMPACTOR_MAX_INFLIGHT_BYTES`); 0: no limit. */
   maxInflightBytes: number;
+  /** Most messages (items of one top-level array) one request may hold (`COMPACTOR_MAX_MESSAGES`); 0: no cap. */
+  maxMessages: number;
+}
+
+/**
+ * What a request costs beyond its bytes, in body bytes of the same memory: parsed, checked, modelled
+ * and rendered, a message costs about 1 KiB (a million 30-byte messages took 1 GiB) and any other
+ * JSON object or array about 110 bytes, where a body byte costs about 7 (`bench/memory.mjs`).
+ */
+export const MESSAGE_WEIGHT = 160;
+export const CONTAINER_WEIGHT = 16;
+
+/** A request's weight: its body bytes plus what its messages and other objects and arrays cost beyond them. */
+export function requestWeight(bytes: number, shape: Pick<BodyShape, 'messages' | 'containers'>): number {
+  return bytes + (MESSAGE_WEIGHT - CONTAINER_WEIGHT) * shape.messages + CONTAINER_WEIGHT * shape.containers;
 }
 
 const reserved = Symbol('admission.reserved');
 type Tracked = FastifyRequest & { [reserved]?: number };
 
+/** The 413 for a request that alone holds more than the service works on. */
+function tooMany(shape: BodyShape, detail: string): CompactorError {
+  const path = shape.messagesKey || '(body)';
+  return new CompactorError('CMP_ERR_REQUEST_TOO_MANY_MESSAGES', `${path}: ${detail}`, [{ path, message: detail }]);
+}
+
 /**
- * Admission by bytes in flight. Memory grows with the bodies being worked on (a history is held as
- * received bytes, as parsed values, as rewritten values and as the serialized answer), so the
- * service bounds the sum of the bodies of the `/v1` requests it holds: one that would take the sum
- * past the limit is answered 503 `CMP_ERR_OVERLOADED` with `retry-after` before its body is read
- * (or, without a content-length, as soon as its bytes pass the limit). One request is always
- * admitted when nothing else is in flight, and the limit is at least the body limit, so the
- * largest admitted request always runs. Bytes are released when the answer is sent or the client
- * goes away.
+ * Admission by what requests cost in memory. A history is held as received bytes, as parsed values,
+ * as rewritten values and as the serialized answer, and many small messages cost far more than
+ * their bytes; so every `/v1` body is counted as it arrives (`BodyShape`: one linear pass, nothing
+ * kept), and a request weighs its bytes plus `MESSAGE_WEIGHT` a message and `CONTAINER_WEIGHT` any
+ * other object or array. A request with more than `maxMessages` messages, or heavier alone than
+ * the in-flight limit, is answered 413 `CMP_ERR_REQUEST_TOO_MANY_MESSAGES` naming the field; one
+ * that would take the weight in flight past the limit is answered 503 `CMP_ERR_OVERLOADED` with
+ * `retry-after`: before its body is read when its content-length already does, else as soon as
+ * its counts do (the rest of the body is dropped, the answer given when it ends). One request is
+ * always admitted when nothing else is in flight. Weight is released when the answer is sent or the
+ * client goes away.
  */
 export default fp<AdmissionOptions>(
   async (app: FastifyInstance, options) => {
     const limit = options.maxInflightBytes;
     let inflight = 0;
-    /** Recent throughput (bytes a second), to say when to retry: an EWMA over finished requests. */
+    /** Recent throughput (weight a second), to say when to retry: an EWMA over finished requests. */
     let bytesPerSecond = 20 * 1024 * 1024;
     const registers = [app.metrics.registry];
     new Gauge({
       name: 'compactor_inflight_bytes',
-      help: 'Request body bytes of the /v1 requests being worked on',
+      help: 'Weight of the /v1 requests being worked on: body bytes plus what their messages and JSON objects cost beyond them',
       registers,
       collect() {
         this.set(inflight);
@@ -40,7 +65,7 @@ export default fp<AdmissionOptions>(
     });
     const refused = new Counter({
       name: 'compactor_admission_refused_total',
-      help: '/v1 requests answered 503 because the bytes in flight would pass COMPACTOR_MAX_INFLIGHT_BYTES',
+      help: '/v1 requests answered 503 because the weight in flight would pass COMPACTOR_MAX_INFLIGHT_BYTES',
       registers,
     });
 
@@ -50,56 +75,60 @@ export default fp<AdmissionOptions>(
       reply.header('retry-after', String(seconds));
       throw new CompactorError(
         'CMP_ERR_OVERLOADED',
-        `the service is working on ${inflight} bytes of requests; this one (${bytes} bytes) would pass the limit of ${limit}; retry in ${seconds} s`,
+        `the service is working on ${inflight} bytes of requests; this one (${bytes} more) would pass the limit of ${limit}; retry in ${seconds} s`,
       );
     };
-    const reserve = (request: Tracked, reply: FastifyReply, bytes: number): void => {
-      const held = request[reserved];
-      if (held === undefined) {
-        const started = performance.now();
+    const track = (request: Tracked, reply: FastifyReply): void => {
+      const started = performance.now();
+      request[reserved] = 0;
+      reply.raw.once('close', () => {
+        const total = request[reserved] ?? 0;
+        inflight -= total;
         request[reserved] = 0;
-        reply.raw.once('close', () => {
-          const total = request[reserved] ?? 0;
-          inflight -= total;
-          request[reserved] = 0;
-          const seconds = (performance.now() - started) / 1000;
-          if (total > 1024 * 1024 && seconds > 0) bytesPerSecond += 0.2 * (total / seconds - bytesPerSecond);
-        });
-      }
-      const others = inflight - (request[reserved] ?? 0);
-      if (others > 0 && inflight + bytes > limit) refuse(reply, bytes);
+        const seconds = (performance.now() - started) / 1000;
+        if (total > 1024 * 1024 && seconds > 0) bytesPerSecond += 0.2 * (total / seconds - bytesPerSecond);
+      });
+    };
+    const reserve = (request: Tracked, reply: FastifyReply, bytes: number): void => {
+      if (limit <= 0 || bytes <= 0) return;
+      if (request[reserved] === undefined) track(request, reply);
+      const own = request[reserved] ?? 0;
+      if (inflight - own > 0 && inflight + bytes > limit) refuse(reply, bytes);
       inflight += bytes;
-      request[reserved] = (request[reserved] ?? 0) + bytes;
+      request[reserved] = own + bytes;
     };
 
-    if (limit <= 0) return;
     app.addHook('onRequest', async (request, reply) => {
       if (!isApiRequest(request)) return;
       const length = Number(request.headers['content-length']);
       if (Number.isFinite(length) && length > 0) reserve(request as Tracked, reply, length);
     });
-    // Without a content-length (chunked), bytes are counted as they arrive. Once past the limit the
-    // rest of the body is read and dropped (no memory held), and the 503 answers when it ends: a
-    // client still sending would not read an answer given mid-body.
+    // Every body is counted as it arrives: its bytes when it came without a content-length
+    // (chunked), and for all, the weight of its messages and objects.
     app.addHook('preParsing', async (request, reply, payload) => {
-      if (!isApiRequest(request) || request.headers['content-length'] !== undefined) return payload;
-      let refusal: Error | undefined;
-      const counter = new Transform({
-        transform(chunk: Buffer, _encoding, done) {
-          if (refusal) return done();
-          try {
-            reserve(request as Tracked, reply, chunk.length);
-            done(null, chunk);
-          } catch (error) {
-            refusal = error as Error;
-            done();
-          }
-        },
-        flush(done) {
-          done(refusal);
-        },
+      if (!isApiRequest(request)) return payload;
+      const chunked = request.headers['content-length'] === undefined;
+      const shape = new BodyShape();
+      let bytes = 0;
+      let weighed = 0;
+      return meter(payload, (chunk) => {
+        shape.feed(chunk);
+        bytes += chunk.length;
+        if (options.maxMessages > 0 && shape.messages > options.maxMessages) {
+          throw tooMany(shape, `more than ${options.maxMessages} messages (COMPACTOR_MAX_MESSAGES); send fewer at once`);
+        }
+        const weight = requestWeight(bytes, shape);
+        if (limit > 0 && weight > limit) {
+          throw tooMany(
+            shape,
+            `${shape.messages} messages and ${shape.containers} JSON objects and arrays so far weigh ${weight} bytes of memory, over COMPACTOR_MAX_INFLIGHT_BYTES=${limit}; send fewer messages at once`,
+          );
+        }
+        // A body with a length reserved its bytes when it arrived: only the rest of its weight is added.
+        const counted = chunked ? weight : weight - bytes;
+        reserve(request as Tracked, reply, counted - weighed);
+        weighed = counted;
       });
-      return payload.pipe(counter);
     });
   },
   { name: 'admission', dependencies: ['problem', 'metrics', 'guard'] },

@@ -13,14 +13,15 @@ declare module 'fastify' {
 
 const Status = z
   .object({
-    status: z.string().meta({ description: '`ok`, `ready`, `draining`, `store_unavailable` or `store_failed`' }),
+    status: z.string().meta({ description: '`ok`, `ready`, `starting`, `draining`, `store_unavailable` or `store_failed`' }),
     reason: z.string().optional().meta({ description: 'Why the service is not ready (never content, never a path)' }),
   })
   .meta({ id: 'HealthStatus', description: 'The service is up (`ok`) or ready to serve (`ready`).' });
 
 /**
  * `/health/live` answers while the process runs. `/health/ready` answers from local state only
- * (never the summarizer's health): 503 `draining` once shutdown starts, 503 `store_unavailable`
+ * (never the summarizer's health): 503 `draining` once shutdown starts, 503 `starting` until the
+ * worker pool the server warms at boot is up, 503 `store_unavailable`
  * or `store_failed` with a reason while the artifact store does not take writes (a small write,
  * its answer reused for 1.5 s, never awaited past 1 s), else 200 `ready`. Once `close()` starts,
  * other requests that still arrive on open connections get 503 `CMP_ERR_SERVICE_UNAVAILABLE`
@@ -49,11 +50,15 @@ export default fp(
       { schema: { tags: ['health'], response: { 200: Status, 503: Status } } },
       async (_request, reply) => {
         if (!app.readiness.ready) return reply.code(503).send({ status: 'draining' });
+        if (!app.offload.up) {
+          const reason = app.offload.failed ? 'the worker pool did not start' : 'the worker pool is starting';
+          return reply.code(503).send({ status: 'starting', reason });
+        }
         const state = await store.check();
         if (!state.ok) return reply.code(503).send({ status: state.status, reason: state.reason });
         return { status: 'ready' };
       },
     );
   },
-  { name: 'health', dependencies: ['compactor'] },
+  { name: 'health', dependencies: ['compactor', 'offload'] },
 );

@@ -1,6 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import { MessageChannel } from 'node:worker_threads';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { Piscina } from 'piscina';
 import { Gauge } from 'prom-client';
@@ -9,6 +9,7 @@ import { CompactorError } from '../errors.js';
 import type { OperationUrl } from '../service/operations.js';
 import { serveStore } from '../store/remote.js';
 import type { Task, TaskResult, WorkerInit } from '../worker.js';
+import { meter } from './body-meter.js';
 import { isApiRequest } from './guard.js';
 
 declare module 'fastify' {
@@ -53,6 +54,13 @@ export interface OffloadOptions {
  */
 export class Offload {
   private pool: Piscina | undefined;
+  /** The warm-up in progress (`warm()`), or undefined: never asked (the pool starts on first use). */
+  private warming: Promise<void> | undefined;
+  /** Whether the pool has run a task: readiness waits for it once a warm-up was asked for. */
+  private started = false;
+  /** Whether the warm-up failed (readiness says so). */
+  failed = false;
+  private closing = false;
   /** Body bytes of the tasks on the pool (running or waiting). */
   private pendingBytes = 0;
   /** Artifacts the workers' own store connections evicted (the main thread's metrics add them). */
@@ -82,6 +90,14 @@ export class Offload {
 
   expectedWaitMs(): number {
     return this.pendingBytes / this.bytesPerMs;
+  }
+
+  /**
+   * Whether the pool is up, as readiness sees it: no workers, or no warm-up asked for (an app built
+   * without the server's boot starts its pool on first use), or the warm-up finished.
+   */
+  get up(): boolean {
+    return this.options.workers === 0 || this.warming === undefined || this.started;
   }
 
   /** Whether a body of `bytes` runs on a worker. */
@@ -151,10 +167,20 @@ export class Offload {
 
   /**
    * Starts the pool and runs one small request on it, so the first large request does not pay for
-   * starting a thread and loading the tokenizer (seconds). The server calls it once it listens.
+   * starting a thread and loading the tokenizer (seconds). The server calls it once it listens;
+   * readiness answers 503 `starting` until it is done. A close during the warm-up ends it quietly.
    */
-  async warm(): Promise<void> {
-    if (this.options.workers === 0) return;
+  warm(): Promise<void> {
+    if (this.options.workers === 0 || this.closing) return Promise.resolve();
+    this.warming ??= this.warmUp().catch((error: unknown) => {
+      if (this.closing) return;
+      this.failed = true;
+      throw error;
+    });
+    return this.warming;
+  }
+
+  private async warmUp(): Promise<void> {
     const body = Buffer.from(JSON.stringify({ messages: [{ role: 'user', content: 'warm up' }] }));
     const result = await (this.pool ?? this.start()).run({
       url: '/v1/tokens',
@@ -164,9 +190,18 @@ export class Offload {
       requestId: 'warm-up',
     } satisfies Task);
     if (!(result as TaskResult).ok) throw failureError(result as Extract<TaskResult, { ok: false }>);
+    this.started = true;
   }
 
+  /**
+   * Stops the pool. A warm-up still starting its thread is let finish first (up to 10 s): a pool
+   * destroyed while its worker boots fails that worker mid-start.
+   */
   async close(): Promise<void> {
+    this.closing = true;
+    if (this.warming && !this.started) {
+      await Promise.race([this.warming.catch(() => {}), new Promise((r) => setTimeout(r, 10_000).unref())]);
+    }
     await this.pool?.destroy();
   }
 }
@@ -202,10 +237,9 @@ export default fp<OffloadOptions>(
     });
     app.addHook('onClose', async () => offload.close());
     // A request bound for the pool that would wait past the queue limit there is shed before its
-    // body is read, as the main thread's turns shed theirs (queue.ts).
-    app.addHook('onRequest', async (request, reply) => {
-      if (options.maxWaitMs <= 0 || !isApiRequest(request)) return;
-      if (!offload.accepts(Number(request.headers['content-length'] ?? 0))) return;
+    // body is read, as the main thread's turns shed theirs (queue.ts); a chunked one as soon as its
+    // bytes reach the pool's threshold.
+    const shed = (reply: FastifyReply): void => {
       const expected = offload.expectedWaitMs();
       if (expected <= options.maxWaitMs) return;
       const seconds = Math.min(60, Math.max(1, Math.ceil(expected / 1000)));
@@ -214,6 +248,20 @@ export default fp<OffloadOptions>(
         'CMP_ERR_OVERLOADED',
         `the service is saturated: a large request would wait about ${Math.round(expected)} ms for a worker thread; retry in ${seconds} s`,
       );
+    };
+    const applies = (request: FastifyRequest) => options.maxWaitMs > 0 && isApiRequest(request);
+    app.addHook('onRequest', async (request, reply) => {
+      if (!applies(request) || !offload.accepts(Number(request.headers['content-length'] ?? 0))) return;
+      shed(reply);
+    });
+    app.addHook('preParsing', async (request, reply, payload) => {
+      if (!applies(request) || request.headers['content-length'] !== undefined) return payload;
+      let bytes = 0;
+      return meter(payload, (chunk) => {
+        const before = bytes;
+        bytes += chunk.length;
+        if (!offload.accepts(before) && offload.accepts(bytes)) shed(reply);
+      });
     });
   },
   { name: 'offload', dependencies: ['compactor', 'guard', 'metrics'] },

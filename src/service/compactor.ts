@@ -11,7 +11,7 @@ import { checkDepth } from '../history/limits.js';
 import { markers } from '../history/markers.js';
 import { applyPlan } from '../history/plan/apply.js';
 import { evaluatePlan } from '../history/plan/evaluate.js';
-import type { Action, Violation, Warning } from '../history/types.js';
+import type { Violation, Warning } from '../history/types.js';
 import type { StrategyResponseFields } from '../schemas/common.js';
 import type { ArtifactStore } from '../store/types.js';
 import { type BilledUsage, keepAll, type Strategy, withTotal } from '../strategies/types.js';

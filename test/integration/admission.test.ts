@@ -59,8 +59,91 @@ t.test('one request as large as the body limit always runs, even with a limit th
     COMPACTOR_BODY_LIMIT: '200000',
     COMPACTOR_MAX_INFLIGHT_BYTES: '200000',
   });
-  const res = await app.inject({ method: 'POST', url: '/v1/tokens', payload: { messages: history(190_000) } });
+  const messages = [
+    { role: 'user', content: 'Read the log.' },
+    { role: 'assistant', content: `the log: ${'line of output '.repeat(13_000)}` },
+  ];
+  const res = await app.inject({ method: 'POST', url: '/v1/tokens', payload: { messages } });
   t.equal(res.statusCode, 200);
+});
+
+/** `count` messages of a few bytes each: the shape whose parsed size dwarfs its bytes. */
+const tiny = (count: number) => Array.from({ length: count }, (_, i) => ({ role: i % 2 ? 'assistant' : 'user', content: 'x' }));
+
+t.test(
+  'many tiny messages: past COMPACTOR_MAX_MESSAGES, or heavier alone than the in-flight limit, 413 naming the field',
+  async (t) => {
+    const app = await build(t, {
+      COMPACTOR_STORE_URL: 'memory:',
+      COMPACTOR_WORKERS: '0',
+      COMPACTOR_BODY_LIMIT: '200000',
+      COMPACTOR_MAX_INFLIGHT_BYTES: '250000',
+      COMPACTOR_MAX_MESSAGES: '1000',
+    });
+    const { port } = await listen(app);
+    for (const chunked of [false, true]) {
+      const over = await post(port, '/v1/window', JSON.stringify({ messages: tiny(1001), keep: { messages: 2 } }), chunked);
+      t.equal(over.status, 413, `1,001 messages${chunked ? ', chunked' : ''}: 413`);
+      t.match(JSON.parse(over.body), { code: 'CMP_ERR_REQUEST_TOO_MANY_MESSAGES', errors: [{ path: 'messages' }] });
+      t.match(over.headers['content-type'], /application\/problem\+json/);
+    }
+    const gemini = await post(
+      port,
+      '/v1/window',
+      JSON.stringify({ contents: Array.from({ length: 1001 }, () => ({ role: 'user', parts: [{ text: 'x' }] })) }),
+      false,
+    );
+    t.match(
+      JSON.parse(gemini.body),
+      { code: 'CMP_ERR_REQUEST_TOO_MANY_MESSAGES', errors: [{ path: 'contents' }] },
+      'Gemini: contents',
+    );
+    t.equal((await post(port, '/v1/window', JSON.stringify({ messages: tiny(1000), keep: { messages: 2 } }), false)).status, 200);
+
+    // 4,000 messages in 130 kB: under the body limit, but parsed they cost what 800 kB of text does.
+    const uncapped = await build(t, {
+      COMPACTOR_STORE_URL: 'memory:',
+      COMPACTOR_WORKERS: '0',
+      COMPACTOR_BODY_LIMIT: '200000',
+      COMPACTOR_MAX_INFLIGHT_BYTES: '250000',
+    });
+    const heavy = await uncapped.inject({ method: 'POST', url: '/v1/tokens', payload: { messages: tiny(4000) } });
+    t.equal(heavy.statusCode, 413, 'heavier alone than the in-flight limit');
+    t.match(heavy.json(), { code: 'CMP_ERR_REQUEST_TOO_MANY_MESSAGES', errors: [{ path: 'messages' }] });
+    t.match(heavy.json().detail, /COMPACTOR_MAX_INFLIGHT_BYTES/);
+    t.equal(await gauge(app, 'compactor_inflight_bytes'), 0, 'nothing stays reserved');
+  },
+);
+
+t.test('messages weigh in the bytes in flight: a small body of many messages waits for a large one', async (t) => {
+  const llm = await new FakeOpenAI().start();
+  t.teardown(() => llm.stop());
+  llm.fallback = () => ({ content: '## Goal and constraints\nFix the build.\n## Current state\nWorking.', delayMs: 600 });
+  const app = await build(t, {
+    COMPACTOR_STORE_URL: 'memory:',
+    COMPACTOR_WORKERS: '0',
+    COMPACTOR_BODY_LIMIT: '200000',
+    COMPACTOR_MAX_INFLIGHT_BYTES: '250000',
+    OPENAI_BASE_URL: llm.url,
+    OPENAI_API_KEY: 'sk-test',
+    COMPACTOR_SUMMARIZER_MODEL: 'small',
+  });
+  const slow = app.inject({
+    method: 'POST',
+    url: '/v1/summarize',
+    payload: { messages: history(150_000), keep: { messages: 4 } },
+  });
+  for (let i = 0; i < 100 && (await gauge(app, 'compactor_inflight_bytes')) === 0; i++)
+    await new Promise((r) => setTimeout(r, 10));
+  // 600 messages in 19 kB: its bytes fit beside the first, its weight (about 115 kB) does not.
+  const many = await app.inject({ method: 'POST', url: '/v1/tokens', payload: { messages: tiny(600) } });
+  t.equal(many.statusCode, 503);
+  t.equal(many.json().code, 'CMP_ERR_OVERLOADED');
+  t.ok(Number(many.headers['retry-after']) >= 1);
+  t.equal((await slow).statusCode, 200);
+  const again = await app.inject({ method: 'POST', url: '/v1/tokens', payload: { messages: tiny(600) } });
+  t.equal(again.statusCode, 200, 'served once the first is done');
+  t.equal(await gauge(app, 'compactor_inflight_bytes'), 0, 'every byte is released');
 });
 
 t.test('the limit may not be under the body limit: a configuration error', async (t) => {
@@ -126,4 +209,53 @@ t.test('over a real socket: chunked bodies are counted as they arrive; a client 
   first.req.destroy();
   for (let i = 0; i < 300 && (await gauge(app, 'compactor_inflight_bytes')) > 0; i++) await new Promise((r) => setTimeout(r, 10));
   t.equal(await gauge(app, 'compactor_inflight_bytes'), 0, 'a client that went away released its bytes');
+});
+
+/** POSTs `payload` over a real socket, chunked (no content-length) or not; resolves with status, headers and body. */
+function post(port: number, path: string, payload: string, chunked: boolean) {
+  const body = Buffer.from(payload);
+  const req = httpRequest({
+    host: '127.0.0.1',
+    port,
+    method: 'POST',
+    path,
+    headers: chunked
+      ? { 'content-type': 'application/json' }
+      : { 'content-type': 'application/json', 'content-length': body.length },
+  });
+  const answer = new Promise<{ status: number; headers: Record<string, unknown>; body: string }>((resolve, reject) => {
+    req.on('response', (res) => {
+      let text = '';
+      res.on('data', (d) => {
+        text += d;
+      });
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text }));
+    });
+    req.on('error', reject);
+  });
+  if (chunked) {
+    for (let i = 0; i < body.length; i += 16_384) req.write(body.subarray(i, i + 16_384));
+    req.end();
+  } else req.end(body);
+  return answer;
+}
+
+t.test('a chunked body bound for a saturated worker pool is shed as its bytes arrive, as one with a length is', async (t) => {
+  const app = await build(t, {
+    COMPACTOR_STORE_URL: 'memory:',
+    COMPACTOR_WORKER_MIN_BYTES: '100000',
+    COMPACTOR_MAX_QUEUE_WAIT_MS: '50',
+  });
+  const { port } = await listen(app);
+  // The pool's queue as it would be under load: a request would wait 10 s for a worker.
+  app.offload.expectedWaitMs = () => 10_000;
+  const large = JSON.stringify({ messages: history(150_000) });
+  for (const chunked of [false, true]) {
+    const res = await post(port, '/v1/tokens', large, chunked);
+    t.equal(res.status, 503, `${chunked ? 'chunked' : 'with a length'}: shed`);
+    t.match(res.body, /CMP_ERR_OVERLOADED/);
+    t.ok(Number(res.headers['retry-after']) >= 1, 'with retry-after');
+  }
+  const small = await post(port, '/v1/tokens', JSON.stringify({ messages: history(2000) }), true);
+  t.equal(small.status, 200, 'a small chunked body runs on the main thread: not shed');
 });

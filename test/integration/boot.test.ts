@@ -222,7 +222,7 @@ t.test(
         });
         t.teardown(() => ok.kill('SIGKILL'));
         let ready = 0;
-        for (let i = 0; i < 150 && ready !== 200 && ok.exitCode === null; i++) {
+        for (let i = 0; i < 600 && ready !== 200 && ok.exitCode === null; i++) {
           ready = await fetch(`http://127.0.0.1:${http}/health/ready`).then(
             (r) => r.status,
             () => 0,

@@ -39,7 +39,8 @@ function start(env: Record<string, string>): { child: ChildProcess; output: () =
 }
 
 async function waitReady(port: number): Promise<void> {
-  for (let i = 0; i < 100; i++) {
+  // Ready once the worker pool is up: seconds on a loaded machine (a bound, not a timing assertion).
+  for (let i = 0; i < 600; i++) {
     try {
       const res = await fetch(`http://127.0.0.1:${port}/health/ready`);
       if (res.ok) return;
@@ -145,4 +146,31 @@ t.test('SIGTERM while a compaction writes its originals: it completes, and they 
   const stopped = once(second.child, 'exit');
   second.child.kill('SIGTERM');
   await stopped;
+});
+
+t.test('SIGTERM before the worker pool is up: a quiet drain (no error, no stack), exit 0', async (t) => {
+  const port = await freePort();
+  const { child, output } = start({ PORT: String(port) });
+  t.teardown(() => {
+    if (child.exitCode === null) child.kill('SIGKILL');
+  });
+  // As soon as the port answers: the pool starts after listening and takes far longer than this.
+  let live = false;
+  for (let i = 0; i < 2000 && !live; i++) {
+    live = await fetch(`http://127.0.0.1:${port}/health/live`).then(
+      (r) => r.ok,
+      () => false,
+    );
+    if (!live) await new Promise((r) => setTimeout(r, 5));
+  }
+  t.ok(live, 'listening');
+  const ready = await fetch(`http://127.0.0.1:${port}/health/ready`);
+  const exited = once(child, 'exit');
+  child.kill('SIGTERM');
+  const [code] = await exited;
+  t.equal(code, 0, 'exit 0');
+  if (ready.status !== 200) t.match(await ready.json(), { status: 'starting' }, 'not ready while the pool starts');
+  t.notMatch(output(), /"level":(50|60)/, 'nothing logged at error level');
+  t.notMatch(output(), /did not start|"stack"|FATAL/, 'no stack, no fatal error');
+  t.match(output(), /draining/, 'the drain is logged');
 });

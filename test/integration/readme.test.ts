@@ -102,7 +102,8 @@ t.test('every README shell block addressing the service runs and prints what the
     child.kill('SIGKILL');
   });
   let ready = false;
-  for (let i = 0; i < 100 && !ready; i++) {
+  // Ready once the worker pool is up: seconds on a loaded machine.
+  for (let i = 0; i < 600 && !ready; i++) {
     ready = await fetch(`http://127.0.0.1:${port}/health/ready`).then(
       (r) => r.ok,
       () => false,

@@ -174,6 +174,32 @@ function refused(port: number): Promise<boolean> {
   });
 }
 
+t.test('ready means the worker pool is up: 503 starting while it warms; a close during the warm-up is quiet', async (t) => {
+  const lines: string[] = [];
+  const logger = pino({ level: 'info' }, { write: (line: string) => lines.push(line) });
+  const app = await buildApp(testConfig({ COMPACTOR_STORE_URL: 'memory:', LOG_LEVEL: 'info' }), { logger });
+  t.teardown(() => app.close());
+  await app.ready();
+  t.equal(
+    (await app.inject({ method: 'GET', url: '/health/ready' })).statusCode,
+    200,
+    'no warm-up asked: the pool starts on use',
+  );
+  const warming = app.offload.warm();
+  const early = await app.inject({ method: 'GET', url: '/health/ready' });
+  t.equal(early.statusCode, 503, 'not ready while the pool starts');
+  t.match(early.json(), { status: 'starting' });
+  await warming;
+  t.equal((await app.inject({ method: 'GET', url: '/health/ready' })).statusCode, 200, 'ready once it is up');
+
+  const second = await buildApp(testConfig({ COMPACTOR_STORE_URL: 'memory:', LOG_LEVEL: 'info' }), { logger });
+  await second.ready();
+  const started = second.offload.warm();
+  await second.close();
+  await t.resolves(started, 'a warm-up cut short by a close does not fail');
+  t.notMatch(lines.join(''), /"level":(50|60)/, 'nothing at error level');
+});
+
 t.test('draining, then a graceful close', async (t) => {
   const { app, base, port } = await start();
   let closed = false;

@@ -2212,8 +2212,8 @@ export interface paths {
                          *         "content": "import { type Discount, discountFor } from './discounts.js';\nimport { roundCents } from './money.js';\n\nexport interface Line {\n  sku: string;\n  unitPrice: number;\n  quantity: number;\n}\n\nexport interface Cart {\n  lines: Line[];\n  discountCode?: string;\n}\n\n/** Sum of the lines before any discount, in cents. *\/\nexport function subtotal(cart: Cart): number {\n  return cart.lines.reduce((sum, line) => sum + line.unitPrice * line.quantity, 0);\n}\n\n/** What the customer pays: the subtotal, the discount applied to each line, rounded to the cent. *\/\nexport function total(cart: Cart): number {\n  const discount: Discount | undefined = cart.discountCode ? discountFor(cart.discountCode) : undefined;\n  let sum = subtotal(cart);\n  for (const line of cart.lines) {\n    if (!discount) continue;\n    const lineTotal = line.unitPrice * line.quantity;\n    sum -= discount.kind === \"percent\" ? (lineTotal * discount.value) / 100 : discount.value;\n  }\n  if (discount?.kind === \"percent\") sum -= (subtotal(cart) * discount.value) / 100;\n  return roundCents(Math.max(sum, 0));\n}\n\n/** Lines with a quantity of zero are removed; the rest keep their order. *\/\nexport function normalize(cart: Cart): Cart {\n  return { ...cart, lines: cart.lines.filter((line) => line.quantity > 0) };\n}"
                          *       },
                          *       "sha256": "8d619f2ca34e10b168caaca8625ccec9f91a22a96989c500b657400df956184d",
-                         *       "created_at": "2026-12-02T03:12:58.233Z",
-                         *       "expires_at": "2026-12-09T03:12:58.267Z"
+                         *       "created_at": "2026-12-02T05:28:23.423Z",
+                         *       "expires_at": "2026-12-09T05:28:23.629Z"
                          *     }
                          */
                         "application/json": components["schemas"]["Artifact"];
@@ -3384,7 +3384,7 @@ export interface components {
         };
         /** @description The service is up (`ok`) or ready to serve (`ready`). */
         HealthStatus: {
-            /** @description `ok`, `ready`, `draining`, `store_unavailable` or `store_failed` */
+            /** @description `ok`, `ready`, `starting`, `draining`, `store_unavailable` or `store_failed` */
             status: string;
             /** @description Why the service is not ready (never content, never a path) */
             reason?: string;

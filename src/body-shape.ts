@@ -1,0 +1,105 @@
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const OPEN_OBJECT = 0x7b;
+const CLOSE_OBJECT = 0x7d;
+const OPEN_ARRAY = 0x5b;
+const CLOSE_ARRAY = 0x5d;
+const COLON = 0x3a;
+/** Bytes of a top-level key kept to name it (longer keys are not the service's). */
+const KEY_BYTES = 64;
+
+/**
+ * The shape of a JSON body counted as its bytes arrive, before it is parsed: how many objects and
+ * arrays it holds (what parsing it costs beyond its bytes), and how many items the largest array
+ * under a top-level key holds (`messages`, `contents`, `input`: the history's messages) and that
+ * key. One pass over the bytes, linear, on the main thread while they arrive (about 1 ms per 64 KiB
+ * chunk): nothing but a few counters and one short key is kept. It does not validate: an
+ * invalid body is counted as far as it goes and refused by the parser afterwards.
+ */
+export class BodyShape {
+  /** Objects and arrays opened so far. */
+  containers = 0;
+  /** Items of the largest array under a top-level key. */
+  messages = 0;
+  /** The top-level key of that array, as written (JSON escapes kept), up to 64 bytes. */
+  messagesKey = '';
+
+  private inString = false;
+  /** A backslash ended the last chunk inside a string: the next byte is escaped. */
+  private escaped = false;
+  private depth = 0;
+  /** Whether the root is an object, and the container opened at depth 2 is an array. */
+  private rootObject = false;
+  private inTopArray = false;
+  /** Items of the array under the current top-level key, and that key. */
+  private items = 0;
+  private key = '';
+  /** The last string at depth 1 (a key once a colon follows), up to `KEY_BYTES`. */
+  private lastString: Buffer[] = [];
+  private lastLength = 0;
+
+  /** Counts one chunk of the body: a plain loop over its bytes, its state in locals. */
+  feed(chunk: Buffer): void {
+    let inString = this.inString;
+    let escaped = this.escaped;
+    let keyFrom = inString && this.depth === 1 ? 0 : -1;
+    const n = chunk.length;
+    for (let i = 0; i < n; i++) {
+      const byte = chunk[i] as number;
+      if (inString) {
+        if (escaped) escaped = false;
+        else if (byte === BACKSLASH) escaped = true;
+        else if (byte === QUOTE) {
+          inString = false;
+          if (keyFrom >= 0) this.keep(chunk, keyFrom, i);
+          keyFrom = -1;
+        }
+      } else if (byte === QUOTE) {
+        inString = true;
+        if (this.depth === 1) {
+          this.lastString = [];
+          this.lastLength = 0;
+          keyFrom = i + 1;
+        }
+      } else if (byte < OPEN_ARRAY) {
+        if (byte === COLON && this.depth === 1) this.key = Buffer.concat(this.lastString).toString('utf8');
+      } else if (byte === OPEN_OBJECT || byte === OPEN_ARRAY) this.open(byte);
+      else if (byte === CLOSE_OBJECT || byte === CLOSE_ARRAY) this.close();
+    }
+    if (keyFrom >= 0) this.keep(chunk, keyFrom, n);
+    this.inString = inString;
+    this.escaped = escaped;
+  }
+
+  private open(byte: number): void {
+    this.containers++;
+    this.depth++;
+    if (this.depth === 1) this.rootObject = byte === OPEN_OBJECT;
+    else if (this.depth === 2 && this.rootObject) {
+      this.inTopArray = byte === OPEN_ARRAY;
+      this.items = 0;
+    } else if (this.depth === 3 && this.inTopArray) this.item();
+  }
+
+  private close(): void {
+    if (this.depth === 2) this.inTopArray = false;
+    this.depth = Math.max(0, this.depth - 1);
+  }
+
+  /** One more item of a top-level array (an object or array; scalars are not messages of any format). */
+  private item(): void {
+    this.items++;
+    if (this.items > this.messages) {
+      this.messages = this.items;
+      this.messagesKey = this.key;
+    }
+  }
+
+  /** Keeps the start of a string at depth 1 (a candidate key). */
+  private keep(chunk: Buffer, from: number, to: number): void {
+    if (this.depth !== 1 || this.lastLength >= KEY_BYTES || to <= from) return;
+    const part = chunk.subarray(from, Math.min(to, from + KEY_BYTES - this.lastLength));
+    this.lastString.push(Buffer.from(part));
+    this.lastLength += part.length;
+  }
+}

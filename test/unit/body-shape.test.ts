@@ -1,0 +1,78 @@
+import t from 'tap';
+import { BodyShape } from '../../src/body-shape.js';
+
+/** What the scanner must find, computed from the parsed value. */
+function expected(value: unknown): { containers: number; messages: number; messagesKey: string } {
+  let containers = 0;
+  const walk = (v: unknown): void => {
+    if (typeof v !== 'object' || v === null) return;
+    containers++;
+    for (const child of Array.isArray(v) ? v : Object.values(v)) walk(child);
+  };
+  walk(value);
+  let messages = 0;
+  let messagesKey = '';
+  if (value && typeof value === 'object' && !Array.isArray(value)) {
+    for (const [key, child] of Object.entries(value)) {
+      if (!Array.isArray(child)) continue;
+      const items = child.filter((c) => typeof c === 'object' && c !== null).length;
+      if (items > messages) {
+        messages = items;
+        // As written in the body: JSON escapes kept.
+        messagesKey = JSON.stringify(key).slice(1, -1);
+      }
+    }
+  }
+  return { containers, messages, messagesKey };
+}
+
+function scan(text: string, chunk: number): BodyShape {
+  const bytes = Buffer.from(text);
+  const shape = new BodyShape();
+  for (let i = 0; i < bytes.length; i += chunk) shape.feed(bytes.subarray(i, i + chunk));
+  return shape;
+}
+
+const tricky = [
+  'a "quoted" {brace} [bracket] \\ backslash',
+  '\\"',
+  '\\\\',
+  'ends with backslash \\',
+  '{"role":"user"}',
+  'ünïcödé 日本語 🎉',
+  '\u0000\n\t',
+];
+
+t.test('objects, arrays and the largest top-level array are counted as the parser sees them, at any chunk size', async (t) => {
+  const bodies: unknown[] = [
+    { messages: [{ role: 'user', content: 'hi' }], keep: { messages: 2 } },
+    { model: 'gpt-4o', messages: tricky.map((content) => ({ role: 'user', content })), tools: [{ a: 1 }] },
+    { contents: [{ role: 'user', parts: [{ text: '}]{[' }, { text: '"' }] }], system: [{ text: 'x' }, { text: 'y' }] },
+    { input: [[1], [2], [3]], '{"fake":[': tricky, 'quote"key': [{}, {}] },
+    [{ messages: [{}, {}] }],
+    { messages: [] },
+    { 'a\\"b': [{}, {}, {}], messages: [{ content: [{ type: 'text', text: tricky.join('') }] }] },
+  ];
+  for (const body of bodies) {
+    const text = JSON.stringify(body);
+    for (const chunk of [1, 2, 3, 7, 64, text.length]) {
+      const shape = scan(text, chunk);
+      const want = expected(body);
+      t.same(
+        { containers: shape.containers, messages: shape.messages, messagesKey: shape.messagesKey },
+        want,
+        `${text.slice(0, 40)}… in chunks of ${chunk}`,
+      );
+    }
+  }
+});
+
+t.test('a million tiny messages are counted without holding them', async (t) => {
+  const parts = ['{"messages":['];
+  for (let i = 0; i < 1_000_000; i++) parts.push(i ? ',{"role":"user","content":"x"}' : '{"role":"user","content":"x"}');
+  parts.push(']}');
+  const shape = scan(parts.join(''), 65_536);
+  t.equal(shape.messages, 1_000_000);
+  t.equal(shape.messagesKey, 'messages');
+  t.equal(shape.containers, 1_000_002);
+});
