@@ -41,6 +41,14 @@ async function record() {
   responses['POST /v1/expand'] = { 200: await call('POST', '/v1/expand', expand['openai-chat'].value) };
   const stored = responses['POST /v1/compact'][200].artifacts[0];
   responses['GET /v1/artifacts/{id}'] = { 200: await call('GET', `/v1/artifacts/${stored.id}`) };
+  // A prepared summary: the fit example that prepares one, followed until it is made.
+  const { prepared } = await call('POST', '/v1/fit', REQUEST_EXAMPLES['/v1/fit'].prepare.value);
+  let view = await call('GET', `/v1/prepared/${prepared.id}`);
+  for (let i = 0; i < 500 && (view.state === 'started' || view.state === 'running'); i++) {
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    view = await call('GET', `/v1/prepared/${prepared.id}`);
+  }
+  responses['GET /v1/prepared/{id}'] = { 200: view };
   responses['GET /health/live'] = { 200: await call('GET', '/health/live') };
   responses['GET /health/ready'] = { 200: await call('GET', '/health/ready'), 503: { status: 'draining' } };
   await app.close();

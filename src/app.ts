@@ -10,6 +10,7 @@ import guardPlugin from './plugins/guard.js';
 import healthPlugin from './plugins/health.js';
 import metricsPlugin from './plugins/metrics.js';
 import offloadPlugin, { RawBody } from './plugins/offload.js';
+import preparePlugin from './plugins/prepare.js';
 import problemPlugin from './plugins/problem.js';
 import queuePlugin from './plugins/queue.js';
 import swaggerPlugin from './plugins/swagger.js';
@@ -18,6 +19,7 @@ import artifactRoutes from './routes/artifacts.js';
 import compactRoute from './routes/compact.js';
 import fitRoute from './routes/fit.js';
 import inspectRoutes from './routes/inspect.js';
+import preparedRoute from './routes/prepared.js';
 import summarizeRoute from './routes/summarize.js';
 import windowRoute from './routes/window.js';
 import { isOperationUrl } from './service/operations.js';
@@ -146,6 +148,7 @@ async function registerPlugins(app: FastifyInstance, config: Config, deps: AppDe
     maxMessages: config.COMPACTOR_MAX_MESSAGES,
   });
   await app.register(compactorPlugin, { config, summarizerSlots, ...(deps.store ? { store: deps.store } : {}) });
+  await app.register(preparePlugin, { config });
   await app.register(offloadPlugin, {
     workers: config.COMPACTOR_WORKERS,
     minBytes: config.COMPACTOR_WORKER_MIN_BYTES,
@@ -169,6 +172,7 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   await registerPlugins(app, config, deps);
   for (const route of [windowRoute, compactRoute, summarizeRoute, fitRoute]) await app.register(route);
   await app.register(artifactRoutes);
+  await app.register(preparedRoute);
   await app.register(inspectRoutes);
   return app;
 }

@@ -88,6 +88,7 @@ export const ConfigSchema = z.object({
   COMPACTOR_SUMMARIZER_TIMEOUT_MS: intFromEnv(100, 600_000).default(30_000),
   COMPACTOR_SUMMARIZER_MAX_RETRIES: intFromEnv(0, 10).default(2),
   COMPACTOR_SUMMARIZER_CONCURRENCY: intFromEnv(1, 256).default(4),
+  COMPACTOR_PREPARE: z.enum(['on', 'off']).optional(),
   COMPACTOR_API_KEYS: z
     .string()
     .transform((v, ctx) => {
@@ -201,6 +202,8 @@ export const CONFIG_DOCS: Record<keyof Config, string> = {
   COMPACTOR_SUMMARIZER_TIMEOUT_MS: 'Deadline of one summarizer call, in ms',
   COMPACTOR_SUMMARIZER_MAX_RETRIES: 'Retries after a retryable summarizer failure (429, 5xx, timeout, reset)',
   COMPACTOR_SUMMARIZER_CONCURRENCY: 'Summarizer calls in flight at once',
+  COMPACTOR_PREPARE:
+    "on or off: fit prepares the summary a later call will need off the request path (a request's prepare.enabled overrides); unset: on when an LLM summarizer is configured",
   COMPACTOR_API_KEYS:
     'Comma list of keys of at least 16 characters; when set, requests need Authorization: Bearer <key> (never logged)',
   COMPACTOR_AUTH_SCOPE: 'api: keys guard /v1/* only; all: health, metrics and docs too',

@@ -14,6 +14,7 @@ import { parseJsonBody } from './service/request-body.js';
 import { openStore } from './store/index.js';
 import { RemoteStore } from './store/remote.js';
 import type { ArtifactStore } from './store/types.js';
+import type { PreparedContext, PrepareRequest } from './strategies/types.js';
 
 /** What the main thread gives every worker when the pool starts. */
 export interface WorkerInit {
@@ -36,6 +37,8 @@ export interface Task {
   requestId: string;
   /** With a remote store: this task's channel to it. */
   port?: MessagePort;
+  /** The caller's prepared summaries (the main thread keeps them). */
+  prepared?: PreparedContext;
 }
 
 /** How a task failed, as plain data: a problem for the client, or an internal error for the log. */
@@ -44,7 +47,16 @@ export type Failure =
   | { kind: 'internal'; message: string; stack?: string | undefined };
 
 export type TaskResult =
-  | { ok: true; payload: Uint8Array; report?: Report | undefined; elapsedMs: number; evicted: number }
+  | {
+      ok: true;
+      payload: Uint8Array;
+      report?: Report | undefined;
+      /** What fit asked to prepare and spliced in: the main thread's preparer acts on them. */
+      prepare?: PrepareRequest | undefined;
+      spliced?: string | undefined;
+      elapsedMs: number;
+      evicted: number;
+    }
   | { ok: false; failure: Failure; report?: undefined; elapsedMs: number; evicted: number };
 
 const init = workerData as WorkerInit;
@@ -94,13 +106,15 @@ async function perform(task: Task): Promise<TaskResult> {
   const outcome = await op.perform(core, body, {
     signal: AbortSignal.timeout(task.deadlineMs),
     caller: core.caller(task.keyDigest),
+    prepared: task.prepared,
   });
   const json = serializerCompiler({ schema: op.response, method: 'POST', url: op.url })(outcome.value) as string;
   // Large strings get a buffer of their own (not Node's shared pool): it can be moved as it is.
   const encoded = Buffer.from(json, 'utf8');
   const payload =
     encoded.byteOffset === 0 && encoded.byteLength === encoded.buffer.byteLength ? encoded : new Uint8Array(encoded);
-  return { ok: true, payload, report: outcome.report, elapsedMs: 0, evicted: 0 };
+  const { report, prepare, spliced } = outcome;
+  return { ok: true, payload, report, prepare, spliced, elapsedMs: 0, evicted: 0 };
 }
 
 /** A result whose payload is moved to the main thread, not copied (piscina's transferable protocol). */

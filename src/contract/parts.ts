@@ -51,8 +51,40 @@ export const BilledUsage = z
     cached_input_tokens: z.number().int().describe("input tokens the summarizer's provider served from its cache"),
     calls: z.number().int().describe('LLM calls made'),
     model: z.string().nullable().describe('the summarizer model; null when no LLM was called'),
+    prepared: z
+      .object({
+        input_tokens: z.number().int().describe('prompt tokens of the calls that made it'),
+        output_tokens: z.number().int().describe('completion tokens of those calls'),
+        total_tokens: z.number().int().describe('input plus output'),
+        cached_input_tokens: z.number().int().describe("input tokens the summarizer's provider served from its cache"),
+        calls: z.number().int().describe('LLM calls that made it'),
+        model: z.string().nullable().describe('the summarizer model'),
+      })
+      .optional()
+      .describe(
+        'fit: the part of this bill that made the prepared summary spliced in (made in the background, billed here, once); included in the totals above',
+      ),
   })
   .meta({ id: 'BilledUsage', description: 'What this request was billed (all 0 when no LLM was called).' });
+
+export const PreparedSchema = z
+  .object({
+    id: z.string().describe('the prepared summary, for `GET /v1/prepared/{id}`'),
+    state: z
+      .enum(['started', 'running', 'ready', 'failed', 'spliced'])
+      .describe('started or running: being made; ready: made, not used yet; failed; spliced: used by this response'),
+    covers: z
+      .object({
+        from: z.number().int().describe('the first message of the range, in the history it was prepared from'),
+        to: z.number().int().describe('the first message after the range'),
+      })
+      .describe('the messages the prepared summary stands for'),
+  })
+  .meta({
+    id: 'Prepared',
+    description:
+      'A summary prepared off the request path for a later call (`prepare`), or the one this response spliced in: head, prepared summary, everything after its range verbatim.',
+  });
 
 export const ActionSchema = z
   .object({

@@ -8,6 +8,7 @@ import type { Config } from '../config.js';
 import { CompactorError } from '../errors.js';
 import type { OperationUrl } from '../service/operations.js';
 import { serveStore } from '../store/remote.js';
+import type { PreparedContext } from '../strategies/types.js';
 import type { Task, TaskResult, WorkerInit } from '../worker.js';
 import { meter } from './body-meter.js';
 import { isApiRequest } from './guard.js';
@@ -125,7 +126,7 @@ export class Offload {
   }
 
   /** Runs one request on the pool; the body is moved to the worker, not copied. */
-  async run(url: OperationUrl, body: Buffer, request: FastifyRequest): Promise<TaskResult> {
+  async run(url: OperationUrl, body: Buffer, request: FastifyRequest, prepared?: PreparedContext): Promise<TaskResult> {
     const pool = this.pool ?? this.start();
     const bytes = new Uint8Array(body.buffer, body.byteOffset, body.byteLength);
     const movable = body.byteOffset === 0 && body.byteLength === body.buffer.byteLength ? bytes : new Uint8Array(bytes);
@@ -135,6 +136,7 @@ export class Offload {
       keyDigest: request.apiKeyDigest ? new Uint8Array(request.apiKeyDigest) : null,
       deadlineMs: this.app.deadlineMs,
       requestId: String(request.id),
+      ...(prepared ? { prepared } : {}),
     };
     const transferList: (ArrayBuffer | import('node:worker_threads').MessagePort)[] = [movable.buffer as ArrayBuffer];
     const channel = this.app.storeIsLocal ? new MessageChannel() : undefined;

@@ -40,10 +40,13 @@ export function operationRoute<Body extends z.ZodType, Response extends z.ZodTyp
     },
     handler: async (request, reply) => {
       const { body } = request;
+      const caller = app.compactor.caller(request.apiKeyDigest);
+      const prepared = op.url === '/v1/fit' ? app.preparer.context(caller.scope) : undefined;
       if (body instanceof RawBody) {
-        const result = await app.offload.run(op.url, body.bytes, request);
+        const result = await app.offload.run(op.url, body.bytes, request, prepared);
         if (!result.ok) throw failureError(result);
         request.report = result.report;
+        app.preparer.after(caller.scope, result);
         return reply
           .type('application/json; charset=utf-8')
           .send(Buffer.from(result.payload.buffer, result.payload.byteOffset, result.payload.byteLength));
@@ -51,9 +54,11 @@ export function operationRoute<Body extends z.ZodType, Response extends z.ZodTyp
       // Checked in preValidation (a body object is never undefined).
       const outcome = await op.run(app.compactor, checked.get(request) ?? op.check(body), {
         signal: AbortSignal.timeout(app.deadlineMs),
-        caller: app.compactor.caller(request.apiKeyDigest),
+        caller,
+        prepared,
       });
       request.report = outcome.report;
+      app.preparer.after(caller.scope, outcome);
       return outcome.value;
     },
   });

@@ -14,7 +14,14 @@ import { evaluatePlan } from '../history/plan/evaluate.js';
 import type { Violation, Warning } from '../history/types.js';
 import type { StrategyResponseFields } from '../schemas/common.js';
 import type { ArtifactStore } from '../store/types.js';
-import { type BilledUsage, keepAll, type Strategy, withTotal } from '../strategies/types.js';
+import {
+  type BilledUsage,
+  keepAll,
+  type PreparedContext,
+  type PrepareRequest,
+  type Strategy,
+  withTotal,
+} from '../strategies/types.js';
 import { ExtractiveSummarizer } from '../summarizers/extractive.js';
 import { SingleFlight } from '../summarizers/single-flight.js';
 import type { SettledSummary, Summarizer } from '../summarizers/types.js';
@@ -26,6 +33,9 @@ import { checkParallel, type HistoryInput, parseHistory, prepareRequest, trigger
 export type StrategyResponse<Extra> = z.output<z.ZodObject<typeof StrategyResponseFields>> & {
   /** The error code of a summarizer failure the strategy recovered from; for the metrics, not a response field. */
   failure?: ErrorCode;
+  /** A summary to prepare off the request path, and the prepared one spliced in (fit); not response fields. */
+  prepare?: PrepareRequest;
+  spliced?: string;
   extra: Extra;
 };
 
@@ -59,6 +69,8 @@ export interface CompactorOptions {
 export interface RunOptions {
   signal?: AbortSignal | undefined;
   caller?: Caller | undefined;
+  /** The caller's prepared summaries, where the service makes them (fit prepares and splices only then). */
+  prepared?: PreparedContext | undefined;
 }
 
 /**
@@ -98,7 +110,11 @@ export class Compactor {
    * signer of its markers.
    */
   caller(keyDigest: Uint8Array | null | undefined): Caller {
-    const scope = scopeOf(this.secret, keyDigest);
+    return this.callerOfScope(scopeOf(this.secret, keyDigest));
+  }
+
+  /** The caller of a scope `caller` derived before (a background job runs as the caller who asked for it). */
+  callerOfScope(scope: string): Caller {
     return { scope, address: addresser(this.secret, scope), markers: markers(this.secret, scope) };
   }
 
@@ -162,7 +178,7 @@ export class Compactor {
     options: z.output<O>,
     call: RunOptions = {},
   ): Promise<StrategyResponse<E>> {
-    const { signal } = call;
+    const { signal, prepared } = call;
     const caller = call.caller ?? this.shared;
     const h = prepareRequest(req, this.counter);
     const tokens = (saved: number) => ({
@@ -206,6 +222,7 @@ export class Compactor {
       dryRun,
       cost,
       ...(signal ? { signal } : {}),
+      ...(prepared ? { prepared } : {}),
     });
     const warnings = [...h.warnings, ...out.warnings];
     if (out.bestEffort && !dryRun) {
@@ -213,7 +230,11 @@ export class Compactor {
       if (failed)
         warnings.push({ code: 'cache_not_written', message: 'the summary cache could not be written: the store did not answer' });
     }
-    const failure = out.failure ? { failure: out.failure } : {};
+    const failure = {
+      ...(out.failure ? { failure: out.failure } : {}),
+      ...(out.prepare && !dryRun ? { prepare: out.prepare } : {}),
+      ...(out.spliced ? { spliced: out.spliced } : {}),
+    };
     if (out.reason || !out.plan)
       return { ...unchanged(out.reason ?? 'nothing_to_reduce', warnings, out.extra(undefined), out.usage), ...failure };
     const applied = applyPlan(h, out.plan, (m) => this.counter.countMessage(h.format, h.profile, m));

@@ -7,7 +7,7 @@ import { ExpandRequest, ExpandResponse } from '../schemas/artifacts.js';
 import { STRATEGY_SCHEMAS } from '../schemas/strategies.js';
 import { TokensRequest, TokensResponse, ValidateRequest, ValidateResponse } from '../schemas/tokens.js';
 import { STRATEGIES, type StrategyKind } from '../strategies/registry.js';
-import type { Strategy } from '../strategies/types.js';
+import type { PreparedContext, PrepareRequest, Strategy } from '../strategies/types.js';
 import type { Caller } from './artifacts.js';
 import type { Compactor, StrategyResponse } from './compactor.js';
 import { checkBody } from './request-body.js';
@@ -17,6 +17,8 @@ import type { HistoryInput } from './request-history.js';
 export interface Call {
   readonly signal: AbortSignal;
   readonly caller: Caller;
+  /** The caller's prepared summaries, where the service makes them (fit only). */
+  readonly prepared?: PreparedContext | undefined;
 }
 
 /**
@@ -48,6 +50,9 @@ export interface Outcome {
   /** The response body, as its schema describes it. */
   value: unknown;
   report?: Report;
+  /** A summary fit asks to prepare off the request path, and the prepared one it spliced in. */
+  prepare?: PrepareRequest;
+  spliced?: string;
 }
 
 /** One POST endpoint's work, free of HTTP: its schemas and what it runs, typed by its body schema. */
@@ -95,7 +100,7 @@ async function runStrategy<O extends z.ZodObject, E extends object>(
   call: Call,
 ): Promise<Outcome> {
   const answer = await compactor.run(strategy, request, request, call);
-  const { extra, failure, ...result } = answer;
+  const { extra, failure, prepare, spliced, ...result } = answer;
   const x: ReportedExtra = extra;
   const dryRun = request.dry_run === true;
   const report: Report = {
@@ -122,7 +127,12 @@ async function runStrategy<O extends z.ZodObject, E extends object>(
       summarizer: c.summarizer_cost,
     };
   }
-  return { value: { ...result, ...extra }, report };
+  return {
+    value: { ...result, ...extra },
+    report,
+    ...(prepare ? { prepare } : {}),
+    ...(spliced ? { spliced } : {}),
+  };
 }
 
 const { window, compact, summarize, fit } = STRATEGY_SCHEMAS;

@@ -14,6 +14,7 @@ import type { SingleFlight } from '../summarizers/single-flight.js';
 import type { SettledSummary, Summarizer } from '../summarizers/types.js';
 import type { TokenCounter } from '../tokens/counter.js';
 import type { ModelProfile } from '../tokens/models.js';
+import type { PreparedEntry, PreparedRange } from './summarize/prepared.js';
 
 export type { PreparedHistory } from '../history/prepared.js';
 
@@ -47,6 +48,21 @@ export interface StrategyContext {
   readonly dryRun?: boolean;
   /** What a reduction is priced with (the price table, the previous call's usage, the fixed prefix). */
   readonly cost: CostEnv;
+  /** Prepared summaries, where the service makes them (absent: fit neither prepares nor splices). */
+  readonly prepared?: PreparedContext;
+}
+
+/** What fit knows of prepared summaries: the caller's, and whether it prepares by default. */
+export interface PreparedContext {
+  /** The caller's prepared ranges, with their states and (not yet billed) usage. */
+  readonly entries: readonly (PreparedEntry & { usage?: BilledUsage })[];
+  /** Whether fit prepares when the request does not say (COMPACTOR_PREPARE; on with an LLM summarizer). */
+  readonly byDefault: boolean;
+}
+
+/** A summary fit asks the service to prepare off the request path: its range and the `/v1/summarize` body that makes it. */
+export interface PrepareRequest extends PreparedRange {
+  readonly body: Record<string, unknown>;
 }
 
 /** What `Strategy.check` judges options against. */
@@ -93,6 +109,10 @@ export interface StrategyResult<Extra> {
    * window; fit's summarize stage): the metrics count it. Not a response field.
    */
   failure?: ErrorCode;
+  /** A summary to prepare off the request path (fit); not a response field. */
+  prepare?: PrepareRequest;
+  /** The prepared summary this result spliced in (fit): its id, for the service to count and bill once. */
+  spliced?: string;
   extra(applied: Applied | undefined): Extra;
 }
 

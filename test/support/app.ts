@@ -12,6 +12,9 @@ export function testConfig(overrides: Partial<Record<keyof Config, string>> = {}
     LOG_LEVEL: 'silent',
     COMPACTOR_MAX_EVENT_LOOP_DELAY_MS: '0',
     COMPACTOR_MAX_QUEUE_WAIT_MS: '0',
+    // Prepared summaries make summarizer calls in the background: tested on their own
+    // (test/integration/prepared.test.ts), off elsewhere so that call counts stay exact.
+    COMPACTOR_PREPARE: 'off',
     ...overrides,
   });
 }

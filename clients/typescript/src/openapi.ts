@@ -2213,11 +2213,236 @@ export interface paths {
                          *         "content": "import { type Discount, discountFor } from './discounts.js';\nimport { roundCents } from './money.js';\n\nexport interface Line {\n  sku: string;\n  unitPrice: number;\n  quantity: number;\n}\n\nexport interface Cart {\n  lines: Line[];\n  discountCode?: string;\n}\n\n/** Sum of the lines before any discount, in cents. *\/\nexport function subtotal(cart: Cart): number {\n  return cart.lines.reduce((sum, line) => sum + line.unitPrice * line.quantity, 0);\n}\n\n/** What the customer pays: the subtotal, the discount applied to each line, rounded to the cent. *\/\nexport function total(cart: Cart): number {\n  const discount: Discount | undefined = cart.discountCode ? discountFor(cart.discountCode) : undefined;\n  let sum = subtotal(cart);\n  for (const line of cart.lines) {\n    if (!discount) continue;\n    const lineTotal = line.unitPrice * line.quantity;\n    sum -= discount.kind === \"percent\" ? (lineTotal * discount.value) / 100 : discount.value;\n  }\n  if (discount?.kind === \"percent\") sum -= (subtotal(cart) * discount.value) / 100;\n  return roundCents(Math.max(sum, 0));\n}\n\n/** Lines with a quantity of zero are removed; the rest keep their order. *\/\nexport function normalize(cart: Cart): Cart {\n  return { ...cart, lines: cart.lines.filter((line) => line.quantity > 0) };\n}"
                          *       },
                          *       "sha256": "8d619f2ca34e10b168caaca8625ccec9f91a22a96989c500b657400df956184d",
-                         *       "created_at": "2026-12-02T05:28:23.423Z",
-                         *       "expires_at": "2026-12-09T05:28:23.629Z"
+                         *       "created_at": "2026-12-02T06:14:40.891Z",
+                         *       "expires_at": "2026-12-09T06:14:40.941Z"
                          *     }
                          */
                         "application/json": components["schemas"]["Artifact"];
+                    };
+                };
+                /** @description The request is not valid: the body does not match the schema, is not JSON, or the history breaks its format's rules (`code` says which, `errors` lists each field). */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "type": "urn:compactor:error:CMP_ERR_REQUEST_VALIDATION",
+                         *       "title": "The request does not match its schema",
+                         *       "status": 400,
+                         *       "detail": "keep: give exactly one of runs, messages or tokens",
+                         *       "code": "CMP_ERR_REQUEST_VALIDATION",
+                         *       "request_id": "4f1c2a9e-7b3d-4e8a-9c61-2d5e8f0a7b13",
+                         *       "errors": [
+                         *         {
+                         *           "path": "keep",
+                         *           "message": "give exactly one of runs, messages or tokens"
+                         *         }
+                         *       ]
+                         *     }
+                         */
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description An API key is required, or the one sent is not valid (only when the service has `COMPACTOR_API_KEYS` set). */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "type": "urn:compactor:error:CMP_ERR_AUTH_REQUIRED",
+                         *       "title": "An API key is required (Authorization: Bearer <key>)",
+                         *       "status": 401,
+                         *       "detail": "send an API key as Authorization: Bearer <key>",
+                         *       "code": "CMP_ERR_AUTH_REQUIRED",
+                         *       "request_id": "4f1c2a9e-7b3d-4e8a-9c61-2d5e8f0a7b13"
+                         *     }
+                         */
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description No such artifact, or it has expired. */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "type": "urn:compactor:error:CMP_ERR_ARTIFACT_NOT_FOUND",
+                         *       "title": "No such artifact, or it has expired",
+                         *       "status": 404,
+                         *       "detail": "id: artifact \"art_3f9a1c0d5e7b2a4c6d8e0f12\" is unknown or has expired",
+                         *       "code": "CMP_ERR_ARTIFACT_NOT_FOUND",
+                         *       "request_id": "4f1c2a9e-7b3d-4e8a-9c61-2d5e8f0a7b13",
+                         *       "errors": [
+                         *         {
+                         *           "path": "id",
+                         *           "message": "artifact \"art_3f9a1c0d5e7b2a4c6d8e0f12\" is unknown or has expired"
+                         *         }
+                         *       ]
+                         *     }
+                         */
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description The body is larger than `COMPACTOR_BODY_LIMIT`. */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "type": "urn:compactor:error:CMP_ERR_REQUEST_BODY_TOO_LARGE",
+                         *       "title": "The request body is larger than the limit",
+                         *       "status": 413,
+                         *       "detail": "the body is larger than 33554432 bytes",
+                         *       "code": "CMP_ERR_REQUEST_BODY_TOO_LARGE",
+                         *       "request_id": "4f1c2a9e-7b3d-4e8a-9c61-2d5e8f0a7b13"
+                         *     }
+                         */
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description The body is not `application/json`. */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "type": "urn:compactor:error:CMP_ERR_REQUEST_UNSUPPORTED_MEDIA_TYPE",
+                         *       "title": "The request body must be application/json",
+                         *       "status": 415,
+                         *       "detail": "content-type text/plain is not supported; send application/json",
+                         *       "code": "CMP_ERR_REQUEST_UNSUPPORTED_MEDIA_TYPE",
+                         *       "request_id": "4f1c2a9e-7b3d-4e8a-9c61-2d5e8f0a7b13"
+                         *     }
+                         */
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Too many requests from this key or address: retry after the `Retry-After` seconds. */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "type": "urn:compactor:error:CMP_ERR_RATE_LIMITED",
+                         *       "title": "Too many requests; retry after the time given",
+                         *       "status": 429,
+                         *       "detail": "rate limit exceeded, retry in 12 seconds",
+                         *       "code": "CMP_ERR_RATE_LIMITED",
+                         *       "request_id": "4f1c2a9e-7b3d-4e8a-9c61-2d5e8f0a7b13"
+                         *     }
+                         */
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description An internal error, or an artifact store that refuses to work until an operator fixes it; `request_id` finds it in the logs. */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "type": "urn:compactor:error:CMP_ERR_INTERNAL",
+                         *       "title": "Internal error",
+                         *       "status": 500,
+                         *       "detail": "an internal error occurred; the request id identifies it in the logs",
+                         *       "code": "CMP_ERR_INTERNAL",
+                         *       "request_id": "4f1c2a9e-7b3d-4e8a-9c61-2d5e8f0a7b13"
+                         *     }
+                         */
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Saturated, shutting down, or the store or the summarizer is unavailable for now: retry after the `Retry-After` seconds. */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "type": "urn:compactor:error:CMP_ERR_OVERLOADED",
+                         *       "title": "The service is saturated; retry after the time given",
+                         *       "status": 503,
+                         *       "detail": "the service is saturated; retry after 1 second",
+                         *       "code": "CMP_ERR_OVERLOADED",
+                         *       "request_id": "4f1c2a9e-7b3d-4e8a-9c61-2d5e8f0a7b13"
+                         *     }
+                         */
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/prepared/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One prepared summary: its state, range and cost
+         * @description A summary fit started off the request path (`prepared` in its response): `started` or `running` while it is made, `ready` when made and not used yet, `spliced` once a response used it, `failed` (with the error code) when it could not be made. `usage` is what making it cost, billed to the response that splices it in. 404 when the id is unknown, is another key's, or was dropped (a service keeps the newest 32 per key).
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description the `prepared.id` of a fit response */
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description One prepared summary of the caller: its state, range and cost. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "id": "art_85700620db5c1ece094dc6af",
+                         *       "state": "ready",
+                         *       "covers": {
+                         *         "from": 2,
+                         *         "to": 10
+                         *       },
+                         *       "usage": {
+                         *         "input_tokens": 0,
+                         *         "output_tokens": 0,
+                         *         "total_tokens": 0,
+                         *         "cached_input_tokens": 0,
+                         *         "calls": 0,
+                         *         "model": null
+                         *       },
+                         *       "created_at": "2026-12-02T06:14:40.962Z"
+                         *     }
+                         */
+                        "application/json": components["schemas"]["PreparedSummary"];
                     };
                 };
                 /** @description The request is not valid: the body does not match the schema, is not JSON, or the history breaks its format's rules (`code` says which, `errors` lists each field). */
@@ -2860,6 +3085,21 @@ export interface components {
             calls: number;
             /** @description the summarizer model; null when no LLM was called */
             model: string | null;
+            /** @description fit: the part of this bill that made the prepared summary spliced in (made in the background, billed here, once); included in the totals above */
+            prepared?: {
+                /** @description prompt tokens of the calls that made it */
+                input_tokens: number;
+                /** @description completion tokens of those calls */
+                output_tokens: number;
+                /** @description input plus output */
+                total_tokens: number;
+                /** @description input tokens the summarizer's provider served from its cache */
+                cached_input_tokens: number;
+                /** @description LLM calls that made it */
+                calls: number;
+                /** @description the summarizer model */
+                model: string | null;
+            };
         };
         CacheSettings: {
             /**
@@ -3342,6 +3582,20 @@ export interface components {
                  */
                 keep_first_user?: boolean;
             };
+            /** @description prepared summaries (rolling mode): made off the request path once occupancy nears the point where one is needed, spliced in by the call that needs it when its history still holds the range byte-identical at the same place */
+            prepare?: {
+                /** @description default: COMPACTOR_PREPARE (on when an LLM summarizer is configured) */
+                enabled?: boolean;
+                /** @description the occupancy at which the summary a later call will need starts being made in the background; default 0.8 of the point where a summary is needed (`limit` under policy cost, the target under policy tokens) */
+                at?: {
+                    /** @description of the point where a summary is needed */
+                    fraction?: number;
+                    /** @description an occupancy in tokens */
+                    tokens?: number;
+                };
+                /** @description how long a call that needs a summary still being prepared may wait for it; default 0 below `limit`, 5000 above it */
+                wait_ms?: number;
+            };
         };
         /** @description The history brought under the target in the request's format (or unchanged, with `reason` and `call_again_at`, when no reduction pays yet): each stage, what happened to each message, and the cost decision. */
         FitResponse: {
@@ -3380,6 +3634,8 @@ export interface components {
             call_again_at: number;
             /** @description what the reduction costs and saves, and why it was made, forced or deferred */
             cost: components["schemas"]["Cost"];
+            /** @description a summary being prepared in the background for a later call, or the prepared one this response spliced in */
+            prepared?: components["schemas"]["Prepared"];
             /** @description dry run: the summarizer calls the summarize stage would make; `actions` record what it would summarize, `tokens.after` estimates the summary at its max_tokens budget, and the window stage, which depends on the summary's real size, is not predicted */
             plan?: components["schemas"]["SummaryPlan"];
         };
@@ -3405,6 +3661,46 @@ export interface components {
         };
         /** @description One message exactly as the agent would send it to its provider: an OpenAI Chat Completions message, an Anthropic Messages message, an OpenAI Responses input item, or a Gemini content. Unknown fields are kept. */
         Message: Record<string, unknown>;
+        /** @description A summary prepared off the request path for a later call (`prepare`), or the one this response spliced in: head, prepared summary, everything after its range verbatim. */
+        Prepared: {
+            /** @description the prepared summary, for `GET /v1/prepared/{id}` */
+            id: string;
+            /**
+             * @description started or running: being made; ready: made, not used yet; failed; spliced: used by this response
+             * @enum {string}
+             */
+            state: "started" | "running" | "ready" | "failed" | "spliced";
+            /** @description the messages the prepared summary stands for */
+            covers: {
+                /** @description the first message of the range, in the history it was prepared from */
+                from: number;
+                /** @description the first message after the range */
+                to: number;
+            };
+        };
+        /** @description One prepared summary of the caller: its state, range and cost. */
+        PreparedSummary: {
+            /** @description the prepared summary, for `GET /v1/prepared/{id}` */
+            id: string;
+            /**
+             * @description started or running: being made; ready: made, not used yet; failed; spliced: used by this response
+             * @enum {string}
+             */
+            state: "started" | "running" | "ready" | "failed" | "spliced";
+            /** @description the messages the prepared summary stands for */
+            covers: {
+                /** @description the first message of the range, in the history it was prepared from */
+                from: number;
+                /** @description the first message after the range */
+                to: number;
+            };
+            /** @description what making it cost (billed to the response that splices it in); null until it is made */
+            usage: components["schemas"]["BilledUsage"] | null;
+            /** @description when it was asked for (ISO 8601) */
+            created_at: string;
+            /** @description the error code of the last failed attempt */
+            error?: string;
+        };
         Pricing: {
             /** @description price of an uncached input token, per million */
             input: number;

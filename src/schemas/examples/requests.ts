@@ -71,12 +71,25 @@ export const REQUEST_EXAMPLES: Readonly<Record<string, Record<string, Example>>>
     `${SESSION} The range between the task and the newest 6 messages becomes one summary; with no LLM configured the extractive summarizer writes it (\`summary.summarizer: extractive\`).`,
     ['openai-chat', 'anthropic'],
   ),
-  '/v1/fit': perFormat(
-    (title) => `${title}: over its limit, get under the target`,
-    { target_tokens: 800, limit: { tokens: 1000 } },
-    `${SESSION} The history is over the agent's 1,000-token limit, so a reduction is forced down to the 800-token target (\`cost.decision: forced\`): compacting the old tool results is enough, the summarize and window stages do not run. Between the target and the limit, fit reduces only where that lowers the bill with the prompt cache in view.`,
-    ['openai-chat', 'anthropic'],
-  ),
+  '/v1/fit': {
+    ...perFormat(
+      (title) => `${title}: over its limit, get under the target`,
+      { target_tokens: 800, limit: { tokens: 1000 } },
+      `${SESSION} The history is over the agent's 1,000-token limit, so a reduction is forced down to the 800-token target (\`cost.decision: forced\`): compacting the old tool results is enough, the summarize and window stages do not run. Between the target and the limit, fit reduces only where that lowers the bill with the prompt cache in view.`,
+      ['openai-chat', 'anthropic'],
+    ),
+    prepare: {
+      summary: 'OpenAI Chat Completions: under its target, prepare the next summary in the background',
+      description: `${SESSION} Under the target nothing changes, but occupancy has passed \`prepare.at\` (here 10% of the target), so the summary a later call will need starts being made off the request path (\`prepared\`, state \`started\`): \`GET /v1/prepared/{id}\` follows it, and the call that needs it splices it in without waiting for a summarizer. On by default when an LLM summarizer is configured; this service answers with its extractive one when none is.`,
+      value: {
+        target_tokens: 8000,
+        policy: 'tokens',
+        summarize: { keep: { messages: 4 } },
+        prepare: { enabled: true, at: { fraction: 0.1 } },
+        ...history(HISTORIES['openai-chat']),
+      },
+    },
+  },
   '/v1/tokens': perFormat(
     (title) => `${title}: count a history`,
     {},

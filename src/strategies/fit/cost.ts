@@ -7,10 +7,11 @@ import { viewOf } from '../../history/plan/view.js';
 import { plannedUsage } from '../priced.js';
 import { summarizeStrategy } from '../summarize/index.js';
 import type { StrategyResult } from '../types.js';
-import type { FitExtra } from './options.js';
+import { type FitExtra, summarizeOptions } from './options.js';
+import { spliceable } from './prepare.js';
 import { finish } from './result.js';
 import type { FitRun } from './run.js';
-import { compaction, compactStage, runStages, summarizeOptions, summarizeStage, windowStage } from './stages.js';
+import { compaction, compactStage, runStages, summarizeStage, windowStage } from './stages.js';
 
 /** A reduction fit could make, priced: compaction alone, or compaction then a summary. */
 interface Candidate {
@@ -27,7 +28,10 @@ async function summaryCandidate(run: FitRun): Promise<Candidate | undefined> {
   const { h, model } = run;
   const compacted = await compaction(run);
   const view = compacted.applied ? viewOf(h, compacted.applied, h.occupancy - compacted.freed) : h;
-  const dry = await summarizeStrategy.run(view, summarizeOptions(run.o), { ...run.ctx, dryRun: true });
+  // A summary prepared for this range costs nothing more: its bill is sunk.
+  const splice = await spliceable(run, view, summarizeOptions(run.o), false);
+  const options = splice?.options ?? summarizeOptions(run.o);
+  const dry = await summarizeStrategy.run(view, options, { ...run.ctx, dryRun: true });
   if (!dry.plan || dry.reason) return undefined;
   const first =
     compacted.result.plan && compacted.applied
@@ -36,7 +40,7 @@ async function summaryCandidate(run: FitRun): Promise<Candidate | undefined> {
   const composed = compose(first, dry.plan, applyPlan(view, dry.plan, run.count));
   const calls = dry.extra(undefined).plan;
   const unwritten = composed.plan.unwritten?.tokens ?? 0;
-  const summarizer = calls ? usageCost(model.summarizer, plannedUsage(calls, unwritten)) : 0;
+  const summarizer = calls && !splice ? usageCost(model.summarizer, plannedUsage(calls, unwritten)) : 0;
   const e = estimate(model, evaluatePlan(composed.plan, applyPlan(h, composed.plan, run.count)), summarizer);
   return { kind: 'summarize', estimate: e };
 }

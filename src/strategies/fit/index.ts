@@ -3,6 +3,7 @@ import { allowedModel } from '../summarize/range.js';
 import type { PreparedHistory, Strategy, StrategyContext, StrategyResult } from '../types.js';
 import { costFit } from './cost.js';
 import { FIT_RESPONSE, type FitExtra, FitOptions, limitOf, targetOf } from './options.js';
+import { withPrepare } from './prepare.js';
 import { finish } from './result.js';
 import { FitRun } from './run.js';
 import { compactStage, runStages, summarizeStage, windowStage } from './stages.js';
@@ -29,9 +30,10 @@ async function tokensFit(run: FitRun): Promise<StrategyResult<FitExtra>> {
  * tokens`, whenever over the target. Always a valid history: when the target cannot be met
  * without breaking a structural rule, `target_not_met` names the irreducible size.
  */
-function run(h: PreparedHistory, o: FitOptions, ctx: StrategyContext): Promise<StrategyResult<FitExtra>> {
+async function run(h: PreparedHistory, o: FitOptions, ctx: StrategyContext): Promise<StrategyResult<FitExtra>> {
   const fit = new FitRun(h, o, ctx);
-  return o.policy === 'tokens' ? tokensFit(fit) : costFit(fit);
+  const result = await (o.policy === 'tokens' ? tokensFit(fit) : costFit(fit));
+  return withPrepare(fit, result);
 }
 
 export const fitStrategy: Strategy<typeof FitOptions, FitExtra, typeof FIT_RESPONSE> = {

@@ -3,6 +3,7 @@ import {
   ArtifactRefSchema,
   CostSchema,
   Dropped as DroppedSchema,
+  PreparedSchema,
   type StageSchema,
   StageSchema as StageSchemaValue,
   SummaryPlanSchema,
@@ -57,6 +58,32 @@ export const FitOptions = z.strictObject({
     .strictObject(WindowOptions.partial().shape)
     .optional()
     .describe('options of the sliding-window stage (default: a token budget that meets the target)'),
+  prepare: z
+    .strictObject({
+      enabled: z.boolean().optional().describe('default: COMPACTOR_PREPARE (on when an LLM summarizer is configured)'),
+      at: z
+        .strictObject({
+          fraction: z.number().gt(0).max(1).optional().describe('of the point where a summary is needed'),
+          tokens: z.number().int().min(0).optional().describe('an occupancy in tokens'),
+        })
+        .optional()
+        .describe(
+          'the occupancy at which the summary a later call will need starts being made in the background; default 0.8 of the point where a summary is needed (`limit` under policy cost, the target under policy tokens)',
+        ),
+      wait_ms: z
+        .number()
+        .int()
+        .min(0)
+        .max(60_000)
+        .optional()
+        .describe(
+          'how long a call that needs a summary still being prepared may wait for it; default 0 below `limit`, 5000 above it',
+        ),
+    })
+    .optional()
+    .describe(
+      'prepared summaries (rolling mode): made off the request path once occupancy nears the point where one is needed, spliced in by the call that needs it when its history still holds the range byte-identical at the same place',
+    ),
 });
 
 export type FitOptions = z.output<typeof FitOptions>;
@@ -70,6 +97,9 @@ export const FIT_RESPONSE = {
   dropped: DroppedSchema.nullable().describe('what the window stage dropped; null when it did not run'),
   call_again_at: z.number().int().describe('the occupancy at which calling again is worth it (guards against thrashing)'),
   cost: CostSchema.describe('what the reduction costs and saves, and why it was made, forced or deferred'),
+  prepared: PreparedSchema.optional().describe(
+    'a summary being prepared in the background for a later call, or the prepared one this response spliced in',
+  ),
   plan: SummaryPlanSchema.optional().describe(
     "dry run: the summarizer calls the summarize stage would make; `actions` record what it would summarize, `tokens.after` estimates the summary at its max_tokens budget, and the window stage, which depends on the summary's real size, is not predicted",
   ),
@@ -87,6 +117,8 @@ export interface FitExtra {
   call_again_at: number;
   /** What the reduction costs and saves (or, deferred, the best one found). */
   cost: CostReport;
+  /** A summary prepared for a later call, or the prepared one spliced in. */
+  prepared?: z.output<typeof PreparedSchema>;
   /** Dry run: the calls the summarize stage would make. */
   plan?: SummaryPlan;
 }
@@ -131,4 +163,10 @@ export function targetOf(o: FitOptions, profile: ModelProfile): number {
     );
   }
   return o.target_tokens ?? Math.floor((o.target_fraction ?? 1) * (window ?? 0));
+}
+
+/** The summarize stage's options: fit's `summarize`, a failure kept (or answered as the error). */
+export function summarizeOptions(o: FitOptions): SummarizeOptions {
+  const onFailure = o.summarize?.on_failure === 'error' ? 'error' : 'keep';
+  return SummarizeOptions.parse({ ...o.summarize, on_failure: onFailure });
 }

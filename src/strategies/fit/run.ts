@@ -15,6 +15,7 @@ import {
   type BilledUsage,
   countWith,
   NO_BILLED,
+  type PreparedContext,
   type PreparedHistory,
   type StrategyContext,
   type StrategyResult,
@@ -76,6 +77,8 @@ export class FitRun {
   /** The compaction stage's result, once planned (`compaction`). */
   compacted: Measured<unknown> | undefined;
   dropped: Dropped | null = null;
+  /** The prepared summary the summarize stage spliced in (`splice`). */
+  spliced: PreparedContext['entries'][number] | undefined;
   fallback: StrategyResult<FitExtra>['fallback'];
   /** A stage that would free less than this is skipped (policy tokens). */
   private readonly minSaving: number;
@@ -148,6 +151,18 @@ export class FitRun {
     this.view = viewOf(this.view, m.applied, this.occupancy);
     this.stages.push({ strategy, applied: true, tokens_after: this.occupancy, usage: withTotal(out.usage) });
     return true;
+  }
+
+  /**
+   * The summarize stage spliced in a prepared summary: what making it cost is billed here, once
+   * (an entry already billed to an earlier response carries no usage), as `usage.prepared`.
+   */
+  splice(entry: PreparedContext['entries'][number]): void {
+    this.spliced = entry;
+    const made = entry.usage;
+    if (!made || made.calls === 0) return;
+    const sum = addBilled(this.usage, made);
+    this.usage = { ...sum, prepared: withTotal(made) };
   }
 
   /** The last stage taken is only planned (a dry run): recorded as not applied, `dry_run`. */

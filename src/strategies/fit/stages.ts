@@ -1,7 +1,8 @@
 import { CompactOptions, compactStrategy } from '../compact.js';
 import { WindowOptions, windowAbove } from '../sliding-window.js';
-import { SummarizeOptions, summarizeStrategy } from '../summarize/index.js';
-import type { FitOptions } from './options.js';
+import { summarizeStrategy } from '../summarize/index.js';
+import { summarizeOptions } from './options.js';
+import { spliceable } from './prepare.js';
 import { type FitRun, type Measured, writtenEnd } from './run.js';
 
 /** One of fit's stages: a step of the run, each only while the run is above its target. */
@@ -30,12 +31,6 @@ export const compactStage: FitStage = async (run) => {
   run.take('compact', await compaction(run));
 };
 
-/** The summarize stage's options: fit's `summarize`, a failure kept (or answered as the error). */
-export function summarizeOptions(o: FitOptions): SummarizeOptions {
-  const onFailure = o.summarize?.on_failure === 'error' ? 'error' : 'keep';
-  return SummarizeOptions.parse({ ...o.summarize, on_failure: onFailure });
-}
-
 /**
  * The summarize stage, only while above the target. A failure leaves the history as it was and
  * the window stands in (`fallback`), unless the request asked for the error (`on_failure: error`).
@@ -49,9 +44,13 @@ export const summarizeStage: FitStage = async (run) => {
   // What the compaction stage offloaded is not stored yet: the summary's trail reads it from here.
   const offloaded = run.composed.plan.artifacts;
   const pending = offloaded.length > 0 ? new Map(offloaded.map((a) => [a.id, a.value])) : run.ctx.pending;
-  const m = run.measure(await summarizeStrategy.run(before, summarizeOptions(run.o), { ...run.ctx, pending }));
+  // A summary prepared in the background for this range is in the summary cache: asking for it is a hit.
+  const o = summarizeOptions(run.o);
+  const splice = await spliceable(run, before, o, true);
+  const m = run.measure(await summarizeStrategy.run(before, splice?.options ?? o, { ...run.ctx, pending }));
   run.summarized.failure = m.result.failure;
   if (!run.take('summarize', m)) return;
+  if (splice) run.splice(splice.entry);
   run.summarized.result = m.result;
   if (m.applied && m.result.plan) run.summarized.end = writtenEnd(m.applied, m.result.plan, before.head);
   if (run.ctx.dryRun) {

@@ -1,0 +1,54 @@
+import type { FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
+import { Counter } from 'prom-client';
+import type { Config } from '../config.js';
+import { Preparer } from '../service/prepare.js';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Prepared summaries: made off the request path, spliced in by the call that needs them. */
+    preparer: Preparer;
+  }
+}
+
+/** Whether fit prepares when a request does not say: COMPACTOR_PREPARE, else on when an LLM summarizer is configured. */
+export function prepareByDefault(config: Config): boolean {
+  if (config.COMPACTOR_PREPARE) return config.COMPACTOR_PREPARE === 'on';
+  return Boolean(config.OPENAI_BASE_URL || config.OPENAI_API_KEY);
+}
+
+/**
+ * The prepared-summary service of this process (the main thread's: worker threads get a caller's
+ * entries with each task), its Prometheus counters, closed with the app after the requests it
+ * serves (running jobs get the shutdown grace to finish).
+ */
+export default fp<{ config: Config }>(
+  async (app: FastifyInstance, { config }) => {
+    const registers = [app.metrics.registry];
+    const events = new Counter({
+      name: 'compactor_prepared_total',
+      help: 'Prepared summaries by what became of them: prepared (made), spliced (used), wasted (dropped unused), failed',
+      labelNames: ['event'],
+      registers,
+    });
+    const tokens = new Counter({
+      name: 'compactor_prepared_tokens_total',
+      help: 'Summarizer tokens (input plus output) of prepared summaries, by what became of them',
+      labelNames: ['event'],
+      registers,
+    });
+    const preparer = new Preparer(app.compactor, {
+      concurrency: config.COMPACTOR_SUMMARIZER_CONCURRENCY,
+      byDefault: prepareByDefault(config),
+      onEvent: (event, used) => {
+        events.inc({ event });
+        tokens.inc({ event }, used);
+      },
+    });
+    app.decorate('preparer', preparer);
+    app.addHook('onClose', async () => {
+      await preparer.close(config.COMPACTOR_SHUTDOWN_GRACE_MS);
+    });
+  },
+  { name: 'prepare', dependencies: ['metrics', 'compactor'] },
+);

@@ -1,0 +1,99 @@
+import type { PreparedHistory } from '../../history/prepared.js';
+import type { SummarizeOptions } from '../summarize/options.js';
+import { type PreparedEntry, preparedIn, rollingRange } from '../summarize/prepared.js';
+import type { StrategyResult } from '../types.js';
+import { type FitExtra, summarizeOptions } from './options.js';
+import type { FitRun } from './run.js';
+
+/** How long a call above `limit` waits for a summary still being prepared, unless `prepare.wait_ms` says. */
+export const PREPARE_WAIT_ABOVE_LIMIT_MS = 5000;
+/** Where preparing starts, as a fraction of the point where a summary is needed, unless `prepare.at` says. */
+export const PREPARE_AT_FRACTION = 0.8;
+/** How often a waiting call looks for the prepared summary in the summary cache. */
+const POLL_MS = 100;
+
+/** Whether this run prepares and splices: the service offers it, the request or its default wants it, and it is real. */
+export function preparing(run: FitRun): boolean {
+  const offered = run.ctx.prepared;
+  if (!offered || run.ctx.dryRun) return false;
+  return run.o.prepare?.enabled ?? offered.byDefault;
+}
+
+/** The point where a summary is needed: `limit` under policy cost, the target under policy tokens. */
+function neededAt(run: FitRun): number {
+  return run.o.policy === 'tokens' ? run.target : run.limit;
+}
+
+/** Resolves true once `id` is in the summary cache, false after `ms` (or when the request is aborted). */
+async function cached(run: FitRun, id: string, ms: number): Promise<boolean> {
+  const { recall, signal } = run.ctx;
+  if (!recall) return false;
+  const until = Date.now() + ms;
+  for (;;) {
+    if ((await recall([id])).has(id)) return true;
+    if (Date.now() + POLL_MS > until || signal?.aborted) return false;
+    await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+  }
+}
+
+/**
+ * The prepared summary `view` can splice in: a ready one whose range it holds byte-identical at
+ * the same place; else, when waiting is allowed (`wait_ms`, by default only above `limit`), one
+ * still being made, once it is ready in time. Undefined: summarize as without preparing.
+ */
+export async function spliceable(
+  run: FitRun,
+  view: PreparedHistory,
+  o: SummarizeOptions,
+  wait: boolean,
+): Promise<{ entry: PreparedEntry; options: SummarizeOptions } | undefined> {
+  if (!preparing(run)) return undefined;
+  const { ctx } = run;
+  const entries = ctx.prepared?.entries ?? [];
+  const ready = preparedIn(view, o, ctx, entries, ['ready', 'spliced']);
+  if (ready || !wait) return ready;
+  const waitMs = run.o.prepare?.wait_ms ?? (run.forced ? PREPARE_WAIT_ABOVE_LIMIT_MS : 0);
+  if (waitMs <= 0) return undefined;
+  const making = preparedIn(view, o, ctx, entries, ['started', 'running']);
+  return making && (await cached(run, making.entry.id, waitMs)) ? making : undefined;
+}
+
+/**
+ * After the stages: when no summary was written or spliced and the output's occupancy has reached
+ * `prepare.at` of the point where a summary is needed, the range a summary would cover in the
+ * output (what the agent sends next, plus what it appends) is asked to be prepared off the
+ * request path: `result.prepare`, its `/v1/summarize` body covering exactly that range. A spliced
+ * summary is reported as `prepared` with state `spliced`.
+ */
+export function withPrepare(run: FitRun, result: StrategyResult<FitExtra>): StrategyResult<FitExtra> {
+  if (!preparing(run)) return result;
+  const spliced = run.spliced;
+  if (spliced) {
+    const prepared = { id: spliced.id, state: 'spliced' as const, covers: { from: spliced.from, to: spliced.to } };
+    const extra = result.extra;
+    return { ...result, spliced: spliced.id, extra: (applied) => ({ ...extra(applied), prepared }) };
+  }
+  if (run.summarized.result?.plan || result.reason === 'dry_run') return result;
+  const at = run.o.prepare?.at;
+  const threshold = at?.tokens ?? Math.floor((at?.fraction ?? PREPARE_AT_FRACTION) * neededAt(run));
+  if (run.occupancy < threshold) return result;
+  const o = summarizeOptions(run.o);
+  const range = rollingRange(run.view, o, run.ctx);
+  if (!range) return result;
+  const known = run.ctx.prepared?.entries.find((e) => e.id === range.id);
+  const prepared = { id: range.id, state: known?.state ?? ('started' as const), covers: { from: range.from, to: range.to } };
+  const body = {
+    messages: run.view.messages,
+    format: run.h.format.name,
+    ...run.o.summarize,
+    mode: 'rolling',
+    keep: { messages: run.view.messages.length - range.to },
+    on_failure: 'error',
+  };
+  const extra = result.extra;
+  return {
+    ...result,
+    ...(known ? {} : { prepare: { ...range, body } }),
+    extra: (applied) => ({ ...extra(applied), prepared }),
+  };
+}

@@ -1,0 +1,178 @@
+import type { FastifyInstance } from 'fastify';
+import t, { type Test } from 'tap';
+import { buildWithLlm } from '../support/app.js';
+
+/**
+ * Prepared summaries through the real app and a fake OpenAI-compatible summarizer (real HTTP):
+ * fit prepares the summary a later call will need once occupancy nears the target, off the
+ * request path; the later call that needs it splices it in at once when its history still holds
+ * the range byte-identical at the same place, and is billed for it there, once.
+ */
+
+/** A plain conversation (no tool calls: compaction leaves it alone), `turns` user/assistant pairs of ~120 tokens each. */
+function conversation(turns: number, from = 0): { role: string; content: string }[] {
+  const out: { role: string; content: string }[] = [];
+  for (let i = from; i < from + turns; i++) {
+    out.push({
+      role: 'user',
+      content: `Step ${i}: please look at module_${i}.py and explain what ${'it does and why '.repeat(12)}`,
+    });
+    out.push({
+      role: 'assistant',
+      content: `Module ${i} parses the configuration for service_${i}; ${'it reads a file and checks it. '.repeat(12)}`,
+    });
+  }
+  return out;
+}
+
+const SYSTEM = { role: 'system', content: 'You are a coding agent.' };
+
+/** Fit under policy tokens at a target, preparing from `at` tokens. */
+const fitBody = (messages: unknown[], extra: Record<string, unknown> = {}) => ({
+  messages,
+  format: 'openai-chat',
+  model: 'gpt-4o',
+  target_tokens: 3000,
+  policy: 'tokens',
+  summarize: { keep: { messages: 6 } },
+  prepare: { enabled: true, at: { tokens: 1500 } },
+  ...extra,
+});
+
+async function fit(app: FastifyInstance, body: unknown, key?: string) {
+  const res = await app.inject({
+    method: 'POST',
+    url: '/v1/fit',
+    payload: body as Record<string, unknown>,
+    ...(key ? { headers: { authorization: `Bearer ${key}` } } : {}),
+  });
+  return { status: res.statusCode, json: res.json() };
+}
+
+/** Polls `GET /v1/prepared/{id}` until it is ready or failed (a generous deadline: the job is a local HTTP call). */
+async function settled(t: Test, app: FastifyInstance, id: string, key?: string) {
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const res = await app.inject({
+      method: 'GET',
+      url: `/v1/prepared/${id}`,
+      ...(key ? { headers: { authorization: `Bearer ${key}` } } : {}),
+    });
+    const view = res.json();
+    if (view.state === 'ready' || view.state === 'failed' || Date.now() > deadline) return view;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+for (const workers of ['0', '1']) {
+  t.test(`workers=${workers}: prepared ahead, spliced later at once, billed once, expand gives the history back`, async (t) => {
+    const { app, server } = await buildWithLlm(t, { COMPACTOR_WORKER_MIN_BYTES: workers === '1' ? '1' : '262144' });
+    const first = [SYSTEM, ...conversation(12)];
+    const a = await fit(app, fitBody(first));
+    t.equal(a.status, 200);
+    t.equal(a.json.applied, false, 'below the target nothing changes');
+    t.equal(a.json.prepared?.state, 'started', 'but a summary is being prepared');
+    const { id, covers } = a.json.prepared;
+    t.ok(covers.from >= 2 && covers.to > covers.from, 'it covers a range after the head and the task');
+    const view = await settled(t, app, id);
+    t.equal(view.state, 'ready');
+    t.equal(view.usage.calls, 1, 'made by one summarizer call');
+    t.equal(server.requests.length, 1);
+
+    // The agent appends; the history now needs a summary.
+    const second = [...a.json.messages, ...conversation(6, 12)];
+    const b = await fit(app, fitBody(second));
+    t.equal(b.status, 200);
+    t.equal(b.json.applied, true);
+    t.equal(server.requests.length, 1, 'no summarizer call on the request path: the prepared one was spliced');
+    t.same(b.json.prepared, { id, state: 'spliced', covers }, 'the response names what it spliced');
+    t.equal(b.json.summary.cached, true);
+    t.equal(b.json.usage.prepared?.calls, 1, 'billed here, as usage.prepared');
+    t.equal(b.json.usage.calls, 1, 'and in the totals');
+    t.ok(b.json.tokens.after <= 3000, 'under the target');
+
+    const again = await fit(app, fitBody(second));
+    t.equal(again.json.prepared?.state, 'spliced', 'a retry splices it again');
+    t.equal(again.json.usage.calls, 0, 'but is not billed for it twice');
+    t.equal(server.requests.length, 1);
+
+    const expanded = await app.inject({ method: 'POST', url: '/v1/expand', payload: { messages: b.json.messages } });
+    t.same(expanded.json().messages, second, 'expand restores the spliced history byte-exact');
+  });
+}
+
+t.test('a history whose past was rewritten never splices: it is summarized as without preparing', async (t) => {
+  const { app, server } = await buildWithLlm(t);
+  const first = [SYSTEM, ...conversation(12)];
+  const a = await fit(app, fitBody(first));
+  await settled(t, app, a.json.prepared.id);
+  const rewritten = structuredClone(first);
+  (rewritten[5] as { content: string }).content += ' (edited)';
+  const b = await fit(app, fitBody([...rewritten, ...conversation(6, 12)]));
+  t.equal(b.json.applied, true);
+  t.not(b.json.prepared?.state, 'spliced', 'the prepared range is not in this history');
+  t.equal(server.requests.length, 2, 'the summary was asked for on the request path');
+  t.equal(b.json.summary.cached, false);
+});
+
+t.test('a prepared summary that fails is reported, and the call that needs one summarizes as before', async (t) => {
+  const { app, server } = await buildWithLlm(t, { COMPACTOR_SUMMARIZER_MAX_RETRIES: '0' });
+  server.enqueue({ fault: 'status', status: 400 });
+  const first = [SYSTEM, ...conversation(12)];
+  const a = await fit(app, fitBody(first));
+  const view = await settled(t, app, a.json.prepared.id);
+  t.equal(view.state, 'failed');
+  t.match(view.error, /^CMP_ERR_/, 'with its error code, no content');
+  const b = await fit(app, fitBody([...first, ...conversation(6, 12)]));
+  t.equal(b.json.applied, true);
+  t.not(b.json.prepared?.state, 'spliced');
+  t.ok(b.json.summary, 'summarized on the request path');
+});
+
+t.test('tenants never see or splice each other’s prepared summaries', async (t) => {
+  const keys = ['key-a-0123456789ab', 'key-b-0123456789ab'];
+  const { app, server } = await buildWithLlm(t, { COMPACTOR_API_KEYS: keys.join(',') });
+  const first = [SYSTEM, ...conversation(12)];
+  const a = await fit(app, fitBody(first), keys[0]);
+  await settled(t, app, a.json.prepared.id, keys[0]);
+  const other = await app.inject({
+    method: 'GET',
+    url: `/v1/prepared/${a.json.prepared.id}`,
+    headers: { authorization: `Bearer ${keys[1]}` },
+  });
+  t.equal(other.statusCode, 404, 'another key cannot read it');
+  t.equal(other.json().code, 'CMP_ERR_PREPARED_NOT_FOUND');
+  const b = await fit(app, fitBody([...first, ...conversation(6, 12)]), keys[1]);
+  t.not(b.json.prepared?.state, 'spliced', "another key's history does not splice it");
+  t.equal(server.requests.length, 2);
+});
+
+t.test('on by default with an LLM summarizer (COMPACTOR_PREPARE unset)', async (t) => {
+  const { app } = await buildWithLlm(t, { COMPACTOR_PREPARE: '' });
+  const body = fitBody([SYSTEM, ...conversation(12)]);
+  const a = await fit(app, { ...body, prepare: { at: { tokens: 1500 } } });
+  t.equal(a.json.prepared?.state, 'started');
+  t.equal((await settled(t, app, a.json.prepared.id)).state, 'ready');
+});
+
+t.test('off by request, and by default without an LLM: nothing is prepared', async (t) => {
+  const { app, server } = await buildWithLlm(t);
+  const a = await fit(app, fitBody([SYSTEM, ...conversation(12)], { prepare: { enabled: false } }));
+  t.equal(a.json.prepared, undefined);
+  t.equal(server.requests.length, 0);
+});
+
+t.test('a restarted embedded service prepares again on the next request', async (t) => {
+  const first = [SYSTEM, ...conversation(12)];
+  let id = '';
+  {
+    const { app } = await buildWithLlm(t);
+    id = (await fit(app, fitBody(first))).json.prepared.id;
+    await app.close();
+  }
+  const { app } = await buildWithLlm(t);
+  const again = await fit(app, fitBody(first));
+  t.equal(again.json.prepared?.state, 'started', 'its queue is in memory: the next request starts it again');
+  t.equal((await settled(t, app, again.json.prepared.id)).state, 'ready');
+  t.ok(id.length > 0);
+});
