@@ -27,5 +27,5 @@ USER node
 EXPOSE 8080
 HEALTHCHECK --interval=15s --timeout=3s --start-period=10s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||8080)+'/health/live').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
-# The start command; test/integration/process.test.ts runs exactly this from the built output.
+# The start command; test/system/process.test.ts runs exactly this from the built output.
 CMD ["node", "dist/server.js"]

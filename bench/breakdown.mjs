@@ -15,16 +15,17 @@ import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod
 import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
 import sjson from 'secure-json-parse';
 import { detectFormat } from '../dist/formats/detect.js';
+import { checkDepth } from '../dist/history/limits.js';
 import { Compactor, TokenCounter, windowStrategy } from '../dist/index.js';
-import { checkDepth } from '../dist/limits.js';
 import { STRATEGY_SCHEMAS } from '../dist/schemas/strategies.js';
 import { countText } from '../dist/tokens/counter.js';
 import { resolveModel } from '../dist/tokens/models.js';
+import { CORPUS_DIR } from './lib/corpus.mjs';
 import { generateHistory, nextAssistantMessage } from './lib/generate.mjs';
 import { fmt, median } from './lib/stats.mjs';
 
 const REPS = Number(process.env.BENCH_REPS ?? 15);
-const CORPUS_FILE = '/work/shared/corpus/real/openai/mini-swe-agent-gemini-3-pro__psf__requests-1142.json';
+const CORPUS_FILE = `${CORPUS_DIR}/openai/mini-swe-agent-gemini-3-pro__psf__requests-1142.json`;
 const gc = typeof globalThis.gc === 'function' ? () => globalThis.gc() : () => {};
 const AS_TEXT = { disallowedSpecial: new Set() };
 

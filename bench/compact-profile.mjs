@@ -17,6 +17,7 @@
 import { mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
+import { CORPUS_DIR } from './lib/corpus.mjs';
 import { fold, top } from './lib/cpuprofile.mjs';
 import { generateHistory, nextAssistantMessage, salted } from './lib/generate.mjs';
 import { startServer } from './lib/servers.mjs';
@@ -24,9 +25,9 @@ import { startServer } from './lib/servers.mjs';
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const N = Number(process.env.PROFILE_N ?? 8);
 const stamp = new Date().toISOString().replace(/[:.]/g, '-');
-const LARGEST = '/work/shared/corpus/real/openai/mini-swe-agent-gemini-3-pro__psf__requests-1142.json';
+const LARGEST = `${CORPUS_DIR}/openai/mini-swe-agent-gemini-3-pro__psf__requests-1142.json`;
 /** The body of the throughput test in bench/compact.mjs. */
-const MID = '/work/shared/corpus/real/openai/mini-swe-agent-gemini-3-pro__django__django-11138.json';
+const MID = `${CORPUS_DIR}/openai/mini-swe-agent-gemini-3-pro__django__django-11138.json`;
 const nowUs = () => Number(process.hrtime.bigint() / 1000n);
 
 const INPUTS = [

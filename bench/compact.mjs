@@ -1,7 +1,7 @@
 /**
  * Compaction benchmarks (issue 3). One run measures:
  *
- *  a. Tokens saved: POST /v1/compact on every corpus transcript (/work/shared/corpus/real/{openai,
+ *  a. Tokens saved: POST /v1/compact on every corpus transcript (test/fixtures/corpus/{openai,
  *     anthropic}/*.json), with default options and with keep_tool_uses 1, 3 and 10 (`model` from
  *     meta.model when present); `tokens.before/after` from the responses, plus a total. Every
  *     default compaction is also expanded again and checked byte-exact against its input.
@@ -36,13 +36,13 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, wr
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
+import { CORPUS_DIR } from './lib/corpus.mjs';
 import { generateHistory, nextAssistantMessage, salted } from './lib/generate.mjs';
 import { distHash, loadavg, runMeta } from './lib/meta.mjs';
 import { metric, peakRssMiB, rssMiB, startServer, timedPost } from './lib/servers.mjs';
 import { fmt, median } from './lib/stats.mjs';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
-const CORPUS_DIR = '/work/shared/corpus/real';
 const MID_FILE = process.env.BENCH_MID ?? 'openai/mini-swe-agent-gemini-3-pro__django__django-11138.json';
 const REPS = Number(process.env.BENCH_REPS ?? 7);
 const DURATION = Number(process.env.BENCH_DURATION ?? 20);

@@ -80,7 +80,7 @@
  *    server of bench/lib/fake-llm.mjs (o200k usage, 300–600-token replies).
  *  - Over the window: a call whose input exceeds the context window (the provider would reject
  *    it). It is counted, reported, and billed as if it went through.
- *  - Runs: every /work/shared/corpus/real/{openai,anthropic}/*.json with at least
+ *  - Runs: every test/fixtures/corpus/{openai,anthropic}/*.json with at least
  *    COSTBENCH_MIN_CALLS (20) model calls, plus `generated/long`: bench/lib/generate.mjs, seed 7,
  *    COSTBENCH_LONG_CALLS (450) tool-call pairs (≈525k tokens in all: 128k overflows after about
  *    110 calls when nothing is done).
@@ -122,6 +122,7 @@ import { createHash } from 'node:crypto';
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { countTokens as o200k } from 'gpt-tokenizer/encoding/o200k_base';
+import { CORPUS_DIR } from './lib/corpus.mjs';
 import { startFakeLlm } from './lib/fake-llm.mjs';
 import { generateHistory } from './lib/generate.mjs';
 import { commit, loadavg, runMeta } from './lib/meta.mjs';
@@ -129,7 +130,6 @@ import { startServer } from './lib/servers.mjs';
 import { median } from './lib/stats.mjs';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
-const CORPUS_DIR = '/work/shared/corpus/real';
 
 const T0 = performance.now();
 /** COSTBENCH_TRACE=1: each applied fit's call, occupancy and `cost` object go to the JSON (`trace`). */

@@ -5,7 +5,7 @@
  * summarizer pointing at a fake OpenAI-compatible server on 127.0.0.1 that answers every call with
  * the same prose naming nothing: whatever survives, the service put there. Two modes:
  *
- *  - single: each corpus transcript (/work/shared/corpus/real/{openai,anthropic}/*.json, and, when
+ *  - single: each corpus transcript (test/fixtures/corpus/{openai,anthropic}/*.json, and, when
  *    run with the tsx loader, the Responses and Gemini conversions of test/support/convert.ts) is
  *    summarized once, `POST /v1/summarize` with `{keep: {messages: 10}, store: "none"}`: with the
  *    default `trail_tokens` (the artifact trail) and with `trail_tokens: 0` (the fact guard alone,
@@ -39,6 +39,7 @@
 
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { CORPUS_DIR } from './lib/corpus.mjs';
 import { countTokens } from './lib/fake-llm.mjs';
 import { corpusTranscripts, rangeIdentifiers, share, startLossyLlm } from './lib/fidelity-extract.mjs';
 import { replayFidelity } from './lib/fidelity-replay.mjs';
@@ -47,7 +48,7 @@ import { commit } from './lib/meta.mjs';
 import { startServer } from './lib/servers.mjs';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
-const CORPUS = process.env.COMPACTOR_CORPUS_DIR ?? `${ROOT}../shared/corpus/real`;
+const CORPUS = CORPUS_DIR;
 const MODE = process.env.FIDELITY_MODE ?? 'both';
 const KEEP = Number(process.env.FIDELITY_KEEP ?? 10);
 const FILES = new RegExp(process.env.FIDELITY_FILES ?? '.');

@@ -6,12 +6,10 @@ import { Compactor, compactStrategy, fitStrategy, TokenCounter, windowStrategy }
 import { MemoryStore } from '../dist/store/memory.js';
 import { CompactOptions } from '../dist/strategies/compact-options.js';
 import { FitOptions } from '../dist/strategies/fit/index.js';
+import { CORPUS_DIR } from './lib/corpus.mjs';
 
 const messages = JSON.parse(
-  readFileSync(
-    new URL('../../shared/corpus/real/openai/mini-swe-agent-gemini-3-pro__django__django-16560.json', import.meta.url),
-    'utf8',
-  ),
+  readFileSync(`${CORPUS_DIR}/openai/mini-swe-agent-gemini-3-pro__django__django-16560.json`, 'utf8'),
 ).messages;
 const c = new Compactor(new TokenCounter(100000), { store: new MemoryStore() });
 const req = { messages, model: 'gpt-4o' };

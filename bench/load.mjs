@@ -7,6 +7,7 @@
 // Run: npm run build && node bench/load.mjs [seconds-per-cell=10] [long-seconds=30] [saturating-connections=512]
 import { readFileSync } from 'node:fs';
 import autocannon from 'autocannon';
+import { CORPUS_DIR } from './lib/corpus.mjs';
 import { startFakeLlm } from './lib/fake-llm.mjs';
 import { metric, peakRssMiB, startServer } from './lib/servers.mjs';
 import { fmt } from './lib/stats.mjs';
@@ -15,12 +16,7 @@ const CELL = Number(process.argv[2] ?? 10);
 const LONG = Number(process.argv[3] ?? 30);
 const OVER = Number(process.argv[4] ?? 512);
 const CONNECTIONS = [1, 8, 32, 64];
-const corpus = JSON.parse(
-  readFileSync(
-    new URL('../../shared/corpus/real/openai/mini-swe-agent-gemini-3-pro__django__django-16560.json', import.meta.url),
-    'utf8',
-  ),
-);
+const corpus = JSON.parse(readFileSync(`${CORPUS_DIR}/openai/mini-swe-agent-gemini-3-pro__django__django-16560.json`, 'utf8'));
 const messages = corpus.messages;
 const BODIES = {
   window: { messages, keep: { messages: 40 }, model: 'gpt-4o' },

@@ -2,7 +2,7 @@
  * Summarization benchmark (issue 4): what rolling summaries cost an agent, replayed on the real
  * corpus, against the naive approach.
  *
- *  1. Replay. Each corpus transcript (/work/shared/corpus/real/{openai,anthropic}/*.json) is grown
+ *  1. Replay. Each corpus transcript (test/fixtures/corpus/{openai,anthropic}/*.json) is grown
  *     as an agent grows it: from the first user message to the end, one group at a time (a user
  *     message, an assistant message, or an assistant message with all of its tool results), so
  *     every prefix sent is structurally valid. At each step the agent sends its history to
@@ -42,13 +42,13 @@
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
+import { CORPUS_DIR } from './lib/corpus.mjs';
 import { countTokens, fakeReply, promptTokens, startFakeLlm } from './lib/fake-llm.mjs';
 import { commit, loadavg } from './lib/meta.mjs';
 import { startServer } from './lib/servers.mjs';
 import { fmt, median } from './lib/stats.mjs';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
-const CORPUS_DIR = '/work/shared/corpus/real';
 
 if (process.argv[2] === '--combine') {
   combine(process.argv.slice(3));

@@ -23,6 +23,7 @@ import { fileURLToPath } from 'node:url';
 import { trimMessages } from '@langchain/core/messages';
 import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
 import { Compactor, TokenCounter, windowStrategy } from '../dist/index.js';
+import { CORPUS_DIR } from './lib/corpus.mjs';
 import { generateHistory, nextAssistantMessage, salted } from './lib/generate.mjs';
 import { AS_TEXT, cachedCounter, toLangChain } from './lib/langchain.mjs';
 import { distHash, loadavg, runMeta } from './lib/meta.mjs';
@@ -32,7 +33,7 @@ import { fmt, median } from './lib/stats.mjs';
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const REPS = Number(process.env.BENCH_REPS ?? 7);
 const FRESH_REPS = Number(process.env.BENCH_FRESH_REPS ?? 5);
-const CORPUS_FILE = '/work/shared/corpus/real/openai/mini-swe-agent-gemini-3-pro__psf__requests-1142.json';
+const CORPUS_FILE = `${CORPUS_DIR}/openai/mini-swe-agent-gemini-3-pro__psf__requests-1142.json`;
 const MODEL = 'gpt-4o';
 
 if (typeof globalThis.gc !== 'function') {

@@ -3,6 +3,7 @@
 //   <!-- options:/v1/fit --> … <!-- /options -->   (one endpoint's own fields)
 //   <!-- options:common --> … <!-- /options -->    (the fields every strategy endpoint shares)
 //   <!-- options:objects --> … <!-- /options -->   (the shared objects those fields name)
+//   <!-- description:/v1/fit --> … <!-- /description -->   (an endpoint's description, as Swagger shows it)
 // `node scripts/readme-options.mjs` rewrites README.md; `--check` exits 1 when it is out of date
 // (test/unit/readme.test.ts runs the same comparison).
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -93,12 +94,24 @@ export function table(doc, key) {
   return rows(doc, s, undefined, COMMON);
 }
 
-/** README text with every marked table regenerated. */
+/** An endpoint's description, as its route gives it to the OpenAPI document. */
+export function description(doc, path) {
+  const text = doc.paths?.[path]?.post?.description;
+  if (!text) throw new Error(`no description for ${path}`);
+  return text;
+}
+
+/** README text with every marked table and description regenerated. */
 export function render(readme, doc) {
-  return readme.replace(
-    /(<!-- options:(\S+) -->\n)[\s\S]*?(<!-- \/options -->)/g,
-    (_, open, key, close) => `${open}${table(doc, key)}\n${close}`,
-  );
+  return readme
+    .replace(
+      /(<!-- options:(\S+) -->\n)[\s\S]*?(<!-- \/options -->)/g,
+      (_, open, key, close) => `${open}${table(doc, key)}\n${close}`,
+    )
+    .replace(
+      /(<!-- description:(\S+) -->\n)[\s\S]*?(<!-- \/description -->)/g,
+      (_, open, key, close) => `${open}${description(doc, key)}\n${close}`,
+    );
 }
 
 if (process.argv[1] && import.meta.url.endsWith(process.argv[1].split('/').pop())) {

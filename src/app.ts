@@ -4,7 +4,6 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import { type Logger, pino } from 'pino';
 import type { Config } from './config.js';
-import { installedPrices } from './cost/prices.js';
 import admissionPlugin, { weightOf } from './plugins/admission.js';
 import compactorPlugin from './plugins/compactor.js';
 import guardPlugin from './plugins/guard.js';
@@ -15,14 +14,16 @@ import problemPlugin from './plugins/problem.js';
 import queuePlugin from './plugins/queue.js';
 import swaggerPlugin from './plugins/swagger.js';
 import { clientErrorHandler, frameworkErrors } from './plugins/wire-errors.js';
-import { parseJsonBody } from './request-body.js';
 import artifactRoutes from './routes/artifacts.js';
+import compactRoute from './routes/compact.js';
+import fitRoute from './routes/fit.js';
 import inspectRoutes from './routes/inspect.js';
-import strategyRoutes from './routes/strategies.js';
+import summarizeRoute from './routes/summarize.js';
+import windowRoute from './routes/window.js';
+import { isOperationUrl } from './service/operations.js';
+import { parseJsonBody } from './service/request-body.js';
 import type { ArtifactStore } from './store/types.js';
-import { createSummarizer } from './summarizers/index.js';
 import { Limiter } from './summarizers/limiter.js';
-import { TokenCounter } from './tokens/counter.js';
 
 const { version } = createRequire(import.meta.url)('../package.json') as { version: string };
 
@@ -103,8 +104,9 @@ function handleBodies(app: FastifyInstance): void {
     }
   });
   app.setValidatorCompiler((route) => {
-    const validate = validatorCompiler(route as Parameters<typeof validatorCompiler>[0]);
-    return (data: unknown) => (data instanceof RawBody ? { value: data } : validate(data));
+    // An operation's body is checked by the operation itself (`Operation.check`), typed, in line or on a worker.
+    if (route.httpPart === 'body' && isOperationUrl(route.url)) return (data: unknown) => ({ value: data });
+    return validatorCompiler(route as Parameters<typeof validatorCompiler>[0]);
   });
   app.setSerializerCompiler(serializerCompiler);
 }
@@ -131,7 +133,6 @@ function answerHooks(app: FastifyInstance): void {
 async function registerPlugins(app: FastifyInstance, config: Config, deps: AppDeps): Promise<void> {
   // Summarizer calls in flight, counted across the main thread and the worker pool.
   const summarizerSlots = Limiter.shared();
-  const counter = new TokenCounter(config.COMPACTOR_TOKEN_CACHE_ENTRIES);
   await app.register(problemPlugin);
   await app.register(guardPlugin, {
     apiKeys: config.COMPACTOR_API_KEYS,
@@ -146,17 +147,7 @@ async function registerPlugins(app: FastifyInstance, config: Config, deps: AppDe
     maxInflightBytes: config.COMPACTOR_MAX_INFLIGHT_BYTES,
     maxMessages: config.COMPACTOR_MAX_MESSAGES,
   });
-  await app.register(compactorPlugin, {
-    counter,
-    storeUrl: config.COMPACTOR_STORE_URL,
-    storeMaxBytes: config.COMPACTOR_STORE_MAX_BYTES,
-    artifactTtlSeconds: config.COMPACTOR_ARTIFACT_TTL_SECONDS,
-    summarizer: await createSummarizer(config, counter, summarizerSlots),
-    deadlineMs: config.COMPACTOR_DEADLINE_MS,
-    secret: config.COMPACTOR_ARTIFACT_SECRET,
-    prices: installedPrices(config.COMPACTOR_PRICES_FILE, config.COMPACTOR_SUMMARIZER_PRICING),
-    ...(deps.store ? { store: deps.store } : {}),
-  });
+  await app.register(compactorPlugin, { config, summarizerSlots, ...(deps.store ? { store: deps.store } : {}) });
   await app.register(offloadPlugin, {
     workers: config.COMPACTOR_WORKERS,
     minBytes: config.COMPACTOR_WORKER_MIN_BYTES,
@@ -178,7 +169,7 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   handleBodies(app);
   answerHooks(app);
   await registerPlugins(app, config, deps);
-  await app.register(strategyRoutes);
+  for (const route of [windowRoute, compactRoute, summarizeRoute, fitRoute]) await app.register(route);
   await app.register(artifactRoutes);
   await app.register(inspectRoutes);
   return app;

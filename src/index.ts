@@ -1,8 +1,8 @@
 export { type AppDeps, buildApp, createLogger } from './app.js';
-export { Compactor } from './compactor.js';
 export { type Config, ConfigSchema, loadConfig } from './config.js';
 export { CompactorError, ERRORS, type ErrorCode } from './errors.js';
 export { FORMATS } from './formats/registry.js';
+export { Compactor } from './service/compactor.js';
 export { compactStrategy } from './strategies/compact.js';
 export { fitStrategy } from './strategies/fit/index.js';
 export { STRATEGIES } from './strategies/registry.js';

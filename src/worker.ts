@@ -2,20 +2,18 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { type MessagePort, threadId, workerData } from 'node:worker_threads';
-import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
+import { serializerCompiler } from 'fastify-type-provider-zod';
 import { pino } from 'pino';
 import { Piscina } from 'piscina';
-import { Compactor } from './compactor.js';
 import type { Config } from './config.js';
-import { installedPrices } from './cost/prices.js';
-import { CompactorError, type ErrorCode, type FieldError, type ValidationIssue, validationError } from './errors.js';
-import { OPERATIONS, type OperationUrl, type Report } from './operations.js';
-import { parseJsonBody } from './request-body.js';
+import { CompactorError, type ErrorCode, type FieldError } from './errors.js';
+import type { Compactor } from './service/compactor.js';
+import { createCompactor } from './service/create.js';
+import { OPERATIONS, type OperationUrl, type Report } from './service/operations.js';
+import { parseJsonBody } from './service/request-body.js';
 import { openStore } from './store/index.js';
 import { RemoteStore } from './store/remote.js';
 import type { ArtifactStore } from './store/types.js';
-import { createSummarizer } from './summarizers/index.js';
-import { TokenCounter } from './tokens/counter.js';
 
 /** What the main thread gives every worker when the pool starts. */
 export interface WorkerInit {
@@ -81,15 +79,7 @@ async function build(): Promise<Compactor> {
   if (!init.remoteStore) ownStore = await openStore(config.COMPACTOR_STORE_URL, options);
   const store: ArtifactStore = ownStore ?? new RemoteStore(() => taskPort.getStore());
   const logger = pino({ level: config.LOG_LEVEL, base: { service: 'compactor', worker: threadId } });
-  const counter = new TokenCounter(config.COMPACTOR_TOKEN_CACHE_ENTRIES);
-  return new Compactor(counter, {
-    store,
-    artifactTtlSeconds: config.COMPACTOR_ARTIFACT_TTL_SECONDS,
-    summarizer: await createSummarizer(config, counter, init.summarizerSlots),
-    secret: init.secret,
-    logger,
-    ...installedPrices(config.COMPACTOR_PRICES_FILE, config.COMPACTOR_SUMMARIZER_PRICING),
-  });
+  return createCompactor(config, { store, secret: init.secret, logger, summarizerSlots: init.summarizerSlots });
 }
 
 /** Parses, validates (the route's own schema, the same validator as in line), runs and serializes one request. */
@@ -99,13 +89,9 @@ async function perform(task: Task): Promise<TaskResult> {
   // The bytes are not needed once decoded: let them go before the work that needs the memory.
   task.body = new Uint8Array(0);
   const body = parseJsonBody(text);
-  const checked = validatorCompiler({ schema: op.body, method: 'POST', url: op.url, httpPart: 'body' })(body) as
-    | { value: unknown }
-    | { error: ValidationIssue[] };
-  if ('error' in checked) throw validationError(checked.error);
   compactor ??= build();
   const core = await compactor;
-  const outcome = await op.run(core, checked.value as never, {
+  const outcome = await op.perform(core, body, {
     signal: AbortSignal.timeout(task.deadlineMs),
     caller: core.caller(task.keyDigest),
   });

@@ -1,7 +1,7 @@
 import { fieldError } from '../errors.js';
 import type { Countable } from '../history/format.js';
+import { MAX_DEPTH } from '../history/limits.js';
 import type { Item } from '../history/types.js';
-import { MAX_DEPTH } from '../limits.js';
 
 export type JsonObject = Record<string, unknown>;
 

@@ -2,12 +2,11 @@ import { randomBytes } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { Counter, Gauge } from 'prom-client';
-import { Compactor } from '../compactor.js';
-import type { installedPrices } from '../cost/prices.js';
+import type { Config } from '../config.js';
+import type { Compactor } from '../service/compactor.js';
+import { createCompactor } from '../service/create.js';
 import { bootStep, openWritableStore } from '../store/boot.js';
 import type { ArtifactStore } from '../store/types.js';
-import type { Summarizer } from '../summarizers/types.js';
-import type { TokenCounter } from '../tokens/counter.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -23,20 +22,11 @@ declare module 'fastify' {
 }
 
 export interface CompactorPluginOptions {
-  /** The count cache, shared with the summarizer. */
-  counter: TokenCounter;
-  storeUrl: string;
-  artifactTtlSeconds: number;
-  /** `COMPACTOR_STORE_MAX_BYTES`: cap on the content bytes in the store; 0: none. */
-  storeMaxBytes: number;
-  summarizer: Summarizer;
-  deadlineMs: number;
-  /** A store built by the caller (tests); otherwise one is opened from `storeUrl`. */
+  config: Config;
+  /** The summarizer's concurrency count, shared with the worker threads. */
+  summarizerSlots: Int32Array;
+  /** A store built by the caller (tests); otherwise one is opened from `COMPACTOR_STORE_URL`. */
   store?: ArtifactStore;
-  /** `COMPACTOR_ARTIFACT_SECRET`; unset: the one the store keeps (created on first use). */
-  secret?: string | undefined;
-  /** The price table and the summarizer's prices (`installedPrices`). */
-  prices: ReturnType<typeof installedPrices>;
 }
 
 /**
@@ -47,14 +37,15 @@ export interface CompactorPluginOptions {
  */
 export default fp<CompactorPluginOptions>(
   async (app: FastifyInstance, options) => {
-    const { counter } = options;
-    const store = options.store ?? (await openWritableStore(options.storeUrl, { maxBytes: options.storeMaxBytes }));
+    const { config } = options;
+    const url = config.COMPACTOR_STORE_URL;
+    const store = options.store ?? (await openWritableStore(url, { maxBytes: config.COMPACTOR_STORE_MAX_BYTES }));
     app.addHook('onClose', async () => {
       if (!options.store) await store.close();
     });
     app.decorate('store', store);
     // Ids and scopes are keyed by one secret that every replica sharing the store agrees on.
-    let secret = options.secret;
+    let secret = config.COMPACTOR_ARTIFACT_SECRET;
     try {
       secret ??= await bootStep('secret', store.kind, () => store.secret(randomBytes(32).toString('hex')));
     } catch (error) {
@@ -63,23 +54,14 @@ export default fp<CompactorPluginOptions>(
       throw error;
     }
     app.decorate('artifactSecret', secret);
-    const url = options.storeUrl;
     app.decorate(
       'storeIsLocal',
       options.store !== undefined || url.startsWith('memory') || url === 'sqlite:' || url === 'sqlite::memory:',
     );
-    app.decorate('deadlineMs', options.deadlineMs);
-    app.decorate(
-      'compactor',
-      new Compactor(counter, {
-        store,
-        artifactTtlSeconds: options.artifactTtlSeconds,
-        logger: app.log,
-        summarizer: options.summarizer,
-        secret,
-        ...options.prices,
-      }),
-    );
+    app.decorate('deadlineMs', config.COMPACTOR_DEADLINE_MS);
+    const compactor = await createCompactor(config, { store, secret, logger: app.log, summarizerSlots: options.summarizerSlots });
+    app.decorate('compactor', compactor);
+    const { counter } = compactor;
     const stat = (name: string, help: string, read: () => number) =>
       new Gauge({
         name,

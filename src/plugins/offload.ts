@@ -6,7 +6,7 @@ import { Piscina } from 'piscina';
 import { Gauge } from 'prom-client';
 import type { Config } from '../config.js';
 import { CompactorError } from '../errors.js';
-import type { OperationUrl } from '../operations.js';
+import type { OperationUrl } from '../service/operations.js';
 import { serveStore } from '../store/remote.js';
 import type { Task, TaskResult, WorkerInit } from '../worker.js';
 import { weightOf } from './admission.js';

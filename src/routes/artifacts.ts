@@ -1,12 +1,12 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { ArtifactParams, ArtifactResponse } from '../schemas/artifacts.js';
+import { OPERATIONS } from '../service/operations.js';
 import { operationRoute, PROBLEMS } from './operation-route.js';
 
 /** `/v1/expand` and `/v1/artifacts/{id}`: the originals that compaction and summaries offloaded. */
 export default async function artifactRoutes(app: FastifyInstance): Promise<void> {
-  operationRoute(app, {
-    url: '/v1/expand',
+  operationRoute(app, OPERATIONS['/v1/expand'], {
     tags: ['strategies'],
     summary: 'Restore every offloaded original in a compacted history, byte-exact',
     description:

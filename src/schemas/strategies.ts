@@ -3,11 +3,20 @@ import { STRATEGIES, type StrategyKind } from '../strategies/registry.js';
 import { HistoryFields, StrategyResponseFields } from './common.js';
 
 /** What a strategy's endpoint is made of: its options and its own response fields. */
-interface Declared<Options extends z.ZodObject, Response extends z.ZodRawShape> {
-  readonly options: Options;
+interface Declared<Options extends z.ZodRawShape, Response extends z.ZodRawShape> {
+  readonly options: z.ZodObject<Options, z.core.$strict>;
   readonly response: Response;
-  readonly docs: { readonly returns: string };
 }
+
+/** What each strategy endpoint's 200 answer is (its response schema's description). */
+const RETURNS: Record<StrategyKind, string> = {
+  window:
+    "The history with its oldest messages dropped, in the request's format (unchanged, with `reason`, when nothing applied): what happened to each message, occupancy before and after, and what was dropped.",
+  compact: "The compacted history in the request's format, each placeholder naming its original in `artifacts`.",
+  summarize:
+    "The history with its older range replaced by a summary, in the request's format: the summary (`summary`), what happened to each message, occupancy before and after, and the summarizer's bill.",
+  fit: "The history brought under the target in the request's format (or unchanged, with `reason` and `call_again_at`, when no reduction pays yet): each stage, what happened to each message, and the cost decision.",
+};
 
 const titled = (kind: string): string => kind.charAt(0).toUpperCase() + kind.slice(1);
 
@@ -16,20 +25,26 @@ const titled = (kind: string): string => kind.charAt(0).toUpperCase() + kind.sli
  * strategy's options, and the common response fields plus its own (`WindowRequest`,
  * `WindowResponse`, … in the OpenAPI document).
  */
-function endpointSchemas(kind: string, strategy: Declared<z.ZodObject, z.ZodRawShape>) {
+function endpointSchemas<Options extends z.ZodRawShape, Response extends z.ZodRawShape>(
+  kind: StrategyKind,
+  strategy: Declared<Options, Response>,
+) {
   return {
     request: z.strictObject({ ...HistoryFields, ...strategy.options.shape }).meta({ id: `${titled(kind)}Request` }),
     response: z
       .object({ ...StrategyResponseFields, ...strategy.response })
-      .meta({ id: `${titled(kind)}Response`, description: strategy.docs.returns }),
+      .meta({ id: `${titled(kind)}Response`, description: RETURNS[kind] }),
   };
 }
 
 type Registry = typeof STRATEGIES;
-/** Every strategy endpoint's schemas, by kind, derived from the registry. */
-export const STRATEGY_SCHEMAS = Object.fromEntries(
-  Object.entries(STRATEGIES).map(([kind, strategy]) => [kind, endpointSchemas(kind, strategy)]),
-) as Record<StrategyKind, ReturnType<typeof endpointSchemas>>;
+/** Every strategy endpoint's schemas, by kind, each typed by its strategy's options and response fields. */
+export const STRATEGY_SCHEMAS = {
+  window: endpointSchemas('window', STRATEGIES.window),
+  compact: endpointSchemas('compact', STRATEGIES.compact),
+  summarize: endpointSchemas('summarize', STRATEGIES.summarize),
+  fit: endpointSchemas('fit', STRATEGIES.fit),
+};
 
 /** A strategy endpoint's request body, as a client writes it. */
 export type StrategyRequest<K extends StrategyKind> = z.input<z.ZodObject<typeof HistoryFields>> &

@@ -282,13 +282,6 @@ export const compactStrategy: Strategy<typeof CompactOptions, CompactExtra, type
   kind: 'compact',
   options: CompactOptions,
   response: COMPACT_RESPONSE,
-  docs: {
-    summary: 'Compaction: deterministic, reversible reduction of old tool traffic',
-    returns: "The compacted history in the request's format, each placeholder naming its original in `artifacts`.",
-    description:
-      'Replaces old tool results (all but the newest `keep_tool_uses`, excluded tools and results under `min_tokens` left alone) with placeholders that say what was there and name the artifact holding the original; identical older results become pointers to the newest copy (`dedupe`); with `clear_tool_inputs`, large arguments of old write/edit calls are cleared; with `truncate_tokens`, old results that stay keep only their head and tail; with `clear_thinking`, thinking is removed whole outside the newest `keep_turns` turns (a turn starts at a real user message, so a tool-use loop is one; the turn in progress always keeps its thinking; a Responses reasoning item goes only when no item of its response names it by id). Stops once under `target_tokens`; does nothing when the saving is under `clear_at_least`. Never calls an LLM. Deterministic and idempotent: compacting the output again changes nothing. `POST /v1/expand` restores the original history byte-exact (thinking removal excepted).',
-  },
-  answers: ['store'],
   idle: () => ({ artifacts: [] }),
   run,
 };

@@ -164,13 +164,6 @@ export const windowStrategy: Strategy<typeof WindowOptions, { dropped: Dropped }
   kind: 'window',
   options: WindowOptions,
   response: WINDOW_RESPONSE,
-  docs: {
-    summary: 'Sliding window: keep the newest runs, messages or tokens',
-    returns:
-      "The history with its oldest messages dropped, in the request's format (unchanged, with `reason`, when nothing applied): what happened to each message, occupancy before and after, and what was dropped.",
-    description:
-      'Keeps the head (leading system messages), the first user message (unless `keep_first_user` is false) and the newest `keep` runs, messages or tokens; drops the rest. The cut moves back to the nearest safe boundary (never inside a tool exchange, never below the newest group, never where the format would reject the seam). `{runs: 0}` still keeps the run in flight. Never calls an LLM.',
-  },
   idle: () => ({ dropped: { messages: 0, runs: 0, tokens: 0, last_dropped_run_id: null } }),
   run,
 };

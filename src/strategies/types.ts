@@ -101,18 +101,13 @@ export interface StrategyResult<Extra> {
  * (an unknown option is an error, never dropped: parsed alone, nested in fit, or as request
  * fields) whose fields join the common request fields in the endpoint's schema, as `response`'s
  * join the common response fields; `idle` gives the extra fields for a response where the strategy
- * did not run (below the trigger). Its endpoint, `/v1/{kind}`, is made from these alone.
+ * did not run (below the trigger). Its endpoint's schemas are made from these; its route (`routes/{kind}.ts`) describes it.
  */
 export interface Strategy<Options extends z.ZodObject, Extra, Response extends z.ZodRawShape = z.ZodRawShape> {
   readonly kind: string;
   readonly options: Options;
   /** The strategy's own response fields (joined to the common ones in its endpoint's response schema). */
   readonly response: Response;
-  /** How its endpoint describes itself (the OpenAPI document). */
-  /** The endpoint's summary and description, and what its 200 answer is (the response's description). */
-  readonly docs: { readonly summary: string; readonly description: string; readonly returns: string };
-  /** Failures it may answer besides the common ones: the summarizer's upstream (502, 504), the store's cap (507). */
-  readonly answers?: readonly ('summarizer' | 'store')[];
   idle(history: PreparedHistory, options: z.output<Options>, cost: CostEnv): Extra;
   /**
    * Throws when the options cannot apply: to this model, or with this summarizer (a summarizer

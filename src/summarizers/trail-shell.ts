@@ -81,17 +81,9 @@ export function splitShell(script: string): SimpleCommand[] {
         word = '';
         inWord = false;
       } else endWord();
-      let op = c;
-      if (script.charAt(i + 1) === c) op += c;
-      i += op.length;
-      if (op === '<<' && script.charAt(i) === '-') i++;
-      if (script.charAt(i) === '&') {
-        // `2>&1`: a duplicated fd, no file.
-        i++;
-        while (i < n && /\d|-/.test(script.charAt(i))) i++;
-        continue;
-      }
-      pending = op;
+      const redirect = redirectAt(script, i);
+      i = redirect.next;
+      if (redirect.op !== null) pending = redirect.op;
     } else {
       // A run of plain characters at once (most of a script).
       let j = i + 1;
@@ -103,6 +95,21 @@ export function splitShell(script: string): SimpleCommand[] {
   }
   endCommand();
   return out;
+}
+
+/**
+ * The redirection operator at `i` (`>`, `>>`, `<`, `<<`, `<<-`) and where its target starts; no
+ * operator for a duplicated fd (`2>&1`), which names no file.
+ */
+function redirectAt(script: string, i: number): { op: string | null; next: number } {
+  const c = script.charAt(i);
+  const op = script.charAt(i + 1) === c ? c + c : c;
+  let next = i + op.length;
+  if (op === '<<' && script.charAt(next) === '-') next++;
+  if (script.charAt(next) !== '&') return { op, next };
+  next++;
+  while (next < script.length && /\d|-/.test(script.charAt(next))) next++;
+  return { op: null, next };
 }
 
 /** Skips the bodies of the here-documents a line opened, from `from`: returns where the next line starts. */

@@ -3,7 +3,7 @@ import { countTokens as countCl100k } from 'gpt-tokenizer/encoding/cl100k_base';
 import { countTokens as countO200k } from 'gpt-tokenizer/encoding/o200k_base';
 import { LRUCache } from 'lru-cache';
 import type { FormatAdapter } from '../history/format.js';
-import { checkDepth } from '../limits.js';
+import { checkDepth } from '../history/limits.js';
 import type { Encoding, ModelProfile } from './models.js';
 import { cutAt, longRuns } from './runs.js';
 

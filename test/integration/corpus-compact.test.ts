@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import t from 'tap';
-import { Compactor } from '../../src/compactor.js';
+import { Compactor } from '../../src/service/compactor.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import { type CompactOptions, compactStrategy } from '../../src/strategies/compact.js';
 import { TokenCounter } from '../../src/tokens/counter.js';

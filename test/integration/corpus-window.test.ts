@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import t from 'tap';
-import { Compactor } from '../../src/compactor.js';
+import { Compactor } from '../../src/service/compactor.js';
 import { windowStrategy } from '../../src/strategies/sliding-window.js';
 import { TokenCounter } from '../../src/tokens/counter.js';
 import { type ConvertedTranscript, loadConverted } from '../support/convert.js';

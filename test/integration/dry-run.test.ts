@@ -5,7 +5,7 @@
  * size is unknown before they are written: `tokens.after` estimates it, and says so.
  */
 import t from 'tap';
-import { Compactor } from '../../src/compactor.js';
+import { Compactor } from '../../src/service/compactor.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import type { ArtifactStore, NewArtifact } from '../../src/store/types.js';
 import { fitStrategy } from '../../src/strategies/fit/index.js';

@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import t from 'tap';
-import { Compactor } from '../../src/compactor.js';
-import { OPERATIONS, type OperationUrl } from '../../src/operations.js';
+import { Compactor } from '../../src/service/compactor.js';
+import { OPERATIONS, type OperationUrl } from '../../src/service/operations.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import { TokenCounter } from '../../src/tokens/counter.js';
 import { loadConverted } from '../support/convert.js';
@@ -16,6 +16,8 @@ import { loadCorpus } from '../support/corpus.js';
  *
  *   UPDATE_SNAPSHOTS=1 npx tap test/integration/snapshot.test.ts
  *
+ * Only that command writes the file: without it a missing file fails. A thrown error is never an
+ * answer: every case that throws fails, named with its error, and the file is not written.
  * SNAPSHOT_DUMP=<folder> writes each differing case's answer there as JSON, to diff by hand.
  */
 const FILE = new URL('../snapshots/strategies.json', import.meta.url);
@@ -68,8 +70,15 @@ const CASES: [OperationUrl, string, Record<string, unknown>][] = [
 
 const transcripts = [...loadCorpus(), ...loadConverted()];
 
-async function answers(): Promise<Record<string, { hash: string; value: unknown }>> {
+interface Answers {
+  out: Record<string, { hash: string; value: unknown }>;
+  /** The cases that threw instead of answering, with their error. */
+  errors: string[];
+}
+
+async function answers(): Promise<Answers> {
   const out: Record<string, { hash: string; value: unknown }> = {};
+  const errors: string[] = [];
   for (const transcript of transcripts) {
     const compactor = new Compactor(new TokenCounter(100_000), { store: new MemoryStore(), secret: SECRET });
     const caller = compactor.caller(null);
@@ -82,26 +91,31 @@ async function answers(): Promise<Record<string, { hash: string; value: unknown 
         ...(transcript.model ? { model: transcript.model } : {}),
         ...options,
       });
-      let value: unknown;
+      const key = `${transcript.file} ${url} ${label}`;
       try {
-        value = (await op.run(compactor, body as never, { signal: AbortSignal.timeout(120_000), caller })).value;
+        const { value } = await op.perform(compactor, body, { signal: AbortSignal.timeout(120_000), caller });
+        out[key] = { hash: createHash('sha256').update(JSON.stringify(value)).digest('hex'), value };
       } catch (error) {
-        value = { error: error instanceof Error ? `${error.name}: ${error.message}` : String(error) };
+        errors.push(`${key}: ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}`);
       }
-      const json = JSON.stringify(value);
-      out[`${transcript.file} ${url} ${label}`] = { hash: createHash('sha256').update(json).digest('hex'), value };
     }
   }
-  return out;
+  return { out, errors };
 }
 
 t.test('every strategy answers as the snapshot says, on every transcript, option set and format', async (t) => {
-  const got = await answers();
+  const { out: got, errors } = await answers();
+  t.same(errors, [], 'no case throws: an error is never a snapshot answer');
   const hashes = Object.fromEntries(Object.entries(got).map(([k, v]) => [k, v.hash]));
-  if (process.env.UPDATE_SNAPSHOTS === '1' || !existsSync(FILE)) {
+  if (process.env.UPDATE_SNAPSHOTS === '1') {
+    if (errors.length > 0) return;
     mkdirSync(new URL('.', FILE), { recursive: true });
     writeFileSync(FILE, `${JSON.stringify(hashes, null, 2)}\n`);
     t.pass(`wrote ${Object.keys(hashes).length} cases to test/snapshots/strategies.json`);
+    return;
+  }
+  if (!existsSync(FILE)) {
+    t.fail('test/snapshots/strategies.json is missing: UPDATE_SNAPSHOTS=1 writes it, in a commit that says why');
     return;
   }
   const expected = JSON.parse(readFileSync(FILE, 'utf8')) as Record<string, string>;

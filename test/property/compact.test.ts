@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import t from 'tap';
-import { Compactor } from '../../src/compactor.js';
 import type { Item } from '../../src/history/types.js';
+import { Compactor } from '../../src/service/compactor.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import { type CompactOptions, compactStrategy } from '../../src/strategies/compact.js';
 import { TokenCounter } from '../../src/tokens/counter.js';

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import t from 'tap';
-import { Compactor } from '../../src/compactor.js';
 import { buildGroups } from '../../src/history/groups.js';
+import { Compactor } from '../../src/service/compactor.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import { STRATEGIES, type StrategyKind } from '../../src/strategies/registry.js';
 import { TokenCounter } from '../../src/tokens/counter.js';

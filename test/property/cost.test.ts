@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import t from 'tap';
-import { Compactor } from '../../src/compactor.js';
+import { Compactor } from '../../src/service/compactor.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import { FitOptions, fitStrategy } from '../../src/strategies/fit/index.js';
 import { TokenCounter } from '../../src/tokens/counter.js';

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import t from 'tap';
-import { Compactor } from '../../src/compactor.js';
 import { CompactorError } from '../../src/errors.js';
+import { Compactor } from '../../src/service/compactor.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import { FitOptions, fitStrategy } from '../../src/strategies/fit/index.js';
 import type { Summarizer, SummaryRequest } from '../../src/summarizers/types.js';

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import t from 'tap';
-import { Compactor } from '../../src/compactor.js';
+import { Compactor } from '../../src/service/compactor.js';
 import { windowStrategy } from '../../src/strategies/sliding-window.js';
 import { TokenCounter } from '../../src/tokens/counter.js';
 import { build } from '../support/app.js';

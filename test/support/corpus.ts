@@ -4,8 +4,8 @@ import { fileURLToPath } from 'node:url';
 
 const here = dirname(fileURLToPath(import.meta.url));
 
-/** The shared corpus of real transcripts: ../shared/corpus/real beside the repository. */
-export const CORPUS_DIR = process.env.COMPACTOR_CORPUS_DIR ?? resolve(here, '../../../shared/corpus/real');
+/** The corpus of real transcripts, in the repository (copied from shared/ by scripts/fixtures.mjs). */
+export const CORPUS_DIR = resolve(here, '../fixtures/corpus');
 
 export interface Transcript {
   /** e.g. `openai/tau-bench-airline-gpt-4o__task005_idx005.json` */

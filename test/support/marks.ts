@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import type { Compactor } from '../../src/compactor.js';
+import type { Compactor } from '../../src/service/compactor.js';
 import { compactStrategy } from '../../src/strategies/compact.js';
 import { CompactOptions } from '../../src/strategies/compact-options.js';
 import { SummarizeOptions, summarizeStrategy } from '../../src/strategies/summarize/index.js';

@@ -1,11 +1,11 @@
 import { readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
-import { CORPUS_DIR } from './corpus.js';
 
-/** The providers' own published request schemas for one message (../shared/schemas). */
-const SCHEMA_DIR = resolve(CORPUS_DIR, '../../schemas');
+/** The providers' own published request schemas for one message (copied from shared/ by scripts/fixtures.mjs). */
+const SCHEMA_DIR = resolve(dirname(fileURLToPath(import.meta.url)), '../fixtures/schemas');
 const FILES: Record<string, string> = {
   'openai-chat': 'openai-chat-message.schema.json',
   anthropic: 'anthropic-message.schema.json',

@@ -1,5 +1,4 @@
 import t from 'tap';
-import { Compactor } from '../../src/compactor.js';
 import { cacheState, callsSoFar } from '../../src/cost/cache.js';
 import {
   breakEvenTokens,
@@ -14,7 +13,8 @@ import { expectedCallsLeft } from '../../src/cost/model.js';
 import { type Prices, PriceTable } from '../../src/cost/prices.js';
 import { markers } from '../../src/history/markers.js';
 import type { Evaluation } from '../../src/history/plan/evaluate.js';
-import { prepareRequest } from '../../src/request-history.js';
+import { Compactor } from '../../src/service/compactor.js';
+import { prepareRequest } from '../../src/service/request-history.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import { FitOptions, fitStrategy } from '../../src/strategies/fit/index.js';
 import { TokenCounter } from '../../src/tokens/counter.js';

@@ -365,7 +365,7 @@ t.test('broken compose files are caught', async (t) => {
 t.test('Dockerfile: Node 22, the tested start command, the default port, the healthcheck on PORT', async (t) => {
   const text = read('Dockerfile');
   t.same(dockerfileProblems(text, pkg.scripts.start), []);
-  t.equal(pkg.scripts.start, 'node dist/server.js', 'test/integration/process.test.ts runs exactly this');
+  t.equal(pkg.scripts.start, 'node dist/server.js', 'test/system/process.test.ts runs exactly this');
   t.match(
     dockerfileProblems(text.replace('CMD ["node", "dist/server.js"]', 'CMD ["npm", "start"]'), pkg.scripts.start).join(),
     /CMD/,

@@ -1,11 +1,11 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
-import { Compactor } from '../../src/compactor.js';
 import { CONFIG_DOCS, ConfigSchema } from '../../src/config.js';
 import { REASONS, WARNINGS } from '../../src/contract/codes.js';
 import { ERRORS } from '../../src/errors.js';
-import { OPERATIONS, type OperationUrl } from '../../src/operations.js';
+import { Compactor } from '../../src/service/compactor.js';
+import { OPERATIONS, type OperationUrl } from '../../src/service/operations.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import { TokenCounter } from '../../src/tokens/counter.js';
 import { loadConverted } from '../support/convert.js';
@@ -103,7 +103,7 @@ t.test('every code real responses carry is in the catalogue, and the response sc
     for (const [url, options] of CODE_CASES) {
       const op = OPERATIONS[url];
       const body = op.body.parse({ messages: transcript.messages, format: transcript.format, ...options });
-      const { value } = await op.run(compactor, body as never, { signal: AbortSignal.timeout(60_000), caller });
+      const { value } = await op.perform(compactor, body, { signal: AbortSignal.timeout(60_000), caller });
       const checked = op.response.safeParse(value);
       t.ok(checked.success, `${transcript.file} ${url} ${JSON.stringify(options)}: the response schema accepts it`);
       const v = value as { reason?: string; warnings: { code: string }[]; stages?: { reason?: string }[] };

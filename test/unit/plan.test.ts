@@ -4,7 +4,7 @@ import { compose, identity } from '../../src/history/plan/compose.js';
 import { evaluatePlan } from '../../src/history/plan/evaluate.js';
 import { keepPlan, type Plan } from '../../src/history/plan/types.js';
 import { viewOf } from '../../src/history/plan/view.js';
-import { prepareRequest } from '../../src/request-history.js';
+import { prepareRequest } from '../../src/service/request-history.js';
 import { TokenCounter } from '../../src/tokens/counter.js';
 import { callMessage, toolResult } from '../support/messages.js';
 

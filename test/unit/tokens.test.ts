@@ -4,7 +4,7 @@ import t from 'tap';
 import { CompactorError } from '../../src/errors.js';
 import { formatByName } from '../../src/formats/registry.js';
 import type { FormatAdapter } from '../../src/history/format.js';
-import { checkDepth, MAX_DEPTH } from '../../src/limits.js';
+import { checkDepth, MAX_DEPTH } from '../../src/history/limits.js';
 import { countText, TokenCounter } from '../../src/tokens/counter.js';
 import { resolveModel } from '../../src/tokens/models.js';
 import { occupancyFromUsage, reportedTotal } from '../../src/tokens/occupancy.js';

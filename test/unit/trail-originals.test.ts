@@ -1,6 +1,6 @@
 import t, { type Test } from 'tap';
-import { Compactor } from '../../src/compactor.js';
 import { TRAIL_HEADING } from '../../src/history/vocabulary.js';
+import { Compactor } from '../../src/service/compactor.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import { CompactOptions, compactStrategy } from '../../src/strategies/compact.js';
 import { FitOptions, fitStrategy } from '../../src/strategies/fit/index.js';

@@ -1,6 +1,6 @@
 import t from 'tap';
-import { Compactor } from '../../src/compactor.js';
 import { TRAIL_HEADING } from '../../src/history/vocabulary.js';
+import { Compactor } from '../../src/service/compactor.js';
 import { SummarizeOptions, summarizeStrategy } from '../../src/strategies/summarize/index.js';
 import { guardFacts } from '../../src/summarizers/facts.js';
 import { renderTrail, Trail, trailOf } from '../../src/summarizers/trail.js';

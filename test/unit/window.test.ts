@@ -1,5 +1,5 @@
 import t from 'tap';
-import { Compactor } from '../../src/compactor.js';
+import { Compactor } from '../../src/service/compactor.js';
 import { windowStrategy } from '../../src/strategies/sliding-window.js';
 import { TokenCounter } from '../../src/tokens/counter.js';
 import { callMessage, toolResult } from '../support/messages.js';

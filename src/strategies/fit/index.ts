@@ -38,14 +38,6 @@ export const fitStrategy: Strategy<typeof FitOptions, FitExtra, typeof FIT_RESPO
   kind: 'fit',
   options: FitOptions,
   response: FIT_RESPONSE,
-  docs: {
-    summary: 'Fit: compact, then summarize if still over target, window as the last resort; only where it lowers the bill',
-    returns:
-      "The history brought under the target in the request's format (or unchanged, with `reason` and `call_again_at`, when no reduction pays yet): each stage, what happened to each message, and the cost decision.",
-    description:
-      "Gets occupancy under `target_tokens` (or `target_fraction` of the context window; below it, nothing is done: the target is the trigger). Stages, each with its own options object: `compact`, `summarize` only if still above (a failure leaves the history as it was; with `summarize.on_failure: error` it is answered as the error), `window` only if the summarizer failed (reported as `fallback`) or the history is still above (by default a token budget that meets the target; it never drops the summary just written, only what follows it). Under the default `policy: cost`, fit prices each candidate reduction with the agent's prompt cache in view (`pricing`, else the built-in table for `model`; the cached prefix from `usage`; `horizon`, else as many calls again as the history shows): above `limit` (default: the context window minus a reply reserve) a reduction is forced down to the target (`cost.decision: forced`); between the target and `limit` the one that pays most is made (`reduce`), compaction clearing all it may at once; when none pays, nothing changes (`reason: does_not_pay`, `cost.decision: defer`, `call_again_at` the occupancy at which it will pay or be forced). Under `policy: tokens`, fit reduces whenever over the target, compaction stopping at it, and a stage that would free less than `min_saving_fraction` of occupancy is skipped. `stages` reports each stage; billed `usage` is their sum; `cost` says what the reduction costs and saves. Always a valid history: when the target cannot be met, `warnings` says `target_not_met` with the irreducible size.",
-  },
-  answers: ['summarizer', 'store'],
   idle: (h, o, cost) => {
     const model = modelFor(h, o, { cost });
     return {

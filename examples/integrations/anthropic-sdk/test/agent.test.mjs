@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import Anthropic from '@anthropic-ai/sdk';
 import { CompactorClient } from '@compactor/client';
+import { recordingFetch, startCompactor } from '../../shared/compactor-service.mjs';
 import { readFile, runAgent, SYSTEM, TOOLS, withCacheBreakpoint } from '../agent.mjs';
-import { recordingFetch, startCompactor } from '../compactor-service.mjs';
 import { SCRIPT, startFakeAnthropic, violation } from '../fake-anthropic.mjs';
 
 /** @type {Awaited<ReturnType<typeof startCompactor>>} */ let service;

@@ -5,18 +5,13 @@
  * (c) the provider usage of each call reached Compactor on the next fit call.
  */
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { once } from 'node:events';
-import { existsSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { after, before, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { CompactorClient, type FetchLike } from '@compactor/client';
 import { AIMessage, HumanMessage, ToolMessage } from '@langchain/core/messages';
+import { startCompactor } from '../../shared/compactor-service.mjs';
 import { buildAgent } from '../agent.js';
 import { type FakeModel, type ScriptedReply, startFakeModel } from '../fake-model.js';
 
-const root = fileURLToPath(new URL('../../../../', import.meta.url));
 const read = (path: string) => ({ name: 'read_file', args: { path } });
 
 const script: ScriptedReply[] = [
@@ -31,50 +26,19 @@ const script: ScriptedReply[] = [
   { answer: 'Added test/newline.test.ts, which fails before the fix and passes after it.' },
 ];
 
-async function freePort(): Promise<number> {
-  const server = createServer().listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const address = server.address();
-  server.close();
-  if (address === null || typeof address === 'string') throw new Error('no free port');
-  return address.port;
-}
-
-let service: ChildProcess | undefined;
+let service: { url: string; stop: () => Promise<void> } | undefined;
 let baseUrl = '';
 let fake: FakeModel;
 
 before(async () => {
-  if (!existsSync(`${root}dist/server.js`)) {
-    const built = spawnSync('npm', ['--prefix', root, 'run', 'build'], { stdio: 'inherit' });
-    assert.equal(built.status, 0, 'npm run build failed');
-  }
-  const port = await freePort();
-  service = spawn(process.execPath, ['dist/server.js'], {
-    cwd: root,
-    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', COMPACTOR_STORE_URL: 'memory:', LOG_LEVEL: 'warn' },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
-  baseUrl = `http://127.0.0.1:${port}`;
-  for (let i = 0; ; i++) {
-    assert.equal(service.exitCode, null, 'Compactor exited');
-    const ready = await fetch(`${baseUrl}/health/ready`).then(
-      (r) => r.ok,
-      () => false,
-    );
-    if (ready) break;
-    assert.ok(i < 150, 'Compactor not ready within 15 s');
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
+  service = await startCompactor();
+  baseUrl = service.url;
   fake = await startFakeModel(script);
 });
 
 after(async () => {
   await fake?.close();
-  if (service && service.exitCode === null) {
-    service.kill('SIGTERM');
-    await once(service, 'exit');
-  }
+  await service?.stop();
 });
 
 test('a LangChain agent fits its history with Compactor before each model call', async () => {

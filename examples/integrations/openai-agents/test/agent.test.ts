@@ -4,33 +4,19 @@
  * `callModelInputFilter` is `compactorInputFilter`. Non-streaming and streaming runs.
  */
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { createServer } from 'node:net';
-import { dirname, join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { CompactorClient, type FetchLike, type FitRequest, type FitResponse } from '@compactor/client';
 import { Agent, OpenAIProvider, RunContext, Runner, setTracingDisabled, tool } from '@openai/agents';
 import { z } from 'zod';
+import { freePort, startCompactor } from '../../shared/compactor-service.mjs';
 import { compactorInputFilter, type WireItem } from '../compactor-filter.js';
 import { type FakeResponses, type Step, startFakeResponses } from '../fake-responses.js';
 
-const root = join(dirname(fileURLToPath(import.meta.url)), '../../../..');
 const MODEL = 'gpt-4o';
 const FILES = ['src/config.ts', 'src/server.ts', 'src/routes.ts', 'src/store.ts', 'src/worker.ts'];
 const FINAL = 'The timeout comes from src/config.ts: requestTimeoutMs is 30000 and src/server.ts passes it on.';
 
 type Json = Record<string, unknown>;
-
-async function freePort(): Promise<number> {
-  const server = createServer().listen(0, '127.0.0.1');
-  await new Promise((resolve) => server.once('listening', resolve));
-  const address = server.address();
-  await new Promise((resolve) => server.close(resolve));
-  if (!address || typeof address === 'string') throw new Error('no port');
-  return address.port;
-}
 
 /** About 3,000 tokens of made-up TypeScript, different for each path. */
 function fileContent(path: string): string {
@@ -66,38 +52,20 @@ const script: Step[] = [
   () => [{ type: 'message', content: [{ type: 'output_text', text: FINAL }] }],
 ];
 
-let service: ChildProcess | undefined;
+let service: { url: string; stop: () => Promise<void> } | undefined;
 let compactorUrl = '';
 let fake: FakeResponses;
 
 before(async () => {
-  if (!existsSync(join(root, 'dist/server.js'))) {
-    const build = spawnSync('npm', ['--prefix', root, 'run', 'build'], { stdio: 'inherit' });
-    assert.equal(build.status, 0, 'building the service failed');
-  }
-  const port = await freePort();
-  service = spawn(process.execPath, [join(root, 'dist/server.js')], {
-    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', COMPACTOR_STORE_URL: 'memory:', LOG_LEVEL: 'warn' },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
-  compactorUrl = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    const ready = await fetch(`${compactorUrl}/health/ready`).then(
-      (r) => r.ok,
-      () => false,
-    );
-    if (ready) break;
-    if (Date.now() > deadline || service.exitCode !== null) throw new Error('Compactor did not become ready');
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
+  service = await startCompactor();
+  compactorUrl = service.url;
   fake = await startFakeResponses(script);
   setTracingDisabled(true);
 });
 
 after(async () => {
   await fake?.close();
-  service?.kill();
+  await service?.stop();
 });
 
 /** What both sides of the wire agree on for one item (the SDK adds ids and statuses of its own). */

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { CompactorClient } from '@compactor/client';
+import { recordingFetch, startCompactor } from '../../shared/compactor-service.mjs';
+import * as fakeAnthropic from '../../shared/fake-anthropic.mjs';
 import { runAgent } from '../agent.mjs';
-import { recordingFetch, startCompactor } from '../compactor-service.mjs';
-import * as fakeAnthropic from '../fake-anthropic.mjs';
 import * as fakeOpenAI from '../fake-openai.mjs';
 
 const SCRIPT = [

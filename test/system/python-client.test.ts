@@ -4,7 +4,7 @@ import t from 'tap';
 /**
  * The Python client as a user gets it: clients/python/run-tests.sh pip-installs it into a fresh
  * virtual environment and runs its unittest suite against the service built from this checkout
- * (and a scripted 503-then-200 server). Part of `npm test` so that the README's one test command
+ * (and a scripted 503-then-200 server). Part of the system lane (`npm run test:system`), which
  * runs every client's tests.
  */
 const root = new URL('../../', import.meta.url).pathname;

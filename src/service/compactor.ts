@@ -1,42 +1,33 @@
 import { randomBytes } from 'node:crypto';
 import type { z } from 'zod';
+import type { ReasonCode } from '../contract/codes.js';
+import type { Prices } from '../cost/prices.js';
+import { PriceTable } from '../cost/prices.js';
+import { CompactorError, type ErrorCode } from '../errors.js';
+import { addresser, scopeOf } from '../history/address.js';
+import type { ExpandResult } from '../history/expand.js';
+import type { FormatAdapter } from '../history/format.js';
+import { checkDepth } from '../history/limits.js';
+import { markers } from '../history/markers.js';
+import { applyPlan } from '../history/plan/apply.js';
+import { evaluatePlan } from '../history/plan/evaluate.js';
+import type { Violation, Warning } from '../history/types.js';
+import type { StrategyResponseFields } from '../schemas/common.js';
+import type { ArtifactStore } from '../store/types.js';
+import { type BilledUsage, keepAll, type Strategy, withTotal } from '../strategies/types.js';
+import { ExtractiveSummarizer } from '../summarizers/extractive.js';
+import { SingleFlight } from '../summarizers/single-flight.js';
+import type { SettledSummary, Summarizer } from '../summarizers/types.js';
+import type { TokenCounter } from '../tokens/counter.js';
 import { ArtifactService, type ArtifactView, type Caller } from './artifacts.js';
-import type { ReasonCode } from './contract/codes.js';
-import type { BilledUsage as BilledUsageSchema, Fallback, TokensReport } from './contract/parts.js';
-import type { Prices } from './cost/prices.js';
-import { PriceTable } from './cost/prices.js';
-import { CompactorError, type ErrorCode } from './errors.js';
-import { addresser, scopeOf } from './history/address.js';
-import type { ExpandResult } from './history/expand.js';
-import type { FormatAdapter } from './history/format.js';
-import { markers } from './history/markers.js';
-import { applyPlan } from './history/plan/apply.js';
-import { evaluatePlan } from './history/plan/evaluate.js';
-import type { Action, Violation, Warning } from './history/types.js';
-import { checkDepth } from './limits.js';
 import { checkParallel, type HistoryInput, parseHistory, prepareRequest, triggered } from './request-history.js';
-import type { ArtifactStore } from './store/types.js';
-import { type BilledUsage, keepAll, type Strategy, withTotal } from './strategies/types.js';
-import { ExtractiveSummarizer } from './summarizers/extractive.js';
-import { SingleFlight } from './summarizers/single-flight.js';
-import type { SettledSummary, Summarizer } from './summarizers/types.js';
-import type { TokenCounter } from './tokens/counter.js';
 
-/** A strategy endpoint's answer (the contract's common response fields), with the strategy's own fields in `extra`. */
-export interface StrategyResponse<Extra> {
-  messages: unknown[];
-  format: string;
-  applied: boolean;
-  reason?: ReasonCode;
-  tokens: z.output<typeof TokensReport>;
-  usage: z.output<typeof BilledUsageSchema>;
-  actions: Action[];
-  warnings: Warning[];
-  fallback?: z.output<typeof Fallback>;
+/** A strategy endpoint's answer: the contract's common response fields, with the strategy's own fields in `extra`. */
+export type StrategyResponse<Extra> = z.output<z.ZodObject<typeof StrategyResponseFields>> & {
   /** The error code of a summarizer failure the strategy recovered from; for the metrics, not a response field. */
   failure?: ErrorCode;
   extra: Extra;
-}
+};
 
 /** Logs what happened, never what was said: counts, codes and rule names only. */
 export interface CompactorLogger {
@@ -85,7 +76,8 @@ export class Compactor {
   private readonly prices: PriceTable;
 
   constructor(
-    private readonly counter: TokenCounter,
+    /** The count cache (its statistics reach the metrics). */
+    readonly counter: TokenCounter,
     private readonly options: CompactorOptions = {},
   ) {
     this.summarizer = options.summarizer ?? new ExtractiveSummarizer();

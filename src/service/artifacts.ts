@@ -1,9 +1,9 @@
-import { CompactorError, fieldError } from './errors.js';
-import type { Addresser } from './history/address.js';
-import { type ExpandResult, expandHistory } from './history/expand.js';
-import type { FormatAdapter } from './history/format.js';
-import type { Markers } from './history/markers.js';
-import { ARTIFACT_ID } from './history/vocabulary.js';
+import { CompactorError, fieldError } from '../errors.js';
+import type { Addresser } from '../history/address.js';
+import { type ExpandResult, expandHistory } from '../history/expand.js';
+import type { FormatAdapter } from '../history/format.js';
+import type { Markers } from '../history/markers.js';
+import { ARTIFACT_ID } from '../history/vocabulary.js';
 import {
   type ArtifactStore,
   type ArtifactUse,
@@ -11,7 +11,7 @@ import {
   StoreCapacityError,
   StoreFailedError,
   StoreUnavailableError,
-} from './store/types.js';
+} from '../store/types.js';
 
 /** An offloaded original as `GET /v1/artifacts/{id}` returns it. */
 export interface ArtifactView {

@@ -1,4 +1,4 @@
-import { CompactorError } from './errors.js';
+import { CompactorError } from '../errors.js';
 
 /** How deep a message may nest: far beyond any provider's shapes, far below the stack's limit. */
 export const MAX_DEPTH = 128;

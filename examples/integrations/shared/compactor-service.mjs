@@ -1,7 +1,9 @@
 /**
- * Starts Compactor from this repository (`node ../../../dist/server.js`, memory store, a free
- * port; `npm run build` first when dist/ is missing) and gives a `fetch` for the client that
- * records every request the service received with its answer.
+ * Shared by every example under examples/integrations/ (imported as ../shared/… or ../../shared/…,
+ * so each example still runs alone: `cd examples/integrations/x && npm ci && npm test`). Starts
+ * Compactor from this repository (`node dist/server.js`, memory store, a free port; `npm run build`
+ * first when dist/ is missing) and gives a `fetch` for the client that records every request the
+ * service received with its answer. Node built-ins only: no example's dependencies are needed.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
@@ -39,14 +41,17 @@ export async function startCompactor() {
       await once(child, 'exit');
     }
   };
-  for (let i = 0; i < 150; i++) {
+  // Readiness is polled until a deadline generous enough for a slow or busy machine: it only
+  // catches a service that never comes up.
+  const deadline = Date.now() + 180_000;
+  while (Date.now() < deadline) {
     if (child.exitCode !== null) throw new Error(`Compactor exited with ${child.exitCode}`);
     const res = await fetch(`${url}/health/ready`).catch(() => undefined);
     if (res?.ok) return { url, stop };
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
   await stop();
-  throw new Error('Compactor did not become ready in 15 s');
+  throw new Error('Compactor did not become ready in 180 s');
 }
 
 /**

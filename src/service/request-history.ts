@@ -1,19 +1,21 @@
-import { CompactorError, fieldError } from './errors.js';
-import { detectFormat } from './formats/detect.js';
-import { formatByName } from './formats/registry.js';
-import type { FormatAdapter } from './history/format.js';
-import { type PreparedHistory, prepareHistory } from './history/prepared.js';
-import type { Item, Warning } from './history/types.js';
-import { checkDepth } from './limits.js';
-import type { HistoryRequest } from './schemas/common.js';
-import type { TokenCounter } from './tokens/counter.js';
-import { type ModelProfile, resolveModel } from './tokens/models.js';
-import { checkUsage, occupancyFromUsage } from './tokens/occupancy.js';
+import type { z } from 'zod';
+import type { TokensReport } from '../contract/parts.js';
+import { CompactorError, fieldError } from '../errors.js';
+import { detectFormat } from '../formats/detect.js';
+import { formatByName } from '../formats/registry.js';
+import type { FormatAdapter } from '../history/format.js';
+import { checkDepth } from '../history/limits.js';
+import { type PreparedHistory, prepareHistory } from '../history/prepared.js';
+import type { Item, Warning } from '../history/types.js';
+import type { HistoryRequest } from '../schemas/common.js';
+import type { TokenCounter } from '../tokens/counter.js';
+import { type ModelProfile, resolveModel } from '../tokens/models.js';
+import { checkUsage, occupancyFromUsage } from '../tokens/occupancy.js';
 
 /** The fields of a request that carry a history (trigger and dry run optional: not every endpoint takes them). */
 export type HistoryInput = Omit<HistoryRequest, 'trigger' | 'dry_run'> & Partial<Pick<HistoryRequest, 'trigger' | 'dry_run'>>;
 
-export type Counting = 'exact' | 'estimated' | 'usage+exact' | 'usage+estimated';
+export type Counting = z.output<typeof TokensReport>['counting'];
 
 export interface Prepared extends PreparedHistory {
   readonly profile: ModelProfile;

@@ -1,0 +1,160 @@
+import type { z } from 'zod';
+import type { ReasonCode } from '../contract/codes.js';
+import type { ArtifactRefSchema } from '../contract/parts.js';
+import type { CostReport } from '../cost/model.js';
+import type { ErrorCode } from '../errors.js';
+import { ExpandRequest, ExpandResponse } from '../schemas/artifacts.js';
+import { STRATEGY_SCHEMAS } from '../schemas/strategies.js';
+import { TokensRequest, TokensResponse, ValidateRequest, ValidateResponse } from '../schemas/tokens.js';
+import { STRATEGIES, type StrategyKind } from '../strategies/registry.js';
+import type { Strategy } from '../strategies/types.js';
+import type { Caller } from './artifacts.js';
+import type { Compactor, StrategyResponse } from './compactor.js';
+import { checkBody } from './request-body.js';
+import type { HistoryInput } from './request-history.js';
+
+/** What one call runs with: its deadline and who is asking. */
+export interface Call {
+  readonly signal: AbortSignal;
+  readonly caller: Caller;
+}
+
+/**
+ * What a strategy request did, in counts and codes only (never content): the metrics and the
+ * "strategy done" log line are made from it, wherever the request ran (in line or on a worker).
+ */
+export interface Report {
+  strategy: StrategyKind;
+  format: string;
+  messages: number;
+  applied: boolean;
+  reason: ReasonCode | undefined;
+  dryRun: boolean;
+  tokensBefore: number;
+  tokensAfter: number;
+  tokensSaved: number;
+  usage: StrategyResponse<unknown>['usage'];
+  /** Codes of the summarizer failures the strategy recovered from. */
+  summarizerFailures: ErrorCode[];
+  /** Whether a summary was served from the cache; null when no summary was made. */
+  summaryCached: boolean | null;
+  /** Kinds of the artifacts stored on the server (inline ones excluded). */
+  storedKinds: string[];
+  /** What an applied reduction was priced at: the net it is expected to save over the horizon, and its summarizer's bill. */
+  cost?: { unit: string; avoided: number; summarizer: number };
+}
+
+export interface Outcome {
+  /** The response body, as its schema describes it. */
+  value: unknown;
+  report?: Report;
+}
+
+/** One POST endpoint's work, free of HTTP: its schemas and what it runs, typed by its body schema. */
+export interface Operation<
+  Body extends z.ZodType = z.ZodType,
+  Response extends z.ZodType = z.ZodType,
+  Url extends string = string,
+> {
+  readonly url: Url;
+  readonly body: Body;
+  readonly response: Response;
+  /** A parsed body checked against `body`, typed by it; else a 400 naming each field. */
+  check(raw: unknown): z.output<Body>;
+  /** Runs a checked body. */
+  run(compactor: Compactor, body: z.output<Body>, call: Call): Promise<Outcome>;
+  /** Checks a parsed body and runs it (a worker thread's path, tests). */
+  perform(compactor: Compactor, raw: unknown, call: Call): Promise<Outcome>;
+}
+
+/** An operation from its schemas and its work; `perform` validates first. */
+function operation<Url extends string, Body extends z.ZodType, Response extends z.ZodType>(
+  url: Url,
+  body: Body,
+  response: Response,
+  run: Operation<Body, Response>['run'],
+): Operation<Body, Response, Url> {
+  const check = (raw: unknown) => checkBody(body, raw);
+  return { url, body, response, check, run, perform: (compactor, raw, call) => run(compactor, check(raw), call) };
+}
+
+type ArtifactRef = z.output<typeof ArtifactRefSchema>;
+
+/** The strategy fields the metrics read, when a strategy has them. */
+interface ReportedExtra {
+  summary?: { cached?: boolean | undefined } | null | undefined;
+  artifacts?: ArtifactRef[] | undefined;
+  cost?: CostReport | undefined;
+}
+
+async function runStrategy<O extends z.ZodObject, E extends object>(
+  compactor: Compactor,
+  kind: StrategyKind,
+  strategy: Strategy<O, E>,
+  request: HistoryInput & z.output<O>,
+  call: Call,
+): Promise<Outcome> {
+  const answer = await compactor.run(strategy, request, request, call);
+  const { extra, failure, ...result } = answer;
+  const x: ReportedExtra = extra;
+  const dryRun = request.dry_run === true;
+  const report: Report = {
+    strategy: kind,
+    format: result.format,
+    messages: request.messages.length,
+    applied: result.applied,
+    reason: result.reason,
+    dryRun,
+    tokensBefore: result.tokens.before,
+    tokensAfter: result.tokens.after,
+    tokensSaved: result.tokens.saved,
+    usage: result.usage,
+    summarizerFailures: failure ? [failure] : [],
+    summaryCached: x.summary ? x.summary.cached === true : null,
+    // An artifact returned inline (with its content) was not stored.
+    storedKinds: result.applied && !dryRun ? (x.artifacts ?? []).filter((a) => !('content' in a)).map((a) => a.kind) : [],
+  };
+  if (x.cost && result.applied) {
+    const c = x.cost;
+    report.cost = {
+      unit: c.unit,
+      avoided: c.saving_per_call * c.horizon_calls - c.rewrite_cost - c.summarizer_cost,
+      summarizer: c.summarizer_cost,
+    };
+  }
+  return { value: { ...result, ...extra }, report };
+}
+
+const { window, compact, summarize, fit } = STRATEGY_SCHEMAS;
+
+/**
+ * Every POST endpoint, by URL, written out: the routes register these entries, and a worker
+ * thread performs the same ones for large bodies, so both paths validate, run and answer alike.
+ */
+export const OPERATIONS = {
+  '/v1/window': operation('/v1/window', window.request, window.response, (c, body, call) =>
+    runStrategy(c, 'window', STRATEGIES.window, body, call),
+  ),
+  '/v1/compact': operation('/v1/compact', compact.request, compact.response, (c, body, call) =>
+    runStrategy(c, 'compact', STRATEGIES.compact, body, call),
+  ),
+  '/v1/summarize': operation('/v1/summarize', summarize.request, summarize.response, (c, body, call) =>
+    runStrategy(c, 'summarize', STRATEGIES.summarize, body, call),
+  ),
+  '/v1/fit': operation('/v1/fit', fit.request, fit.response, (c, body, call) =>
+    runStrategy(c, 'fit', STRATEGIES.fit, body, call),
+  ),
+  '/v1/tokens': operation('/v1/tokens', TokensRequest, TokensResponse, async (c, body) => ({ value: c.tokens(body) })),
+  '/v1/validate': operation('/v1/validate', ValidateRequest, ValidateResponse, async (c, body) => ({
+    value: c.validate(body),
+  })),
+  '/v1/expand': operation('/v1/expand', ExpandRequest, ExpandResponse, async (c, body, call) => ({
+    value: await c.expand(body, call.caller),
+  })),
+};
+
+export type OperationUrl = keyof typeof OPERATIONS;
+
+export function isOperationUrl(url: string): url is OperationUrl {
+  return Object.hasOwn(OPERATIONS, url);
+}
