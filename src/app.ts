@@ -4,7 +4,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import { type Logger, pino } from 'pino';
 import type { Config } from './config.js';
-import admissionPlugin from './plugins/admission.js';
+import admissionPlugin, { weightOf } from './plugins/admission.js';
 import compactorPlugin from './plugins/compactor.js';
 import guardPlugin from './plugins/guard.js';
 import healthPlugin from './plugins/health.js';
@@ -86,14 +86,16 @@ function serverOptions(config: Config, logger: FastifyBaseLogger) {
 }
 
 /**
- * JSON bodies: parsed here, or, when large, left raw for a worker thread that parses, validates
+ * JSON bodies: parsed here, or, when heavy (bytes, or the weight admission counted: messages and
+ * objects), left raw for a worker thread that parses, validates
  * and runs them (offload.ts); the validators let a raw body through to that worker.
  */
 function handleBodies(app: FastifyInstance): void {
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_request, body, done) => {
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
     const bytes = body as Buffer;
-    if (app.offload.accepts(bytes.length)) {
+    // By weight, not bytes: 250 kB of tiny messages is 8,000 of them to parse, check and rewrite.
+    if (app.offload.accepts(Math.max(bytes.length, weightOf(request)))) {
       done(null, new RawBody(bytes));
       return;
     }

@@ -11,7 +11,7 @@ const KEY_BYTES = 64;
 /**
  * The shape of a JSON body counted as its bytes arrive, before it is parsed: how many objects and
  * arrays it holds (what parsing it costs beyond its bytes), and how many items the largest array
- * under a top-level key holds (`messages`, `contents`, `input`: the history's messages) and that
+ * under a top-level key holds (`messages`: the history) and that
  * key. One pass over the bytes, linear, on the main thread while they arrive (about 1 ms per 64 KiB
  * chunk): nothing but a few counters and one short key is kept. It does not validate: an
  * invalid body is counted as far as it goes and refused by the parser afterwards.

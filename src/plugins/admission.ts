@@ -26,6 +26,17 @@ export function requestWeight(bytes: number, shape: Pick<BodyShape, 'messages' |
   return bytes + (MESSAGE_WEIGHT - CONTAINER_WEIGHT) * shape.messages + CONTAINER_WEIGHT * shape.containers;
 }
 
+/** The weight of each `/v1` body counted so far: complete once the body has arrived. */
+const weights = new WeakMap<FastifyRequest, number>();
+
+/**
+ * A request's weight (`requestWeight`), once its body has arrived: where it runs is chosen by it,
+ * so that a small body of many messages does not keep the main thread busy.
+ */
+export function weightOf(request: FastifyRequest): number {
+  return weights.get(request) ?? 0;
+}
+
 const reserved = Symbol('admission.reserved');
 type Tracked = FastifyRequest & { [reserved]?: number };
 
@@ -118,6 +129,7 @@ export default fp<AdmissionOptions>(
           throw tooMany(shape, `more than ${options.maxMessages} messages (COMPACTOR_MAX_MESSAGES); send fewer at once`);
         }
         const weight = requestWeight(bytes, shape);
+        weights.set(request, weight);
         if (limit > 0 && weight > limit) {
           throw tooMany(
             shape,

@@ -10,6 +10,7 @@ import type { OperationUrl } from '../service/operations.js';
 import { serveStore } from '../store/remote.js';
 import type { PreparedContext } from '../strategies/types.js';
 import type { Task, TaskResult, WorkerInit } from '../worker.js';
+import { weightOf } from './admission.js';
 import { meter } from './body-meter.js';
 import { isApiRequest } from './guard.js';
 
@@ -256,15 +257,19 @@ export default fp<OffloadOptions>(
       if (!applies(request) || !offload.accepts(Number(request.headers['content-length'] ?? 0))) return;
       shed(reply);
     });
+    // A chunked body, or one light in bytes but heavy in messages (admission weighs it first), is
+    // checked once its bytes or weight reach the pool's threshold.
     app.addHook('preParsing', async (request, reply, payload) => {
-      if (!applies(request) || request.headers['content-length'] !== undefined) return payload;
+      if (!applies(request)) return payload;
       let bytes = 0;
+      let bound = offload.accepts(Number(request.headers['content-length'] ?? 0));
       return meter(payload, (chunk) => {
-        const before = bytes;
         bytes += chunk.length;
-        if (!offload.accepts(before) && offload.accepts(bytes)) shed(reply);
+        if (bound || !offload.accepts(Math.max(bytes, weightOf(request)))) return;
+        bound = true;
+        shed(reply);
       });
     });
   },
-  { name: 'offload', dependencies: ['compactor', 'guard', 'metrics'] },
+  { name: 'offload', dependencies: ['compactor', 'guard', 'metrics', 'admission'] },
 );

@@ -90,13 +90,16 @@ t.test(
     const gemini = await post(
       port,
       '/v1/window',
-      JSON.stringify({ contents: Array.from({ length: 1001 }, () => ({ role: 'user', parts: [{ text: 'x' }] })) }),
+      JSON.stringify({
+        format: 'gemini',
+        messages: Array.from({ length: 1001 }, () => ({ role: 'user', parts: [{ text: 'x' }] })),
+      }),
       false,
     );
     t.match(
       JSON.parse(gemini.body),
-      { code: 'CMP_ERR_REQUEST_TOO_MANY_MESSAGES', errors: [{ path: 'contents' }] },
-      'Gemini: contents',
+      { code: 'CMP_ERR_REQUEST_TOO_MANY_MESSAGES', errors: [{ path: 'messages' }] },
+      'Gemini, counted in its own shapes',
     );
     t.equal((await post(port, '/v1/window', JSON.stringify({ messages: tiny(1000), keep: { messages: 2 } }), false)).status, 200);
 

@@ -200,3 +200,23 @@ t.test(
     }
   },
 );
+
+t.test('a body light in bytes but heavy in messages is never parsed on the main thread', async (t) => {
+  const app = await build(t, { COMPACTOR_STORE_URL: 'memory:', COMPACTOR_WORKER_MIN_BYTES: '262144' });
+  const sent: number[] = [];
+  const run = app.offload.run.bind(app.offload);
+  app.offload.run = (url, body, request) => {
+    sent.push(body.byteLength);
+    return run(url, body, request);
+  };
+  // 8,000 messages in 250 kB, under the byte threshold: parsed, they weigh 1.5 MB.
+  const messages = Array.from({ length: 8000 }, (_, i) => ({ role: i % 2 ? 'assistant' : 'user', content: 'x' }));
+  const res = await app.inject({ method: 'POST', url: '/v1/window', payload: { messages, keep: { messages: 2 } } });
+  t.equal(res.statusCode, 200);
+  t.ok(res.json().messages.length < 10, 'windowed');
+  t.equal(sent.length, 1, 'its raw bytes went to a worker');
+  t.ok((sent[0] ?? 0) < 262_144, `${sent[0]} bytes, under COMPACTOR_WORKER_MIN_BYTES`);
+  const few = await app.inject({ method: 'POST', url: '/v1/tokens', payload: { messages: messages.slice(0, 10) } });
+  t.equal(few.statusCode, 200);
+  t.equal(sent.length, 1, 'a small light body stays on the main thread');
+});
