@@ -9,12 +9,12 @@ import compactorPlugin from './plugins/compactor.js';
 import guardPlugin from './plugins/guard.js';
 import healthPlugin from './plugins/health.js';
 import metricsPlugin from './plugins/metrics.js';
-import offloadPlugin, { RawBody } from './plugins/offload.js';
 import preparePlugin from './plugins/prepare.js';
 import problemPlugin from './plugins/problem.js';
 import queuePlugin from './plugins/queue.js';
 import swaggerPlugin from './plugins/swagger.js';
 import { clientErrorHandler, frameworkErrors } from './plugins/wire-errors.js';
+import workerPoolPlugin, { RawBody } from './plugins/worker-pool.js';
 import artifactRoutes from './routes/artifacts.js';
 import compactRoute from './routes/compact.js';
 import fitRoute from './routes/fit.js';
@@ -95,7 +95,7 @@ function handleBodies(app: FastifyInstance): void {
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
     const bytes = body as Buffer;
     // By weight, not bytes: 250 kB of tiny messages is 8,000 of them to parse, check and rewrite.
-    if (app.offload.accepts(Math.max(bytes.length, weightOf(request)))) {
+    if (app.workerPool.accepts(Math.max(bytes.length, weightOf(request)))) {
       done(null, new RawBody(bytes));
       return;
     }
@@ -151,7 +151,7 @@ async function registerPlugins(app: FastifyInstance, config: Config, deps: AppDe
   });
   await app.register(compactorPlugin, { config, summarizerSlots, ...(deps.store ? { store: deps.store } : {}) });
   await app.register(preparePlugin, { config });
-  await app.register(offloadPlugin, {
+  await app.register(workerPoolPlugin, {
     workers: config.COMPACTOR_WORKERS,
     minBytes: config.COMPACTOR_WORKER_MIN_BYTES,
     maxWaitMs: config.COMPACTOR_MAX_QUEUE_WAIT_MS,

@@ -101,7 +101,7 @@ async function main(): Promise<void> {
     listenFailure(error as NodeJS.ErrnoException, config);
   }
   // The worker pool starts now rather than on the first large request.
-  app.offload.warm().catch((error: unknown) => logger.error({ err: error }, 'the worker pool did not start'));
+  app.workerPool.warm().catch((error: unknown) => logger.error({ err: error }, 'the worker pool did not start'));
 }
 
 main().catch((error: unknown) => {

@@ -86,7 +86,7 @@ export default fp<CompactorPluginOptions>(
           // The store counts; the counter shows its count (monotonic while the store is open).
           this.reset();
           // Worker threads open the same file or Redis on connections of their own and report theirs.
-          const evicted = (store.usage()?.evicted ?? 0) + (app.hasDecorator('offload') ? app.offload.evicted : 0);
+          const evicted = (store.usage()?.evicted ?? 0) + (app.hasDecorator('workerPool') ? app.workerPool.evicted : 0);
           this.inc({ store: store.kind, reason: 'cap' }, evicted);
         },
       });

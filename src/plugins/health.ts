@@ -50,8 +50,8 @@ export default fp(
       { schema: { tags: ['health'], response: { 200: Status, 503: Status } } },
       async (_request, reply) => {
         if (!app.readiness.ready) return reply.code(503).send({ status: 'draining' });
-        if (!app.offload.up) {
-          const reason = app.offload.failed ? 'the worker pool did not start' : 'the worker pool is starting';
+        if (!app.workerPool.up) {
+          const reason = app.workerPool.failed ? 'the worker pool did not start' : 'the worker pool is starting';
           return reply.code(503).send({ status: 'starting', reason });
         }
         const state = await store.check();
@@ -60,5 +60,5 @@ export default fp(
       },
     );
   },
-  { name: 'health', dependencies: ['compactor', 'offload'] },
+  { name: 'health', dependencies: ['compactor', 'worker-pool'] },
 );

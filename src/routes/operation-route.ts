@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { z } from 'zod';
-import { failureError, RawBody } from '../plugins/offload.js';
+import { failureError, RawBody } from '../plugins/worker-pool.js';
 import { Problem } from '../schemas/common.js';
 import type { Operation, OperationUrl } from '../service/operations.js';
 
@@ -43,7 +43,7 @@ export function operationRoute<Body extends z.ZodType, Response extends z.ZodTyp
       const caller = app.compactor.caller(request.apiKeyDigest);
       const prepared = op.url === '/v1/fit' ? app.preparer.context(caller.scope) : undefined;
       if (body instanceof RawBody) {
-        const result = await app.offload.run(op.url, body.bytes, request, prepared);
+        const result = await app.workerPool.run(op.url, body.bytes, request, prepared);
         if (!result.ok) throw failureError(result);
         request.report = result.report;
         app.preparer.after(caller.scope, result);

@@ -251,7 +251,7 @@ t.test('a chunked body bound for a saturated worker pool is shed as its bytes ar
   });
   const { port } = await listen(app);
   // The pool's queue as it would be under load: a request would wait 10 s for a worker.
-  app.offload.expectedWaitMs = () => 10_000;
+  app.workerPool.expectedWaitMs = () => 10_000;
   const large = JSON.stringify({ messages: history(150_000) });
   for (const chunked of [false, true]) {
     const res = await post(port, '/v1/tokens', large, chunked);

@@ -50,7 +50,7 @@ async function fit(app: FastifyInstance, body: unknown, key?: string) {
 }
 
 /** Polls `GET /v1/prepared/{id}` until it is ready or failed (a generous deadline: the job is a local HTTP call). */
-async function settled(t: Test, app: FastifyInstance, id: string, key?: string) {
+async function settled(_t: Test, app: FastifyInstance, id: string, key?: string) {
   const deadline = Date.now() + 60_000;
   for (;;) {
     const res = await app.inject({

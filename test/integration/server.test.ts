@@ -185,7 +185,7 @@ t.test('ready means the worker pool is up: 503 starting while it warms; a close 
     200,
     'no warm-up asked: the pool starts on use',
   );
-  const warming = app.offload.warm();
+  const warming = app.workerPool.warm();
   const early = await app.inject({ method: 'GET', url: '/health/ready' });
   t.equal(early.statusCode, 503, 'not ready while the pool starts');
   t.match(early.json(), { status: 'starting' });
@@ -194,7 +194,7 @@ t.test('ready means the worker pool is up: 503 starting while it warms; a close 
 
   const second = await buildApp(testConfig({ COMPACTOR_STORE_URL: 'memory:', LOG_LEVEL: 'info' }), { logger });
   await second.ready();
-  const started = second.offload.warm();
+  const started = second.workerPool.warm();
   await second.close();
   await t.resolves(started, 'a warm-up cut short by a close does not fail');
   t.notMatch(lines.join(''), /"level":(50|60)/, 'nothing at error level');

@@ -16,7 +16,7 @@ import { isApiRequest } from './guard.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
-    offload: Offload;
+    workerPool: WorkerPool;
   }
 }
 
@@ -37,7 +37,7 @@ function workerFile(): string {
   return fileURLToPath(new URL('../worker.js', `file://${compiled}`));
 }
 
-export interface OffloadOptions {
+export interface WorkerPoolOptions {
   /** Worker threads; 0: every request runs on the main thread. */
   workers: number;
   /** Bodies of at least this many bytes run on a worker. */
@@ -54,7 +54,7 @@ export interface OffloadOptions {
  * only receives the bytes and sends the answer back, so liveness probes, metrics and new
  * connections are served within milliseconds while a 30 MB history is worked on.
  */
-export class Offload {
+export class WorkerPool {
   private pool: Piscina | undefined;
   /** The warm-up in progress (`warm()`), or undefined: never asked (the pool starts on first use). */
   private warming: Promise<void> | undefined;
@@ -77,7 +77,7 @@ export class Offload {
   private doneSinceBusy = 0;
 
   constructor(
-    private readonly options: OffloadOptions,
+    private readonly options: WorkerPoolOptions,
     private readonly app: FastifyInstance,
   ) {}
 
@@ -226,24 +226,24 @@ export function failureError(result: Extract<TaskResult, { ok: false }>): Error 
 }
 
 /** Decorates the app with the worker pool (closed with the app). */
-export default fp<OffloadOptions>(
+export default fp<WorkerPoolOptions>(
   async (app: FastifyInstance, options) => {
-    const offload = new Offload(options, app);
-    app.decorate('offload', offload);
+    const pool = new WorkerPool(options, app);
+    app.decorate('workerPool', pool);
     new Gauge({
       name: 'compactor_worker_pending_bytes',
       help: 'Body bytes of the requests running or waiting on the worker pool',
       registers: [app.metrics.registry],
       collect() {
-        this.set(offload.pending);
+        this.set(pool.pending);
       },
     });
-    app.addHook('onClose', async () => offload.close());
+    app.addHook('onClose', async () => pool.close());
     // A request bound for the pool that would wait past the queue limit there is shed before its
     // body is read, as the main thread's turns shed theirs (queue.ts); a chunked one as soon as its
     // bytes reach the pool's threshold.
     const shed = (reply: FastifyReply): void => {
-      const expected = offload.expectedWaitMs();
+      const expected = pool.expectedWaitMs();
       if (expected <= options.maxWaitMs) return;
       const seconds = Math.min(60, Math.max(1, Math.ceil(expected / 1000)));
       reply.header('retry-after', String(seconds));
@@ -254,7 +254,7 @@ export default fp<OffloadOptions>(
     };
     const applies = (request: FastifyRequest) => options.maxWaitMs > 0 && isApiRequest(request);
     app.addHook('onRequest', async (request, reply) => {
-      if (!applies(request) || !offload.accepts(Number(request.headers['content-length'] ?? 0))) return;
+      if (!applies(request) || !pool.accepts(Number(request.headers['content-length'] ?? 0))) return;
       shed(reply);
     });
     // A chunked body, or one light in bytes but heavy in messages (admission weighs it first), is
@@ -262,14 +262,14 @@ export default fp<OffloadOptions>(
     app.addHook('preParsing', async (request, reply, payload) => {
       if (!applies(request)) return payload;
       let bytes = 0;
-      let bound = offload.accepts(Number(request.headers['content-length'] ?? 0));
+      let bound = pool.accepts(Number(request.headers['content-length'] ?? 0));
       return meter(payload, (chunk) => {
         bytes += chunk.length;
-        if (bound || !offload.accepts(Math.max(bytes, weightOf(request)))) return;
+        if (bound || !pool.accepts(Math.max(bytes, weightOf(request)))) return;
         bound = true;
         shed(reply);
       });
     });
   },
-  { name: 'offload', dependencies: ['compactor', 'guard', 'metrics', 'admission'] },
+  { name: 'worker-pool', dependencies: ['compactor', 'guard', 'metrics', 'admission'] },
 );

@@ -204,8 +204,8 @@ t.test(
 t.test('a body light in bytes but heavy in messages is never parsed on the main thread', async (t) => {
   const app = await build(t, { COMPACTOR_STORE_URL: 'memory:', COMPACTOR_WORKER_MIN_BYTES: '262144' });
   const sent: number[] = [];
-  const run = app.offload.run.bind(app.offload);
-  app.offload.run = (url, body, request) => {
+  const run = app.workerPool.run.bind(app.workerPool);
+  app.workerPool.run = (url, body, request) => {
     sent.push(body.byteLength);
     return run(url, body, request);
   };
