@@ -14,7 +14,6 @@ import type { SingleFlight } from '../summarizers/single-flight.js';
 import type { SettledSummary, Summarizer } from '../summarizers/types.js';
 import type { TokenCounter } from '../tokens/counter.js';
 import type { ModelProfile } from '../tokens/models.js';
-import type { PreparedEntry, PreparedRange } from './summarize/prepared.js';
 
 export type { PreparedHistory } from '../history/prepared.js';
 
@@ -50,6 +49,27 @@ export interface StrategyContext {
   readonly cost: CostEnv;
   /** Prepared summaries, where the service makes them (absent: fit neither prepares nor splices). */
   readonly prepared?: PreparedContext;
+}
+
+/**
+ * A range a rolling summary would cover in a history, identified as the summary cache identifies
+ * it: `id` is the cache key (the prompt, the summarizer, the options that shape the summary, the
+ * earlier summary and the range's bytes, under the caller's key), so a summary prepared for it is
+ * found by a later request exactly when that request would ask for the same summary. `prefix`
+ * names what precedes the range (head, first user message, earlier summary): the conversation a
+ * later request's history must continue.
+ */
+export interface PreparedRange {
+  readonly id: string;
+  readonly prefix: string;
+  /** The range: messages `from` (inclusive) to `to` (exclusive) of the history it was found in. */
+  readonly from: number;
+  readonly to: number;
+}
+
+/** A prepared range as a later request sees it: ready when its summary is in the summary cache. */
+export interface PreparedEntry extends PreparedRange {
+  readonly state: 'started' | 'running' | 'ready' | 'failed' | 'spliced';
 }
 
 /** What fit knows of prepared summaries: the caller's, and whether it prepares by default. */

@@ -1,29 +1,11 @@
-import type { PreparedHistory, StrategyContext } from '../types.js';
+import type { PreparedEntry, PreparedHistory, PreparedRange, StrategyContext } from '../types.js';
+
+export type { PreparedEntry, PreparedRange } from '../types.js';
+
 import { summaryKey } from './cache.js';
 import type { SummarizeOptions } from './options.js';
 import { rangeArtifact } from './range.js';
 import { planRolling } from './rolling-plan.js';
-
-/**
- * A range a rolling summary would cover in a history, identified as the summary cache identifies
- * it: `id` is the cache key (the prompt, the summarizer, the options that shape the summary, the
- * earlier summary and the range's bytes, under the caller's key), so a summary prepared for it is
- * found by a later request exactly when that request would ask for the same summary. `prefix`
- * names what precedes the range (head, first user message, earlier summary): the conversation a
- * later request's history must continue.
- */
-export interface PreparedRange {
-  readonly id: string;
-  readonly prefix: string;
-  /** The range: messages `from` (inclusive) to `to` (exclusive) of the history it was found in. */
-  readonly from: number;
-  readonly to: number;
-}
-
-/** A prepared range as a later request sees it: ready when its summary is in the summary cache. */
-export interface PreparedEntry extends PreparedRange {
-  readonly state: 'started' | 'running' | 'ready' | 'failed' | 'spliced';
-}
 
 /** Where the range starts and what precedes it, in `h` under options `o`. */
 function rangeStart(h: PreparedHistory, o: SummarizeOptions, ctx: Pick<StrategyContext, 'markers' | 'address'>) {
