@@ -12,6 +12,7 @@ from .types import (
     ExpandResponse,
     FitResponse,
     HealthStatus,
+    PreparedSummary,
     Problem,
     StrategyResponse,
     TokensResponse,
@@ -154,6 +155,10 @@ class CompactorClient:
     def artifact(self, artifact_id: str) -> Artifact:
         """``GET /v1/artifacts/{id}``: one offloaded original (404 once expired)."""
         return cast(Artifact, self._call("GET", "/v1/artifacts/" + urllib.parse.quote(artifact_id, safe="")))
+
+    def prepared(self, prepared_id: str) -> PreparedSummary:
+        """``GET /v1/prepared/{id}``: a summary fit prepares in the background (404 for another key's)."""
+        return cast(PreparedSummary, self._call("GET", "/v1/prepared/" + urllib.parse.quote(prepared_id, safe="")))
 
     def tokens(self, request: Optional[Mapping[str, Any]] = None, **fields: Any) -> TokensResponse:
         """``POST /v1/tokens``: count a history's tokens as the service would."""

@@ -56,12 +56,32 @@ class StrategyResponse(TypedDict, total=False):
     cost: Dict[str, Any]
 
 
+class Prepared(TypedDict):
+    """A summary fit prepares in the background, or the prepared one a response spliced in."""
+
+    id: str
+    state: str
+    covers: Dict[str, int]
+
+
 class FitResponse(StrategyResponse, total=False):
     stages: List[Dict[str, Any]]
     target: int
     call_again_at: int
     summary: Optional[Dict[str, Any]]
     dropped: Optional[Dict[str, Any]]
+    prepared: Prepared
+
+
+class PreparedSummary(TypedDict, total=False):
+    """``GET /v1/prepared/{id}``: a prepared summary's state, range and cost."""
+
+    id: str
+    state: str
+    covers: Dict[str, int]
+    usage: Optional[Dict[str, Any]]
+    created_at: str
+    error: str
 
 
 class ExpandResponse(TypedDict, total=False):

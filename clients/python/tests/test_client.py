@@ -72,6 +72,28 @@ class ClientAgainstTheService(unittest.TestCase):
         self.assertLessEqual(fitted["tokens"]["after"], fitted["tokens"]["before"])
         self.assertIn("stages", fitted)
 
+    def test_fit_prepares_and_prepared_reads_it(self):
+        history = [{"role": "user", "content": "task"}]
+        for i in range(8):
+            history.append({"role": "assistant", "content": "step %d: %s" % (i, "read the file and checked it. " * 10)})
+            history.append({"role": "user", "content": "and then %d: %s" % (i, "look at the next module. " * 10)})
+        fitted = self.client.fit(
+            messages=history,
+            target_tokens=8000,
+            policy="tokens",
+            summarize={"keep": {"messages": 4}},
+            prepare={"enabled": True, "at": {"fraction": 0.05}},
+        )
+        self.assertFalse(fitted["applied"])
+        prepared = fitted["prepared"]
+        self.assertIn(prepared["state"], ("started", "running", "ready"))
+        view = self.client.prepared(prepared["id"])
+        self.assertEqual(view["id"], prepared["id"])
+        self.assertEqual(view["covers"], prepared["covers"])
+        with self.assertRaises(CompactorHttpError) as missing:
+            self.client.prepared("art_0123456789abcdef01234567")
+        self.assertEqual(missing.exception.problem["code"], "CMP_ERR_PREPARED_NOT_FOUND")
+
     def test_errors_carry_the_problem_document(self):
         with self.assertRaises(CompactorHttpError) as missing:
             self.client.artifact("art_0123456789abcdef01234567")

@@ -11,6 +11,8 @@ export type Message = Schemas['Message'];
 export type Problem = Schemas['Problem'];
 export type HealthStatus = Schemas['HealthStatus'];
 export type Artifact = Schemas['Artifact'];
+/** A summary fit prepares in the background (`GET /v1/prepared/{id}`). */
+export type PreparedSummary = Schemas['PreparedSummary'];
 /**
  * A request or response with its `messages` typed as the caller's own message type `M`: the
  * service answers in the format it was sent, so what goes in as `M` comes back as `M`.
@@ -102,6 +104,11 @@ export declare class CompactorClient {
     expand<M extends object = Message>(req: ExpandRequest<M>): Promise<ExpandResponse<M>>;
     /** `GET /v1/artifacts/{id}`: one offloaded original (404 `CMP_ERR_ARTIFACT_NOT_FOUND` once expired). */
     artifact(id: string): Promise<Artifact>;
+    /**
+     * `GET /v1/prepared/{id}`: a summary fit prepares off the request path (the `prepared.id` of a
+     * fit response): its state, range and cost (404 `CMP_ERR_PREPARED_NOT_FOUND` for another key's).
+     */
+    prepared(id: string): Promise<PreparedSummary>;
     /** `POST /v1/tokens`: count a history's tokens as the service would. */
     tokens<M extends object = Message>(req: TokensRequest<M>): Promise<TokensResponse>;
     /** `POST /v1/validate`: check a history against its format's structural rules. */

@@ -99,6 +99,13 @@ export class CompactorClient {
     artifact(id) {
         return this.call('GET', `/v1/artifacts/${encodeURIComponent(id)}`);
     }
+    /**
+     * `GET /v1/prepared/{id}`: a summary fit prepares off the request path (the `prepared.id` of a
+     * fit response): its state, range and cost (404 `CMP_ERR_PREPARED_NOT_FOUND` for another key's).
+     */
+    prepared(id) {
+        return this.call('GET', `/v1/prepared/${encodeURIComponent(id)}`);
+    }
     /** `POST /v1/tokens`: count a history's tokens as the service would. */
     tokens(req) {
         return this.call('POST', '/v1/tokens', req);

@@ -14,6 +14,8 @@ export type Message = Schemas['Message'];
 export type Problem = Schemas['Problem'];
 export type HealthStatus = Schemas['HealthStatus'];
 export type Artifact = Schemas['Artifact'];
+/** A summary fit prepares in the background (`GET /v1/prepared/{id}`). */
+export type PreparedSummary = Schemas['PreparedSummary'];
 
 /**
  * A request or response with its `messages` typed as the caller's own message type `M`: the
@@ -167,6 +169,13 @@ export class CompactorClient {
   /** `GET /v1/artifacts/{id}`: one offloaded original (404 `CMP_ERR_ARTIFACT_NOT_FOUND` once expired). */
   artifact(id: string): Promise<Artifact> {
     return this.call('GET', `/v1/artifacts/${encodeURIComponent(id)}`);
+  }
+  /**
+   * `GET /v1/prepared/{id}`: a summary fit prepares off the request path (the `prepared.id` of a
+   * fit response): its state, range and cost (404 `CMP_ERR_PREPARED_NOT_FOUND` for another key's).
+   */
+  prepared(id: string): Promise<PreparedSummary> {
+    return this.call('GET', `/v1/prepared/${encodeURIComponent(id)}`);
   }
   /** `POST /v1/tokens`: count a history's tokens as the service would. */
   tokens<M extends object = Message>(req: TokensRequest<M>): Promise<TokensResponse> {
