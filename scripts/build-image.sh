@@ -122,7 +122,7 @@ buildah_build() {
   need buildah
   local recipe have
   recipe=$(base_recipe)
-  have=$("${B[@]}" inspect --type image --format '{{index .Docker.Config.Labels "compactor.base-recipe"}}' "$BASE" 2>/dev/null || true)
+  have=$(image_config "$BASE" Labels | node -e 'let s = ""; process.stdin.on("data", (d) => (s += d)).on("end", () => process.stdout.write(s ? (JSON.parse(s)["compactor.base-recipe"] ?? "") : ""))')
   if [ "$have" = "$recipe" ]; then
     log "base $BASE is cached (recipe $recipe)"
   else
@@ -139,35 +139,53 @@ buildah_build() {
   "${B[@]}" bud --isolation chroot --pull=never --format docker "${volume[@]}" -t "$TAG" .
 }
 
+# A field of an image's Docker config (buildah inspect's JSON; its templates lack `json`).
+image_config() {
+  "${B[@]}" inspect --type image "$1" 2>/dev/null |
+    node -e 'let s = ""; process.stdin.on("data", (d) => (s += d)).on("end", () => {
+      const c = JSON.parse(s).Docker?.config ?? {}; const v = c[process.argv[1]];
+      process.stdout.write(v === undefined || v === null ? "" : typeof v === "string" ? v : JSON.stringify(v)); })' "$2"
+}
+
+CTR="" SERVER_PID=""
+buildah_cleanup() {
+  [ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null
+  [ -n "$CTR" ] && "${B[@]}" rm "$CTR" >/dev/null 2>&1
+  return 0
+}
+
 buildah_check() {
-  local ctr mnt port user uid hc server pid
-  ctr=$("${B[@]}" from --pull=never "$TAG")
-  trap '[ -n "${pid:-}" ] && kill "$pid" 2>/dev/null; "${B[@]}" rm "$ctr" >/dev/null 2>&1 || true' EXIT
-  user=$("${B[@]}" inspect --type image --format '{{.Docker.Config.User}}' "$TAG")
-  uid=$("${B[@]}" run --isolation chroot "$ctr" -- id -u)
+  local mnt port user uid hc server
+  CTR=$("${B[@]}" from --pull=never "$TAG")
+  trap buildah_cleanup EXIT
+  user=$(image_config "$TAG" User)
+  uid=$("${B[@]}" run --isolation chroot "$CTR" -- id -u)
   check_user "$user" "$uid"
   port=$((20000 + RANDOM % 20000))
-  "${B[@]}" config --env "PORT=$port" --env HOST=127.0.0.1 "$ctr"
+  "${B[@]}" config --env "PORT=$port" --env HOST=127.0.0.1 "$CTR"
   server=$(mktemp)
-  "${B[@]}" run --isolation chroot "$ctr" -- sh -c 'echo $$ > /tmp/server.pid; exec node dist/server.js' >"$server" 2>&1 &
-  mnt=$("${B[@]}" mount "$ctr")
-  for _ in $(seq 1 120); do
+  "${B[@]}" run --isolation chroot "$CTR" -- sh -c 'echo $$ > /tmp/server.pid; exec node dist/server.js' >"$server" 2>&1 &
+  mnt=$("${B[@]}" mount "$CTR")
+  # Readiness is polled to a generous deadline: it only catches a service that never comes up.
+  for _ in $(seq 1 180); do
     curl -fsS "http://127.0.0.1:$port/health/ready" >/dev/null 2>&1 && break
     sleep 1
   done
-  pid=$(cat "$mnt/tmp/server.pid" 2>/dev/null || true)
+  SERVER_PID=$(cat "$mnt/tmp/server.pid" 2>/dev/null || true)
   curl -fsS "http://127.0.0.1:$port/health/ready" >/dev/null || { cat "$server" >&2; fail "the service did not become ready"; }
   # The image's own HEALTHCHECK command, run inside the container as the image runs it.
-  hc=$("${B[@]}" inspect --type image --format '{{json .Docker.Config.Healthcheck}}' "$TAG")
+  hc=$(image_config "$TAG" Healthcheck)
   local -a cmd
-  mapfile -d '' cmd < <(node -e 'const h = JSON.parse(process.argv[1]); if (!h || !Array.isArray(h.Test) || h.Test[0] !== "CMD") process.exit(1); process.stdout.write(h.Test.slice(1).join("\0") + "\0")' "$hc") ||
-    fail "the image has no HEALTHCHECK (CMD form): $hc"
-  "${B[@]}" run --isolation chroot "$ctr" -- "${cmd[@]}" || fail "HEALTHCHECK failed"
+  mapfile -d '' cmd < <(node -e 'const h = JSON.parse(process.argv[1] || "null"); if (!h || !Array.isArray(h.Test) || h.Test[0] !== "CMD") process.exit(1); process.stdout.write(h.Test.slice(1).join("\0") + "\0")' "$hc") ||
+    fail "the image has no HEALTHCHECK (CMD form): ${hc:-none}"
+  [ "${#cmd[@]}" -gt 0 ] || fail "the image has no HEALTHCHECK (CMD form): ${hc:-none}"
+  "${B[@]}" run --isolation chroot "$CTR" -- "${cmd[@]}" || fail "HEALTHCHECK failed"
   log "HEALTHCHECK passes (${cmd[0]} ${cmd[1]} …)"
   check_compaction "$port"
-  [ -n "$pid" ] && kill "$pid" 2>/dev/null || true
+  [ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null
   wait || true
-  "${B[@]}" umount "$ctr" >/dev/null 2>&1 || true
+  SERVER_PID=""
+  "${B[@]}" umount "$CTR" >/dev/null 2>&1 || true
 }
 
 # ---------- checks common to both ----------

@@ -17,7 +17,7 @@ const root = fileURLToPath(new URL('../../', import.meta.url));
 const pkg = join(root, 'clients/typescript');
 // The npm_* variables of an enclosing `npm test` would point a nested npm at this repository.
 const env = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.toLowerCase().startsWith('npm_')));
-const npm = (cwd: string, ...args: string[]) => run('npm', args, { cwd, env, timeout: 60_000 });
+const npm = (cwd: string, ...args: string[]) => run('npm', args, { cwd, env, timeout: 300_000 });
 
 function emptyProject(t: Test, name: string): string {
   const dir = mkdtempSync(join(tmpdir(), `compactor-client-${name}-`));

@@ -15,7 +15,7 @@ t.test('examples/agent-loop.ts runs end to end without an account and fit reduce
   const { stdout } = await promisify(execFile)(
     process.execPath,
     ['node_modules/tsx/dist/cli.mjs', 'examples/agent-loop.ts', 'Survey this repository.'],
-    { cwd: root, env, timeout: 60_000 },
+    { cwd: root, env, timeout: 300_000 },
   );
   t.match(stdout, /Compactor started at http:\/\/127\.0\.0\.1:\d+/, 'started Compactor itself');
   t.match(stdout, /using the bundled fake model/);
