@@ -49,6 +49,8 @@ export const REASONS = {
   summarizer_failed:
     'the summarizer LLM timed out, failed or answered nothing, and `on_failure` is `keep` (fit: the window stood in, see `fallback`)',
   dry_run: '`dry_run: true`: nothing was changed or stored; `actions` shows what a real run would do',
+  summary_being_prepared:
+    'fit (`policy: "cost"`): a summary would pay now, but the same range is being prepared in the background (`prepared`); rather than pay for it twice, this call changes nothing, and the call that finds it ready splices it in',
 } as const satisfies Record<string, string>;
 
 /** The codes of a catalogue, as the non-empty tuple `z.enum` takes. */

@@ -101,6 +101,28 @@ for (const workers of ['0', '1']) {
   });
 }
 
+t.test('one prepared summary per conversation at a time; the cost policy waits for it rather than pay twice', async (t) => {
+  const { app, server } = await buildWithLlm(t);
+  server.fallback = (req) => ({ delayMs: 1500, content: `## Goal\nSummary of ${req.messages.length} messages.` });
+  const cost = { policy: 'cost', cache: { enabled: false } };
+  const first = [SYSTEM, ...conversation(12)];
+  const a = await fit(app, fitBody(first, cost));
+  t.equal(a.json.prepared?.state, 'started');
+  const grown = [...a.json.messages, ...conversation(1, 12)];
+  const b = await fit(app, fitBody(grown, cost));
+  t.equal(b.json.prepared?.id, a.json.prepared.id, 'the next call reports the one being made, not a new one');
+  const over = [...grown, ...conversation(5, 13)];
+  const c = await fit(app, fitBody(over, cost));
+  t.equal(c.json.applied, false, 'a summary would pay, but the same range is being prepared');
+  t.equal(c.json.reason, 'summary_being_prepared');
+  t.equal(server.requests.length, 1, 'no summarizer call on the request path');
+  t.equal((await settled(t, app, a.json.prepared.id)).state, 'ready');
+  const d = await fit(app, fitBody(over, cost));
+  t.equal(d.json.applied, true);
+  t.equal(d.json.prepared?.state, 'spliced', 'the call that finds it ready splices it in');
+  t.equal(server.requests.length, 1, 'one summarizer call in all');
+});
+
 t.test('a history whose past was rewritten never splices: it is summarized as without preparing', async (t) => {
   const { app, server } = await buildWithLlm(t);
   const first = [SYSTEM, ...conversation(12)];

@@ -3588,7 +3588,7 @@ export interface components {
             prepare?: {
                 /** @description default: COMPACTOR_PREPARE (on when an LLM summarizer is configured) */
                 enabled?: boolean;
-                /** @description the occupancy at which the summary a later call will need starts being made in the background; default 0.8 of the point where a summary is needed (`limit` under policy cost, the target under policy tokens) */
+                /** @description the occupancy at which the summary a later call will need starts being made in the background; default 0.8 of the target (from there on a summary may be needed: under policy cost one that pays is made as soon as the history is above the target) */
                 at?: {
                     /** @description of the point where a summary is needed */
                     fraction?: number;
@@ -3747,9 +3747,10 @@ export interface components {
          *     - `summary_not_smaller`: the summary (or even an empty one) would not be smaller than the messages it replaces (the artifact trail counts)
          *     - `summarizer_failed`: the summarizer LLM timed out, failed or answered nothing, and `on_failure` is `keep` (fit: the window stood in, see `fallback`)
          *     - `dry_run`: `dry_run: true`: nothing was changed or stored; `actions` shows what a real run would do
+         *     - `summary_being_prepared`: fit (`policy: "cost"`): a summary would pay now, but the same range is being prepared in the background (`prepared`); rather than pay for it twice, this call changes nothing, and the call that finds it ready splices it in
          * @enum {string}
          */
-        ReasonCode: "below_trigger" | "nothing_to_reduce" | "does_not_pay" | "saving_too_small" | "below_clear_at_least" | "summary_not_smaller" | "summarizer_failed" | "dry_run";
+        ReasonCode: "below_trigger" | "nothing_to_reduce" | "does_not_pay" | "saving_too_small" | "below_clear_at_least" | "summary_not_smaller" | "summarizer_failed" | "dry_run" | "summary_being_prepared";
         /** @description The provider's usage object from the agent's last call, as it came: OpenAI Chat (`prompt_tokens`, `completion_tokens`, `total_tokens`), OpenAI Responses (`input_tokens`, `output_tokens`, `total_tokens`), Anthropic (`input_tokens`, `cache_creation_input_tokens`, `cache_read_input_tokens`, `output_tokens`) or Gemini (`promptTokenCount`, `candidatesTokenCount`, `totalTokenCount`, …) field names. */
         ReportedUsage: {
             /** @description OpenAI Chat: prompt tokens, cached ones included */

@@ -8,7 +8,7 @@ import { plannedUsage } from '../priced.js';
 import { summarizeStrategy } from '../summarize/index.js';
 import type { StrategyResult } from '../types.js';
 import { type FitExtra, summarizeOptions } from './options.js';
-import { spliceable } from './prepare.js';
+import { beingPrepared, spliceable } from './prepare.js';
 import { finish } from './result.js';
 import type { FitRun } from './run.js';
 import { compaction, compactStage, runStages, summarizeStage, windowStage } from './stages.js';
@@ -85,18 +85,22 @@ function deferralMessage(kind: Candidate['kind'], e: Estimate, run: FitRun): str
 }
 
 /** Nothing pays yet: the best candidate is reported, and each stage considered says so. */
-function deferred(run: FitRun, candidates: readonly Candidate[]): StrategyResult<FitExtra> {
+function deferred(
+  run: FitRun,
+  candidates: readonly Candidate[],
+  why: 'does_not_pay' | 'summary_being_prepared' = 'does_not_pay',
+): StrategyResult<FitExtra> {
   const best = bestOf(candidates);
   const e = best?.estimate ?? nothingEstimate(run.model);
   for (const c of candidates) {
     const usage = { input_tokens: 0, output_tokens: 0, cached_input_tokens: 0, calls: 0, model: null, total_tokens: 0 };
-    run.stages.push({ strategy: c.kind, applied: false, tokens_after: run.model.occupancy, reason: 'does_not_pay', usage });
+    run.stages.push({ strategy: c.kind, applied: false, tokens_after: run.model.occupancy, reason: why, usage });
   }
-  if (best) run.warnings.push({ code: 'does_not_pay', message: deferralMessage(best.kind, e, run) });
+  if (best && why === 'does_not_pay') run.warnings.push({ code: 'does_not_pay', message: deferralMessage(best.kind, e, run) });
   return finish(run, {
     decision: 'defer',
     callAgainAt: payingAt(run, best?.estimate),
-    reason: best ? 'does_not_pay' : 'nothing_to_reduce',
+    reason: best ? why : 'nothing_to_reduce',
     cost: costReport(run.model, e, 'defer', run.o, { limit: run.limit }),
   });
 }
@@ -119,6 +123,9 @@ export async function costFit(run: FitRun): Promise<StrategyResult<FitExtra>> {
   const candidates = await candidatesOf(run);
   const best = bestOf(candidates.filter((c) => worthIt(c.estimate, run.model)));
   if (!best) return deferred(run, candidates);
+  // The summary that pays is being prepared in the background for this history: wait for it (a
+  // later call splices it) rather than pay for it twice on the request path.
+  if (best.kind === 'summarize' && beingPrepared(run, run.h)) return deferred(run, candidates, 'summary_being_prepared');
   if (best.kind === 'compact') {
     await runStages(run, [compactStage]);
     return finish(run, { decision: 'reduce', callAgainAt: after() });

@@ -68,7 +68,7 @@ export const FitOptions = z.strictObject({
         })
         .optional()
         .describe(
-          'the occupancy at which the summary a later call will need starts being made in the background; default 0.8 of the point where a summary is needed (`limit` under policy cost, the target under policy tokens)',
+          'the occupancy at which the summary a later call will need starts being made in the background; default 0.8 of the target (from there on a summary may be needed: under policy cost one that pays is made as soon as the history is above the target)',
         ),
       wait_ms: z
         .number()

@@ -19,9 +19,21 @@ export function preparing(run: FitRun): boolean {
   return run.o.prepare?.enabled ?? offered.byDefault;
 }
 
-/** The point where a summary is needed: `limit` under policy cost, the target under policy tokens. */
+/**
+ * The point from which a summary may be needed: the target, under either policy (under policy cost
+ * a summary that pays is made as soon as the history is above the target, well before `limit`).
+ */
 function neededAt(run: FitRun): number {
-  return run.o.policy === 'tokens' ? run.target : run.limit;
+  return run.target;
+}
+
+/**
+ * A summary the caller is already preparing for this conversation, its range still held
+ * byte-identical by `view`: while it is made, fit neither starts another nor makes its own.
+ */
+export function beingPrepared(run: FitRun, view: PreparedHistory): PreparedEntry | undefined {
+  if (!preparing(run)) return undefined;
+  return preparedIn(view, summarizeOptions(run.o), run.ctx, run.ctx.prepared?.entries ?? [], ['started', 'running'])?.entry;
 }
 
 /** Resolves true once `id` is in the summary cache, false after `ms` (or when the request is aborted). */
@@ -78,10 +90,14 @@ export function withPrepare(run: FitRun, result: StrategyResult<FitExtra>): Stra
   const threshold = at?.tokens ?? Math.floor((at?.fraction ?? PREPARE_AT_FRACTION) * neededAt(run));
   if (run.occupancy < threshold) return result;
   const o = summarizeOptions(run.o);
-  const range = rollingRange(run.view, o, run.ctx);
+  // One prepared summary per conversation at a time: one the history still holds is reported, not
+  // started again (a splice covers a shorter range than needed as well: the rest stays verbatim).
+  const held = preparedIn(run.view, o, run.ctx, run.ctx.prepared?.entries ?? [], ['started', 'running', 'ready']);
+  const range = held?.entry ?? rollingRange(run.view, o, run.ctx);
   if (!range) return result;
   const known = run.ctx.prepared?.entries.find((e) => e.id === range.id);
   const prepared = { id: range.id, state: known?.state ?? ('started' as const), covers: { from: range.from, to: range.to } };
+  if (known) return { ...result, extra: (applied) => ({ ...result.extra(applied), prepared }) };
   const body = {
     messages: run.view.messages,
     format: run.h.format.name,
@@ -91,9 +107,5 @@ export function withPrepare(run: FitRun, result: StrategyResult<FitExtra>): Stra
     on_failure: 'error',
   };
   const extra = result.extra;
-  return {
-    ...result,
-    ...(known ? {} : { prepare: { ...range, body } }),
-    extra: (applied) => ({ ...extra(applied), prepared }),
-  };
+  return { ...result, prepare: { ...range, body }, extra: (applied) => ({ ...extra(applied), prepared }) };
 }
