@@ -37,7 +37,9 @@ async function appWith(t: { teardown: (f: () => unknown) => void }, server: Fake
       OPENAI_BASE_URL: server.url,
       OPENAI_API_KEY: 'sk-test-secret',
       COMPACTOR_SUMMARIZER_MODEL: 'summarizer-small',
-      COMPACTOR_SUMMARIZER_TIMEOUT_MS: '300',
+      // Generous: a call expected to answer must not time out on a busy machine (the faults test
+      // sets its own short deadline, which a reply delayed past it always misses).
+      COMPACTOR_SUMMARIZER_TIMEOUT_MS: '10000',
       COMPACTOR_SUMMARIZER_MAX_RETRIES: '1',
       ...extra,
     } as never,
@@ -129,7 +131,7 @@ t.test('every fault, for each on_failure', async (t) => {
     ['connection reset', [{ fault: 'reset' }, { fault: 'reset' }], 'CMP_ERR_SUMMARIZER_UNAVAILABLE', 503],
   ];
   const server = await fakeLlm(t);
-  const app = await appWith(t, server);
+  const app = await appWith(t, server, { COMPACTOR_SUMMARIZER_TIMEOUT_MS: '300' });
   for (const [name, script, code, status] of faults) {
     for (const onFailure of ['keep', 'window', 'error'] as const) {
       server.enqueue(...script);
