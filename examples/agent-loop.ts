@@ -133,14 +133,15 @@ async function startCompactor(): Promise<{ url: string; child: ChildProcess }> {
   });
   const url = `http://127.0.0.1:${port}`;
   const probe = new CompactorClient({ baseUrl: url, timeoutMs: 1000 });
-  for (let i = 0; i < 100; i++) {
+  // Readiness is polled until a deadline generous enough for a slow or busy machine (120 s).
+  for (let i = 0; i < 1200; i++) {
     if (child.exitCode !== null) throw new Error(`Compactor exited with ${child.exitCode}`);
     const health = await probe.health().catch(() => undefined);
     if (health?.status === 'ready') return { url, child };
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
   child.kill();
-  throw new Error('Compactor did not become ready in 10 s');
+  throw new Error('Compactor did not become ready in 120 s');
 }
 
 async function main(): Promise<void> {

@@ -239,7 +239,7 @@ t.test(
           { stdio: 'ignore' },
         );
         t.teardown(() => redis.kill('SIGKILL'));
-        for (let i = 0; i < 50 && spawnSync('redis-cli', ['-p', String(port), 'ping']).status !== 0; i++)
+        for (let i = 0; i < 1200 && spawnSync('redis-cli', ['-p', String(port), 'ping']).status !== 0; i++)
           await new Promise((r) => setTimeout(r, 100));
         await configError(
           t,
@@ -262,7 +262,8 @@ t.test(
         });
         t.teardown(() => ok.kill('SIGKILL'));
         let ready = 0;
-        for (let i = 0; i < 600 && ready !== 200 && ok.exitCode === null; i++) {
+        // Polled to a generous deadline (120 s): a busy machine boots late, not never.
+        for (let i = 0; i < 1200 && ready !== 200 && ok.exitCode === null; i++) {
           ready = await fetch(`http://127.0.0.1:${http}/health/ready`).then(
             (r) => r.status,
             () => 0,
