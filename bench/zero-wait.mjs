@@ -127,7 +127,16 @@ function agent(base, run, mode, rec) {
     lastEnd = performance.now();
     const ms = lastEnd - t0;
     const onPath = (res.usage?.calls ?? 0) - (res.usage?.prepared?.calls ?? 0);
-    rec.fits.push({ ms, applied: res.applied, prepared: res.prepared?.state ?? null, on_path: onPath, reason: res.reason });
+    rec.fits.push({
+      ms,
+      applied: res.applied,
+      prepared: res.prepared?.state ?? null,
+      covers: res.prepared?.covers,
+      on_path: onPath,
+      reason: res.reason ?? null,
+      decision: res.cost?.decision ?? null,
+      occupancy: res.tokens?.before,
+    });
     if (res.prepared?.id) rec.prepared.add(res.prepared.id);
     const sent = res.applied ? res.messages : view.map((e) => e.msg);
     const check = await post(base, '/v1/validate', JSON.stringify({ format: run.format, messages: sent }), key);
@@ -173,7 +182,8 @@ async function replayOne(base, fake, run, mode) {
     calls: calls.length,
     fits: rec.fits.length,
     slow: slow.length,
-    slow_calls: slow.map((f) => ({ ms: Math.round(f.ms), on_path: f.on_path, prepared: f.prepared, applied: f.applied })),
+    slow_calls: slow.map((f) => ({ call: rec.fits.indexOf(f), ...f, ms: Math.round(f.ms) })),
+    trace: rec.fits.map((f, call) => ({ call, ...f, ms: Math.round(f.ms) })),
     max_ms: Math.max(...ms),
     p50_ms: median(ms),
     splices: rec.fits.filter((f) => f.prepared === 'spliced').length,
