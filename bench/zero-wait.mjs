@@ -29,7 +29,9 @@
  * Usage: npm run build && node bench/zero-wait.mjs
  * Env: ZW_RUNS (3), ZW_FILES (regex on "openai/<file>" / "anthropic/<file>": replaces the choice of
  *      the longest), ZW_MAX_CALLS (cap on model calls per run, 0 = none: the default), ZW_AGENT_MS
- *      (300), ZW_SUMMARIZER_MS (1500), ZW_OUT (JSON path; default bench/out/zero-wait-<commit>.json).
+ *      (300), ZW_SUMMARIZER_MS (1500), ZW_OUT (JSON path; default bench/out/zero-wait-<commit>.json);
+ *      diagnostics: ZW_PREPARE_AT_TOKENS (`prepare.at: {tokens}` in the "on" replay), ZW_WAIT_MS
+ *      (`prepare.wait_ms` there).
  */
 import { createHash } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -50,6 +52,14 @@ const MAX_CALLS = Number(process.env.ZW_MAX_CALLS ?? 0);
 const AGENT_MS = Number(process.env.ZW_AGENT_MS ?? 300);
 const SUMMARIZER_MS = Number(process.env.ZW_SUMMARIZER_MS ?? 1500);
 const MODES = ['on', 'off'];
+/** Diagnostics: the `prepare.at` (tokens) and `prepare.wait_ms` the "on" replay sends (unset: the service's defaults). */
+const AT_TOKENS = process.env.ZW_PREPARE_AT_TOKENS ? Number(process.env.ZW_PREPARE_AT_TOKENS) : undefined;
+const WAIT_MS = process.env.ZW_WAIT_MS ? Number(process.env.ZW_WAIT_MS) : undefined;
+const PREPARE_ON = {
+  enabled: true,
+  ...(AT_TOKENS !== undefined ? { at: { tokens: AT_TOKENS } } : {}),
+  ...(WAIT_MS !== undefined ? { wait_ms: WAIT_MS } : {}),
+};
 const T0 = performance.now();
 const log = (...args) => console.error(`[${((performance.now() - T0) / 1000).toFixed(1)}s]`, ...args);
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -118,7 +128,7 @@ function agent(base, run, mode, rec) {
     const rest = JSON.stringify({
       ...options,
       cache: { enabled: true },
-      prepare: { enabled: mode === 'on' },
+      prepare: mode === 'on' ? PREPARE_ON : { enabled: false },
       ...(usage ? { usage } : {}),
     });
     const body = `{"messages":[${view.map((e) => e.key).join(',')}],${rest.slice(1)}`;
@@ -262,7 +272,14 @@ async function main() {
       COMPACTOR_ARTIFACT_SECRET: 'zero-wait-benchmark-fixed-artifact-secret-0001',
     },
   });
-  const meta = { ...runMeta(), window: WINDOW, agent_ms: AGENT_MS, summarizer_ms: SUMMARIZER_MS, max_calls: MAX_CALLS };
+  const meta = {
+    ...runMeta(),
+    window: WINDOW,
+    agent_ms: AGENT_MS,
+    summarizer_ms: SUMMARIZER_MS,
+    max_calls: MAX_CALLS,
+    prepare_on: PREPARE_ON,
+  };
   const results = [];
   try {
     for (const run of runs) {
@@ -281,7 +298,7 @@ async function main() {
   const { table, totals, goals } = report(results);
   const capNote = runs.filter((r) => r.capped).map((r) => `${r.name} capped at ${r.calls} of ${r.full_calls} calls`);
   console.log(
-    `#### Zero-wait replay, commit ${meta.commit} (${meta.date})\n\nwindow ${WINDOW}, summarizer ${SUMMARIZER_MS} ms per call, agent ${AGENT_MS} ms per model call${capNote.length ? `; ${capNote.join('; ')}` : ''}. Bills in thousands of relative units (Anthropic-style prices), summarizer calls billed as the fake answered them.\n\n${table}\n\ngoals: ${JSON.stringify(goals)}`,
+    `#### Zero-wait replay, commit ${meta.commit} (${meta.date})\n\nwindow ${WINDOW}, summarizer ${SUMMARIZER_MS} ms per call, agent ${AGENT_MS} ms per model call, \`prepare\` when on: \`${JSON.stringify(PREPARE_ON)}\`${capNote.length ? `; ${capNote.join('; ')}` : ''}. Bills in thousands of relative units (Anthropic-style prices), summarizer calls billed as the fake answered them.\n\n${table}\n\ngoals: ${JSON.stringify(goals)}`,
   );
   meta.seconds = +((performance.now() - T0) / 1000).toFixed(1);
   const path = process.env.ZW_OUT ?? `${ROOT}bench/out/zero-wait-${meta.commit}.json`;
