@@ -42,6 +42,7 @@ import { startFakeLlm } from './lib/fake-llm.mjs';
 import { runMeta } from './lib/meta.mjs';
 import { startServer } from './lib/servers.mjs';
 import { median } from './lib/stats.mjs';
+import { report } from './lib/zero-wait-table.mjs';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const WINDOW = 32_000;
@@ -212,49 +213,6 @@ async function replayOne(base, fake, run, mode) {
   };
 }
 
-const k = (x) => `${(x / 1000).toFixed(1)}k`;
-const row = (name, r, ratio) =>
-  `| ${name} | ${r.mode} | ${r.fits} | ${r.slow} | ${Math.round(r.max_ms)} | ${Math.round(r.p50_ms)} | ${r.splices} | ${r.on_path_fits} | ${r.summarizer_calls} | ${r.wasted} | ${k(r.bill)} | ${ratio} | ${r.over} | ${r.invalid} |`;
-
-/** The per-run table with a total per mode, and the goals. */
-function report(results) {
-  const lines = [
-    '| run | prepare | fit calls | > 1 s | max ms | p50 ms | splices | fits summarizing on the request path | summarizer calls | prepared, never spliced | bill | on / off | over 32k | invalid |',
-    '| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
-  ];
-  const byMode = Object.fromEntries(MODES.map((m) => [m, results.filter((r) => r.mode === m)]));
-  for (const r of results) r.wasted = Object.entries(r.prepared).reduce((n, [s, c]) => n + (s === 'spliced' ? 0 : c), 0);
-  for (const on of byMode.on) {
-    const off = byMode.off.find((r) => r.run === on.run);
-    lines.push(row(on.run, on, `${(on.bill / off.bill).toFixed(3)}×`), row(on.run, off, ''));
-  }
-  const total = (rs, mode) => ({
-    mode,
-    fits: rs.reduce((n, r) => n + r.fits, 0),
-    slow: rs.reduce((n, r) => n + r.slow, 0),
-    max_ms: Math.max(...rs.map((r) => r.max_ms)),
-    p50_ms: median(rs.map((r) => r.p50_ms)),
-    ...Object.fromEntries(
-      ['splices', 'on_path_fits', 'summarizer_calls', 'wasted', 'bill', 'over', 'invalid'].map((f) => [
-        f,
-        rs.reduce((n, r) => n + r[f], 0),
-      ]),
-    ),
-  });
-  const on = total(byMode.on, 'on');
-  const off = total(byMode.off, 'off');
-  const ratio = on.bill / off.bill;
-  lines.push(row('**total** (p50: median of runs)', on, `**${ratio.toFixed(3)}×**`), row('**total**', off, ''));
-  const goals = {
-    none_over_1s_with_prepare: on.slow === 0,
-    off_has_calls_over_1s: off.slow > 0,
-    bill_within_2pct: Math.abs(ratio - 1) <= 0.02,
-    none_over_window: on.over + off.over === 0,
-    all_valid: on.invalid + off.invalid === 0,
-  };
-  return { table: lines.join('\n'), totals: { on, off, ratio }, goals };
-}
-
 async function main() {
   const runs = chooseRuns().map((r) => capped(r, MAX_CALLS));
   for (const r of runs.filter((x) => x.capped)) log(`${r.name}: capped at ${r.calls} of ${r.full_calls} model calls`);
@@ -295,7 +253,7 @@ async function main() {
     await server.stop();
     await fake.stop();
   }
-  const { table, totals, goals } = report(results);
+  const { table, totals, goals } = report(results, MODES);
   const capNote = runs.filter((r) => r.capped).map((r) => `${r.name} capped at ${r.calls} of ${r.full_calls} calls`);
   console.log(
     `#### Zero-wait replay, commit ${meta.commit} (${meta.date})\n\nwindow ${WINDOW}, summarizer ${SUMMARIZER_MS} ms per call, agent ${AGENT_MS} ms per model call, \`prepare\` when on: \`${JSON.stringify(PREPARE_ON)}\`${capNote.length ? `; ${capNote.join('; ')}` : ''}. Bills in thousands of relative units (Anthropic-style prices), summarizer calls billed as the fake answered them.\n\n${table}\n\ngoals: ${JSON.stringify(goals)}`,
