@@ -119,10 +119,10 @@
  *      of an exported tree without .git).
  */
 import { createHash } from 'node:crypto';
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { countTokens as o200k } from 'gpt-tokenizer/encoding/o200k_base';
 import { CORPUS_DIR } from './lib/corpus.mjs';
+import { billOf, corpusRuns, fixedTokens, makeCounter, overOf, PRICES, replay } from './lib/cost-model.mjs';
 import { startFakeLlm } from './lib/fake-llm.mjs';
 import { generateHistory } from './lib/generate.mjs';
 import { commit, loadavg, runMeta } from './lib/meta.mjs';
@@ -135,289 +135,6 @@ const T0 = performance.now();
 /** COSTBENCH_TRACE=1: each applied fit's call, occupancy and `cost` object go to the JSON (`trace`). */
 const TRACE = process.env.COSTBENCH_TRACE === '1';
 const log = (...args) => console.error(`[${((performance.now() - T0) / 1000).toFixed(1)}s]`, ...args);
-
-// ---------------------------------------------------------------------------------------------
-// Prices (relative units: input = 1)
-// ---------------------------------------------------------------------------------------------
-
-const PRICES = {
-  anthropic: {
-    input: 1,
-    cached: 0.1,
-    write: 1.25,
-    output: 5,
-    note: 'Claude Sonnet 4.x ratios ($3 / $0.30 read / $3.75 write / $15)',
-  },
-  openai: { input: 1, cached: 0.1, write: null, output: 8, note: 'gpt-5 ratios ($1.25 / $0.125 cached / $10), no write premium' },
-};
-
-/** The bill of replayed calls under a price table. */
-function billOf(calls, price) {
-  const t = { bill: 0, model: 0, summarizer: 0, input: 0, cached: 0, output: 0 };
-  for (const c of calls) {
-    const model = c.cached * price.cached + (c.input - c.cached) * (price.write ?? price.input) + c.output * price.output;
-    const s = c.sum;
-    const summ = s ? (s.input - s.cached) * price.input + s.cached * price.cached + s.output * price.output : 0;
-    t.model += model;
-    t.summarizer += summ;
-    t.input += c.input;
-    t.cached += c.cached;
-    t.output += c.output;
-  }
-  t.bill = t.model + t.summarizer;
-  return t;
-}
-
-/** Calls whose input exceeds the window. */
-const overOf = (calls, window) => calls.reduce((n, c) => n + (c.input > window ? 1 : 0), 0);
-
-/** The usage object the provider would have reported for a call, in its field names. */
-function providerUsage(style, call, covered) {
-  if (style === 'anthropic') {
-    const written = call.input - call.cached;
-    return {
-      input_tokens: 0,
-      cache_creation_input_tokens: written,
-      cache_read_input_tokens: call.cached,
-      output_tokens: call.output,
-      messages_covered: covered,
-    };
-  }
-  return {
-    prompt_tokens: call.input,
-    completion_tokens: call.output,
-    total_tokens: call.input + call.output,
-    prompt_tokens_details: { cached_tokens: call.cached },
-    messages_covered: covered,
-  };
-}
-
-// ---------------------------------------------------------------------------------------------
-// Counting, as the service's adapters count (o200k_base + 3 per message)
-// ---------------------------------------------------------------------------------------------
-
-const AS_TEXT = { disallowedSpecial: new Set() };
-const PER_MESSAGE = 3;
-const PER_REQUEST = 3;
-const MEDIA = { 'openai-chat': { image: 765, document: 1500, audio: 500 }, anthropic: { image: 1600, document: 1500, audio: 0 } };
-
-function countable(format, message) {
-  const parts = [];
-  const media = { image: 0, document: 0, audio: 0 };
-  const text = (v) => {
-    if (typeof v === 'string' && v.length > 0) parts.push(v);
-  };
-  const json = (v) => {
-    if (v !== undefined) parts.push(typeof v === 'string' ? v : JSON.stringify(v));
-  };
-  if (format === 'anthropic') {
-    const blocks = (list) => {
-      for (const b of list) {
-        switch (b?.type) {
-          case 'text':
-            text(b.text);
-            break;
-          case 'thinking':
-            text(b.thinking);
-            break;
-          case 'redacted_thinking':
-            text(b.data);
-            break;
-          case 'image':
-            media.image++;
-            break;
-          case 'document':
-            if (b.source?.type === 'text') text(b.source.data);
-            else if (b.source?.type === 'content' && Array.isArray(b.source.content)) blocks(b.source.content);
-            else media.document++;
-            break;
-          case 'tool_use':
-          case 'server_tool_use':
-          case 'mcp_tool_use':
-            text(b.name);
-            json(b.input);
-            break;
-          case 'tool_result':
-            if (typeof b.content === 'string') text(b.content);
-            else if (Array.isArray(b.content)) blocks(b.content);
-            break;
-          default:
-            json(b);
-        }
-      }
-    };
-    if (typeof message.content === 'string') text(message.content);
-    else blocks(message.content ?? []);
-  } else {
-    const m = message;
-    text(m.name);
-    text(m.refusal);
-    text(m.reasoning_content);
-    text(m.reasoning);
-    if (typeof m.content === 'string') text(m.content);
-    else if (Array.isArray(m.content)) {
-      for (const p of m.content) {
-        if (p.type === 'text') text(p.text);
-        else if (p.type === 'refusal') text(p.refusal);
-        else if (p.type === 'image_url') media.image++;
-        else if (p.type === 'input_audio') media.audio++;
-        else if (p.type === 'file') media.document++;
-        else json(p);
-      }
-    }
-    for (const c of Array.isArray(m.tool_calls) ? m.tool_calls : []) {
-      const fn = c.function ?? c.custom;
-      text(fn?.name);
-      text(fn?.arguments);
-      text(fn?.input);
-    }
-    if (m.function_call && typeof m.function_call === 'object') {
-      text(m.function_call.name);
-      text(m.function_call.arguments);
-    }
-  }
-  return { text: parts.join('\n'), media };
-}
-
-const tokensOfText = (s) => (s ? o200k(s, AS_TEXT) : 0);
-
-/** A per-message counter memoized on the message's JSON text. */
-function makeCounter(format) {
-  const memo = new Map();
-  const rates = MEDIA[format];
-  return (key, message) => {
-    let n = memo.get(key);
-    if (n === undefined) {
-      const c = countable(format, message ?? JSON.parse(key));
-      n =
-        tokensOfText(c.text) +
-        c.media.image * rates.image +
-        c.media.document * rates.document +
-        c.media.audio * rates.audio +
-        PER_MESSAGE;
-      memo.set(key, n);
-    }
-    return n;
-  };
-}
-
-/** Tokens that precede the messages on every call and never change: system, tools, request framing. */
-function fixedTokens(run) {
-  let n = PER_REQUEST;
-  if (run.system !== undefined) {
-    const s =
-      typeof run.system === 'string'
-        ? run.system
-        : Array.isArray(run.system)
-          ? run.system.map((b) => (typeof b?.text === 'string' ? b.text : JSON.stringify(b))).join('\n')
-          : JSON.stringify(run.system);
-    n += tokensOfText(s) + PER_MESSAGE;
-  }
-  if (Array.isArray(run.tools) && run.tools.length) n += tokensOfText(JSON.stringify(run.tools));
-  return n;
-}
-
-// ---------------------------------------------------------------------------------------------
-// The replay: one run under one reducer
-// ---------------------------------------------------------------------------------------------
-
-/**
- * Replays a run call by call. `reduce(view, state)` is the policy: given the view (array of
- * {key, msg, tokens}) and {call, occupancy, usage} it returns null (no request) or the service's
- * answer {applied, messages?, usage?, ...}. `count(key, msg)` counts one message. Returns the calls
- * (input, cached, output, sum = summarizer usage) and the policy's record.
- */
-async function replay({ messages, fixed, count, reduce, usageStyle, stateless = false }) {
-  const keys = messages.map((m) => JSON.stringify(m));
-  const asEntry = (key, msg) => ({ key, msg, tokens: count(key, msg) });
-  const assistants = [];
-  messages.forEach((m, i) => {
-    if (m.role === 'assistant') assistants.push(i);
-  });
-  const calls = [];
-  const rec = {
-    requests: 0,
-    applied: 0,
-    errors: 0,
-    reasons: {},
-    summarizer_calls: 0,
-    cached_summaries: 0,
-    decisions: {},
-    breaks: 0,
-    ms: 0,
-    key_mismatches: 0,
-  };
-  let view = [];
-  /** Stateless (a diagnostic): the agent keeps its full original history and reduces a copy for each call. */
-  const full = [];
-  let cursor = 0;
-  let prev = null; // { keys, call }
-  for (let k = 0; k < assistants.length; k++) {
-    const a = assistants[k];
-    for (; cursor < a; cursor++) (stateless ? full : view).push(asEntry(keys[cursor], messages[cursor]));
-    if (stateless) view = [...full];
-    let sum = null;
-    if (reduce) {
-      const occupancy = fixed + view.reduce((n, e) => n + e.tokens, 0);
-      // (Stateless: the previous call's usage covers a view that is no prefix of the history sent.)
-      const usage = prev && !stateless ? providerUsage(usageStyle, prev.call, prev.keys.length + 1) : undefined;
-      const t0 = performance.now();
-      const res = await reduce(view, { call: k, occupancy, usage });
-      if (res) {
-        rec.ms += performance.now() - t0;
-        rec.requests++;
-        if (res.error) {
-          rec.errors++;
-          rec.last_error = res.error;
-        } else {
-          if (res.reason) rec.reasons[res.reason] = (rec.reasons[res.reason] ?? 0) + 1;
-          if (res.summary?.cached) rec.cached_summaries++;
-          if (res.cost?.decision) rec.decisions[res.cost.decision] = (rec.decisions[res.cost.decision] ?? 0) + 1;
-          const u = res.usage;
-          if (u && (u.calls > 0 || u.input_tokens > 0)) {
-            sum = {
-              input: u.input_tokens ?? 0,
-              cached: u.cached_input_tokens ?? 0,
-              output: u.output_tokens ?? 0,
-              calls: u.calls ?? 0,
-            };
-            rec.summarizer_calls += sum.calls;
-          }
-          if (res.applied) {
-            rec.applied++;
-            if (TRACE && res.cost) {
-              rec.trace ??= [];
-              rec.trace.push({ call: k, occupancy, cost: res.cost });
-            }
-            const next = res.messages.map((m) => asEntry(typeof m === 'string' ? m : JSON.stringify(m), m));
-            // Kept messages must come back as the same JSON text (else the prefix model would break them).
-            if (Array.isArray(res.actions)) {
-              const after = new Set(next.map((e) => e.key));
-              for (const act of res.actions) if (act.action === 'keep' && !after.has(view[act.index]?.key)) rec.key_mismatches++;
-            }
-            view = next;
-          }
-        }
-      }
-    }
-    const input = fixed + view.reduce((n, e) => n + e.tokens, 0);
-    let cached = 0;
-    if (prev) {
-      cached = fixed;
-      const n = Math.min(prev.keys.length, view.length);
-      let i = 0;
-      for (; i < n && prev.keys[i] === view[i].key; i++) cached += view[i].tokens;
-      if (i < prev.keys.length) rec.breaks++;
-    }
-    const output = count(keys[a], messages[a]);
-    const call = { input, cached, output, ...(sum ? { sum } : {}) };
-    calls.push(call);
-    prev = { keys: view.map((e) => e.key), call };
-    (stateless ? full : view).push(asEntry(keys[a], messages[a]));
-    cursor = a + 1;
-  }
-  return { calls, rec };
-}
 
 // ---------------------------------------------------------------------------------------------
 // Self-check: a tiny run computed by hand
@@ -524,28 +241,7 @@ for (const p of POLICIES)
   if (!ALL_POLICIES.includes(p)) throw new Error(`unknown policy ${p} (known: ${ALL_POLICIES.join(', ')})`);
 for (const p of PRICE_MODELS) if (!PRICES[p]) throw new Error(`unknown price model ${p}`);
 
-const FORMATS = { 'openai-chat-completions': 'openai-chat', 'anthropic-messages': 'anthropic' };
-const runs = [];
-for (const dir of ['openai', 'anthropic']) {
-  for (const f of readdirSync(`${CORPUS_DIR}/${dir}`).sort()) {
-    const rel = `${dir}/${f}`;
-    if (!f.endsWith('.json') || !FILES.test(rel)) continue;
-    const file = JSON.parse(readFileSync(`${CORPUS_DIR}/${rel}`, 'utf8'));
-    const format = FORMATS[file.format] ?? (dir === 'anthropic' ? 'anthropic' : 'openai-chat');
-    const calls = file.messages.filter((m) => m.role === 'assistant').length;
-    if (calls < MIN_CALLS) continue;
-    const model = MODEL === 'meta' ? String(file.meta?.model ?? 'unknown').split(' ')[0] : MODEL;
-    runs.push({
-      name: rel.replace(/\.json$/, ''),
-      format,
-      model,
-      messages: file.messages,
-      system: file.system,
-      tools: file.tools,
-      calls,
-    });
-  }
-}
+const runs = corpusRuns(CORPUS_DIR, { files: FILES, minCalls: MIN_CALLS, model: MODEL });
 if (LONG_CALLS > 0 && FILES.test('generated/long')) {
   const messages = generateHistory({ seed: 7, pairs: LONG_CALLS, scale: LONG_SCALE });
   runs.push({
@@ -798,6 +494,7 @@ async function doRun(run) {
             ),
             usageStyle: priceModel,
             stateless: STATELESS,
+            trace: TRACE,
           });
           memo.set(same, r);
         } else if (policy !== 'none') r = { ...r, rec: { ...r.rec, same_as: r.policy } };
@@ -909,9 +606,9 @@ for (const window of WINDOWS) {
       });
     }
     const reads = sum('none', (x) => x.cached) / sum('none', (x) => x.input);
-    const corpusRuns = out.runs.filter((r) => r.name !== 'generated/long');
+    const corpusOnly = out.runs.filter((r) => r.name !== 'generated/long');
     const corpusReads =
-      corpusRuns.reduce((n, r) => n + r.cells[key].none.cached, 0) / corpusRuns.reduce((n, r) => n + r.cells[key].none.input, 0);
+      corpusOnly.reduce((n, r) => n + r.cells[key].none.cached, 0) / corpusOnly.reduce((n, r) => n + r.cells[key].none.input, 0);
     console.log(
       `\nUnder none, ${(100 * reads).toFixed(1)}% of input tokens were cache reads (corpus only: ${(100 * corpusReads).toFixed(1)}%).`,
     );
