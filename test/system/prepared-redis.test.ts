@@ -134,3 +134,23 @@ t.test('a job whose attempts all failed reads as failed on every replica, with i
   t.equal(server.requests.length, 2, 'after its retry');
   t.equal((await settled(a, one.json.prepared.id)).state, 'failed');
 });
+
+t.test('a replica closed mid-job gives its job back: another replica finishes it', { skip }, async (t) => {
+  const prefix = prefixFor(t);
+  const server = await fakeLlm(t);
+  // A's summarizer call is slow: A is inside the job when it closes (its grace is 300 ms).
+  server.enqueue({ delayMs: 8000 });
+  const a = await replica(t, prefix, server, { COMPACTOR_SHUTDOWN_GRACE_MS: '300' });
+  const one = await fit(a, fitBody([SYSTEM, ...conversation(12)]));
+  const { id } = one.json.prepared;
+  const until = Date.now() + 30_000;
+  while (server.requests.length === 0 && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 20));
+  t.equal(server.requests.length, 1, 'A runs the job');
+  const b = await replica(t, prefix, server);
+  await a.close();
+  const view = await settled(b, id);
+  t.equal(view.state, 'ready', 'B finished it');
+  t.equal(server.requests.length, 2, 'with a summarizer call of its own');
+  const second = await fit(b, fitBody([...one.json.messages, ...conversation(6, 12)]));
+  t.equal(second.json.prepared?.state, 'spliced', 'and splices it');
+});
