@@ -1,4 +1,5 @@
 import { Redis, type Result } from 'ioredis';
+import { CompactorError } from '../errors.js';
 import { type JobEvent, type JobQueue, type JobState, openBullJobQueue } from '../jobs/index.js';
 import type { PreparedContext, PreparedRange, PrepareRequest } from '../strategies/types.js';
 import type { Compactor } from './compactor.js';
@@ -151,11 +152,22 @@ export class RedisPreparer implements PreparedSummaries {
     }
   }
 
+  /** @throws CompactorError `CMP_ERR_STORE_UNAVAILABLE` (503) while Redis cannot answer */
   async view(scope: string, id: string): Promise<PreparedView | undefined> {
-    const [range, billed] = await this.redis.hmget(rangesKey(this.options.prefix, scope), `r:${id}`, `b:${id}`);
-    if (!range) return undefined;
+    let range: string | null | undefined;
+    let billed: string | null | undefined;
+    let job: JobState<Usage> | undefined;
+    try {
+      [range, billed] = await this.redis.hmget(rangesKey(this.options.prefix, scope), `r:${id}`, `b:${id}`);
+      if (!range) return undefined;
+      job = await this.queue.state(jobKey(scope, id));
+    } catch (error) {
+      this.options.onError?.(error);
+      throw new CompactorError('CMP_ERR_STORE_UNAVAILABLE', 'the redis store cannot answer for prepared summaries now', [], {
+        retryAfterSeconds: 1,
+      });
+    }
     const stored = JSON.parse(range) as Stored;
-    const job = await this.queue.state(jobKey(scope, id));
     return {
       id,
       state: stateOf(job, billed !== null),

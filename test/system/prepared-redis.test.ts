@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { pino } from 'pino';
@@ -153,4 +154,21 @@ t.test('a replica closed mid-job gives its job back: another replica finishes it
   t.equal(server.requests.length, 2, 'with a summarizer call of its own');
   const second = await fit(b, fitBody([...one.json.messages, ...conversation(6, 12)]));
   t.equal(second.json.prepared?.state, 'spliced', 'and splices it');
+});
+
+t.test('with Redis unreachable, fit still answers and GET /v1/prepared is a 503', async (t) => {
+  const child = spawn(process.execPath, [...process.execArgv, 'test/support/prepared-unreachable.ts', 'redis://127.0.0.1:1'], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  t.teardown(() => child.kill('SIGKILL'));
+  let out = '';
+  child.stdout.on('data', (chunk: Buffer) => {
+    out += chunk.toString();
+  });
+  // A bound for a hang only, not a speed claim.
+  const hung = setTimeout(() => child.kill('SIGKILL'), 120_000);
+  const code = await new Promise((resolve) => child.once('exit', resolve));
+  clearTimeout(hung);
+  t.equal(code, 0, 'the process finished by itself');
+  t.same(JSON.parse(out || '{}'), { fit: 200, prepared: 'started', view: 503, code: 'CMP_ERR_STORE_UNAVAILABLE' });
 });
