@@ -192,7 +192,8 @@ export class RedisPreparer implements PreparedSummaries {
       if (!field.startsWith('r:')) continue;
       out.push({ ...(JSON.parse(value) as Stored), billed: `b:${field.slice(2)}` in fields });
     }
-    return out.sort((a, b) => a.created - b.created);
+    // As the order set sorts them: by when added, then by id.
+    return out.sort((a, b) => a.created - b.created || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   }
 
   /** Queues the range's job (once: BullMQ dedupes its id) and adds it to the caller's index. */
