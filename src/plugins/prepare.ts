@@ -2,8 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { Counter } from 'prom-client';
 import type { Config } from '../config.js';
-import { type PreparedSummaries, type PrepareEvent, Preparer } from '../service/prepare.js';
-import { RedisPreparer } from '../service/prepare-redis.js';
+import { type PreparedSummaries, type PrepareEvent, Preparer, type PreparerOptions } from '../service/prepare.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -16,6 +15,21 @@ declare module 'fastify' {
 export function prepareByDefault(config: Config): boolean {
   if (config.COMPACTOR_PREPARE) return config.COMPACTOR_PREPARE === 'on';
   return Boolean(config.OPENAI_BASE_URL || config.OPENAI_API_KEY);
+}
+
+/**
+ * The replicas' shared prepared summaries, on the store's Redis. Loaded only with a Redis store, as
+ * the store loads its client: an embedded service never loads ioredis or BullMQ.
+ */
+async function openShared(app: FastifyInstance, config: Config, common: PreparerOptions): Promise<PreparedSummaries> {
+  const { RedisPreparer } = await import('../service/prepare-redis.js');
+  return RedisPreparer.open(app.compactor, {
+    ...common,
+    url: config.COMPACTOR_STORE_URL,
+    prefix: config.COMPACTOR_JOBS_PREFIX,
+    // Connection errors, with no request content; the client reconnects by itself.
+    onError: (error) => app.log.warn({ error: (error as Error)?.message }, 'prepared summaries: Redis error'),
+  });
 }
 
 /**
@@ -39,7 +53,7 @@ export default fp<{ config: Config }>(
       labelNames: ['event'],
       registers,
     });
-    const common = {
+    const common: PreparerOptions = {
       concurrency: config.COMPACTOR_SUMMARIZER_CONCURRENCY,
       byDefault: prepareByDefault(config),
       onEvent: (event: PrepareEvent, used: number) => {
@@ -49,13 +63,7 @@ export default fp<{ config: Config }>(
     };
     const url = config.COMPACTOR_STORE_URL;
     const preparer: PreparedSummaries = /^rediss?:\/\//.test(url)
-      ? await RedisPreparer.open(app.compactor, {
-          ...common,
-          url,
-          prefix: config.COMPACTOR_JOBS_PREFIX,
-          // Connection errors, with no request content; the client reconnects by itself.
-          onError: (error) => app.log.warn({ error: (error as Error)?.message }, 'prepared summaries: Redis error'),
-        })
+      ? await openShared(app, config, common)
       : new Preparer(app.compactor, common);
     app.decorate('preparer', preparer);
     app.addHook('onClose', async () => {

@@ -54,41 +54,49 @@ async function replica(
   return app;
 }
 
-t.test('what replica A prepares, replica B splices with no summarizer call, billed once across both', { skip }, async (t) => {
-  const prefix = prefixFor(t);
-  const server = await fakeLlm(t);
-  const a = await replica(t, prefix, server);
-  const b = await replica(t, prefix, server);
-  const first = [SYSTEM, ...conversation(12)];
-  const one = await fit(a, fitBody(first));
-  t.equal(one.status, 200);
-  t.equal(one.json.prepared?.state, 'started', 'A asks for a summary to be prepared');
-  const { id, covers } = one.json.prepared;
+for (const workers of ['0', '1']) {
+  t.test(
+    `workers=${workers}: what replica A prepares, replica B splices with no summarizer call, billed once across both`,
+    { skip },
+    async (t) => {
+      const prefix = prefixFor(t);
+      const server = await fakeLlm(t);
+      // workers=1: every request runs on a worker thread, with the context the main thread read.
+      const threads = { COMPACTOR_WORKER_MIN_BYTES: workers === '1' ? '1' : '262144' };
+      const a = await replica(t, prefix, server, threads);
+      const b = await replica(t, prefix, server, threads);
+      const first = [SYSTEM, ...conversation(12)];
+      const one = await fit(a, fitBody(first));
+      t.equal(one.status, 200);
+      t.equal(one.json.prepared?.state, 'started', 'A asks for a summary to be prepared');
+      const { id, covers } = one.json.prepared;
 
-  const view = await settled(b, id);
-  t.equal(view.state, 'ready', "the job's state is read on B");
-  t.same(view.covers, covers);
-  t.equal(view.usage?.calls, 1, 'made by one summarizer call');
-  t.equal(server.requests.length, 1, 'by one replica only');
-  t.equal((await settled(a, id)).state, 'ready', 'and on A');
+      const view = await settled(b, id);
+      t.equal(view.state, 'ready', "the job's state is read on B");
+      t.same(view.covers, covers);
+      t.equal(view.usage?.calls, 1, 'made by one summarizer call');
+      t.equal(server.requests.length, 1, 'by one replica only');
+      t.equal((await settled(a, id)).state, 'ready', 'and on A');
 
-  const second = [...one.json.messages, ...conversation(6, 12)];
-  const two = await fit(b, fitBody(second));
-  t.equal(two.status, 200);
-  t.equal(two.json.applied, true);
-  t.same(two.json.prepared, { id, state: 'spliced', covers }, 'B splices what A prepared');
-  t.equal(server.requests.length, 1, 'with no summarizer call on the request path');
-  t.equal(two.json.usage.prepared?.calls, 1, 'and is billed for it');
+      const second = [...one.json.messages, ...conversation(6, 12)];
+      const two = await fit(b, fitBody(second));
+      t.equal(two.status, 200);
+      t.equal(two.json.applied, true);
+      t.same(two.json.prepared, { id, state: 'spliced', covers }, 'B splices what A prepared');
+      t.equal(server.requests.length, 1, 'with no summarizer call on the request path');
+      t.equal(two.json.usage.prepared?.calls, 1, 'and is billed for it');
 
-  const retry = await fit(a, fitBody(second));
-  t.equal(retry.json.prepared?.state, 'spliced', 'A splices it too');
-  t.equal(retry.json.usage.calls, 0, 'but it is not billed twice');
-  t.equal(server.requests.length, 1);
-  for (const app of [a, b]) {
-    const res = await app.inject({ method: 'GET', url: `/v1/prepared/${id}` });
-    t.equal(res.json().state, 'spliced', 'every replica sees it spliced');
-  }
-});
+      const retry = await fit(a, fitBody(second));
+      t.equal(retry.json.prepared?.state, 'spliced', 'A splices it too');
+      t.equal(retry.json.usage.calls, 0, 'but it is not billed twice');
+      t.equal(server.requests.length, 1);
+      for (const app of [a, b]) {
+        const res = await app.inject({ method: 'GET', url: `/v1/prepared/${id}` });
+        t.equal(res.json().state, 'spliced', 'every replica sees it spliced');
+      }
+    },
+  );
+}
 
 t.test('one job per range, however many replicas ask for it', { skip }, async (t) => {
   const prefix = prefixFor(t);
