@@ -89,6 +89,11 @@ export const ConfigSchema = z.object({
   COMPACTOR_SUMMARIZER_MAX_RETRIES: intFromEnv(0, 10).default(2),
   COMPACTOR_SUMMARIZER_CONCURRENCY: intFromEnv(1, 256).default(4),
   COMPACTOR_PREPARE: z.enum(['on', 'off']).optional(),
+  /** With a Redis store: first part of the prepared summaries' keys (BullMQ's prefix). */
+  COMPACTOR_JOBS_PREFIX: z
+    .string()
+    .regex(/^[\w{}.-]{1,64}$/, 'expected 1 to 64 letters, digits, _ . - { }')
+    .default('compactor'),
   COMPACTOR_API_KEYS: z
     .string()
     .transform((v, ctx) => {
@@ -204,6 +209,8 @@ export const CONFIG_DOCS: Record<keyof Config, string> = {
   COMPACTOR_SUMMARIZER_CONCURRENCY: 'Summarizer calls in flight at once',
   COMPACTOR_PREPARE:
     "on or off: fit prepares the summary a later call will need off the request path (a request's prepare.enabled overrides); unset: on when an LLM summarizer is configured",
+  COMPACTOR_JOBS_PREFIX:
+    "With a redis:// store: first part of the Redis keys of prepared summaries (their BullMQ jobs and each key's index); replicas that share them share it",
   COMPACTOR_API_KEYS:
     'Comma list of keys of at least 16 characters; when set, requests need Authorization: Bearer <key> (never logged)',
   COMPACTOR_AUTH_SCOPE: 'api: keys guard /v1/* only; all: health, metrics and docs too',

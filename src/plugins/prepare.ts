@@ -2,12 +2,12 @@ import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { Counter } from 'prom-client';
 import type { Config } from '../config.js';
-import { Preparer } from '../service/prepare.js';
+import { type PreparedSummaries, type PrepareEvent, Preparer, type PreparerOptions } from '../service/prepare.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
     /** Prepared summaries: made off the request path, spliced in by the call that needs them. */
-    preparer: Preparer;
+    preparer: PreparedSummaries;
   }
 }
 
@@ -18,9 +18,25 @@ export function prepareByDefault(config: Config): boolean {
 }
 
 /**
+ * The replicas' shared prepared summaries, on the store's Redis. Loaded only with a Redis store, as
+ * the store loads its client: an embedded service never loads ioredis or BullMQ.
+ */
+async function openShared(app: FastifyInstance, config: Config, common: PreparerOptions): Promise<PreparedSummaries> {
+  const { RedisPreparer } = await import('../service/prepare-redis.js');
+  return RedisPreparer.open(app.compactor, {
+    ...common,
+    url: config.COMPACTOR_STORE_URL,
+    prefix: config.COMPACTOR_JOBS_PREFIX,
+    // Connection errors, with no request content; the client reconnects by itself.
+    onError: (error) => app.log.warn({ error: (error as Error)?.message }, 'prepared summaries: Redis error'),
+  });
+}
+
+/**
  * The prepared-summary service of this process (the main thread's: worker threads get a caller's
  * entries with each task), its Prometheus counters, closed with the app after the requests it
- * serves (running jobs get the shutdown grace to finish).
+ * serves (running jobs get the shutdown grace to finish). With a Redis store it is shared by the
+ * replicas (BullMQ jobs and an index per caller under `COMPACTOR_JOBS_PREFIX`); else embedded.
  */
 export default fp<{ config: Config }>(
   async (app: FastifyInstance, { config }) => {
@@ -37,14 +53,18 @@ export default fp<{ config: Config }>(
       labelNames: ['event'],
       registers,
     });
-    const preparer = new Preparer(app.compactor, {
+    const common: PreparerOptions = {
       concurrency: config.COMPACTOR_SUMMARIZER_CONCURRENCY,
       byDefault: prepareByDefault(config),
-      onEvent: (event, used) => {
+      onEvent: (event: PrepareEvent, used: number) => {
         events.inc({ event });
         tokens.inc({ event }, used);
       },
-    });
+    };
+    const url = config.COMPACTOR_STORE_URL;
+    const preparer: PreparedSummaries = /^rediss?:\/\//.test(url)
+      ? await openShared(app, config, common)
+      : new Preparer(app.compactor, common);
     app.decorate('preparer', preparer);
     app.addHook('onClose', async () => {
       await preparer.close(config.COMPACTOR_SHUTDOWN_GRACE_MS);

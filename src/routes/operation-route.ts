@@ -41,12 +41,12 @@ export function operationRoute<Body extends z.ZodType, Response extends z.ZodTyp
     handler: async (request, reply) => {
       const { body } = request;
       const caller = app.compactor.caller(request.apiKeyDigest);
-      const prepared = op.url === '/v1/fit' ? app.preparer.context(caller.scope) : undefined;
+      const prepared = op.url === '/v1/fit' ? await app.preparer.context(caller.scope) : undefined;
       if (body instanceof RawBody) {
         const result = await app.workerPool.run(op.url, body.bytes, request, prepared);
         if (!result.ok) throw failureError(result);
         request.report = result.report;
-        app.preparer.after(caller.scope, result);
+        await app.preparer.after(caller.scope, result);
         return reply
           .type('application/json; charset=utf-8')
           .send(Buffer.from(result.payload.buffer, result.payload.byteOffset, result.payload.byteLength));
@@ -58,7 +58,7 @@ export function operationRoute<Body extends z.ZodType, Response extends z.ZodTyp
         prepared,
       });
       request.report = outcome.report;
-      app.preparer.after(caller.scope, outcome);
+      await app.preparer.after(caller.scope, outcome);
       return outcome.value;
     },
   });

@@ -20,7 +20,7 @@ export default async function preparedRoute(app: FastifyInstance): Promise<void>
     },
     async (request) => {
       const caller = app.compactor.caller(request.apiKeyDigest);
-      const view = app.preparer.view(caller.scope, request.params.id);
+      const view = await app.preparer.view(caller.scope, request.params.id);
       if (!view) throw new CompactorError('CMP_ERR_PREPARED_NOT_FOUND', 'no such prepared summary for this key');
       return view;
     },

@@ -6,7 +6,7 @@ import type { Compactor } from './compactor.js';
 import { OPERATIONS } from './operations.js';
 
 /** What a prepared summary cost (the summarize call that made it), with its total. */
-type Usage = BilledUsage & { total_tokens: number };
+export type Usage = BilledUsage & { total_tokens: number };
 
 /** One prepared summary as `GET /v1/prepared/{id}` shows it. */
 export interface PreparedView {
@@ -29,13 +29,34 @@ interface Entry {
   error?: string;
 }
 
-interface Job {
+/** A prepared summary's job data: the caller's scope and the `/v1/summarize` body. */
+export interface Job {
   scope: string;
   body: Record<string, unknown>;
 }
 
 /** What happened to prepared summaries, for the metrics: with the tokens their summarizer calls cost. */
 export type PrepareEvent = 'prepared' | 'spliced' | 'wasted' | 'failed';
+
+/** What a request reports back: the range it asked to prepare, the prepared summary it spliced in. */
+export interface PrepareOutcome {
+  prepare?: PrepareRequest | undefined;
+  spliced?: string | undefined;
+}
+
+/**
+ * Prepared summaries as the routes use them: the embedded `Preparer` (one process) or the
+ * `RedisPreparer` (replicas sharing Redis; `prepare-redis.ts`).
+ */
+export interface PreparedSummaries {
+  /** The caller's prepared ranges for fit (their usage only while not billed yet). */
+  context(scope: string): Promise<PreparedContext>;
+  /** What a request asked to prepare and spliced in: the splice billed once, the range prepared. */
+  after(scope: string, outcome: PrepareOutcome): Promise<void>;
+  /** `GET /v1/prepared/{id}`: one of the caller's prepared summaries; undefined when unknown or another's. */
+  view(scope: string, id: string): Promise<PreparedView | undefined>;
+  close(deadlineMs?: number): Promise<void>;
+}
 
 export interface PreparerOptions {
   /** Prepared summaries made at once (the summarizer's own concurrency limit applies too). */
@@ -50,7 +71,24 @@ export interface PreparerOptions {
   onJob?: (event: JobEvent) => void;
 }
 
-const tokensOf = (u: Usage | undefined) => u?.total_tokens ?? 0;
+export const tokensOf = (u: Usage | undefined) => u?.total_tokens ?? 0;
+
+/**
+ * A prepared summary's job: the caller's `/v1/summarize` covering the range, its summary written
+ * to the summary cache. Its error message is an error code (no content); a request the
+ * summarizer or our own checks reject fails for good (`PermanentJobError`: no retry).
+ */
+export async function summarizeFor(compactor: Compactor, job: Job, signal: AbortSignal): Promise<Usage> {
+  try {
+    const caller = compactor.callerOfScope(job.scope);
+    const request = OPERATIONS['/v1/summarize'].check(job.body);
+    return (await compactor.run(STRATEGIES.summarize, request, request, { signal, caller })).usage;
+  } catch (error) {
+    const message = error instanceof CompactorError ? error.code : 'internal error';
+    if (error instanceof CompactorError && /VALIDATION|OPTIONS|REQUEST/.test(error.code)) throw new PermanentJobError(message);
+    throw new Error(message);
+  }
+}
 
 /**
  * Prepared summaries (issue 22, embedded): the summaries fit asks for ahead of need, made off the
@@ -61,7 +99,7 @@ const tokensOf = (u: Usage | undefined) => u?.total_tokens ?? 0;
  * and bills each summary once, to the response that splices it in. One per process, on the main
  * thread: requests run on worker threads get the caller's entries with their task and report back.
  */
-export class Preparer {
+export class Preparer implements PreparedSummaries {
   private readonly entries = new Map<string, Entry>();
   private readonly queue: JobQueue<Job, Usage>;
 
@@ -78,8 +116,7 @@ export class Preparer {
     });
   }
 
-  /** The caller's prepared ranges for fit (their usage only while not billed yet). */
-  context(scope: string): PreparedContext {
+  async context(scope: string): Promise<PreparedContext> {
     const entries: PreparedContext['entries'][number][] = [];
     for (const e of this.entries.values()) {
       if (e.scope !== scope) continue;
@@ -101,8 +138,7 @@ export class Preparer {
     });
   }
 
-  /** What a request asked to prepare and spliced in (from its outcome, in line or on a worker). */
-  after(scope: string, outcome: { prepare?: PrepareRequest | undefined; spliced?: string | undefined }): void {
+  async after(scope: string, outcome: PrepareOutcome): Promise<void> {
     if (outcome.spliced) this.spliced(scope, outcome.spliced);
     if (outcome.prepare) this.add(scope, outcome.prepare);
   }
@@ -116,8 +152,7 @@ export class Preparer {
     entry.state = 'spliced';
   }
 
-  /** `GET /v1/prepared/{id}`: one of the caller's prepared summaries; undefined when unknown or another's. */
-  view(scope: string, id: string): PreparedView | undefined {
+  async view(scope: string, id: string): Promise<PreparedView | undefined> {
     const entry = this.entries.get(`${scope}\0${id}`);
     if (!entry) return undefined;
     const { from, to } = entry.range;
@@ -131,29 +166,23 @@ export class Preparer {
     };
   }
 
-  /** Stops taking jobs; running ones get `deadlineMs` to finish. */
   close(deadlineMs?: number): Promise<void> {
     return this.queue.close(deadlineMs);
   }
 
-  /** The job: the caller's `/v1/summarize` covering the range, its summary written to the summary cache. */
+  /** The job, with the entry's state kept along. */
   private async make(job: Job, key: string, signal: AbortSignal): Promise<Usage> {
     const entry = this.entries.get(key);
     if (entry) entry.state = 'running';
     try {
-      const caller = this.compactor.callerOfScope(job.scope);
-      const request = OPERATIONS['/v1/summarize'].check(job.body);
-      const { usage } = await this.compactor.run(STRATEGIES.summarize, request, request, { signal, caller });
+      const usage = await summarizeFor(this.compactor, job, signal);
       if (entry) Object.assign(entry, { state: 'ready', usage });
       this.options.onEvent?.('prepared', tokensOf(usage));
       return usage;
     } catch (error) {
-      const message = error instanceof CompactorError ? error.code : 'internal error';
-      if (entry) Object.assign(entry, { state: 'failed', error: message });
+      if (entry) Object.assign(entry, { state: 'failed', error: (error as Error).message });
       this.options.onEvent?.('failed', 0);
-      // A request the summarizer or our own checks reject will be rejected again: no retry.
-      if (error instanceof CompactorError && /VALIDATION|OPTIONS|REQUEST/.test(error.code)) throw new PermanentJobError(message);
-      throw new Error(message);
+      throw error;
     }
   }
 

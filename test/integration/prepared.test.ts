@@ -1,6 +1,6 @@
-import type { FastifyInstance } from 'fastify';
-import t, { type Test } from 'tap';
+import t from 'tap';
 import { buildWithLlm } from '../support/app.js';
+import { conversation, fit, fitBody, SYSTEM, settled } from '../support/prepared.js';
 
 /**
  * Prepared summaries through the real app and a fake OpenAI-compatible summarizer (real HTTP):
@@ -8,61 +8,6 @@ import { buildWithLlm } from '../support/app.js';
  * request path; the later call that needs it splices it in at once when its history still holds
  * the range byte-identical at the same place, and is billed for it there, once.
  */
-
-/** A plain conversation (no tool calls: compaction leaves it alone), `turns` user/assistant pairs of ~120 tokens each. */
-function conversation(turns: number, from = 0): { role: string; content: string }[] {
-  const out: { role: string; content: string }[] = [];
-  for (let i = from; i < from + turns; i++) {
-    out.push({
-      role: 'user',
-      content: `Step ${i}: please look at module_${i}.py and explain what ${'it does and why '.repeat(12)}`,
-    });
-    out.push({
-      role: 'assistant',
-      content: `Module ${i} parses the configuration for service_${i}; ${'it reads a file and checks it. '.repeat(12)}`,
-    });
-  }
-  return out;
-}
-
-const SYSTEM = { role: 'system', content: 'You are a coding agent.' };
-
-/** Fit under policy tokens at a target, preparing from `at` tokens. */
-const fitBody = (messages: unknown[], extra: Record<string, unknown> = {}) => ({
-  messages,
-  format: 'openai-chat',
-  model: 'gpt-4o',
-  target_tokens: 3000,
-  policy: 'tokens',
-  summarize: { keep: { messages: 6 } },
-  prepare: { enabled: true, at: { tokens: 1500 } },
-  ...extra,
-});
-
-async function fit(app: FastifyInstance, body: unknown, key?: string) {
-  const res = await app.inject({
-    method: 'POST',
-    url: '/v1/fit',
-    payload: body as Record<string, unknown>,
-    ...(key ? { headers: { authorization: `Bearer ${key}` } } : {}),
-  });
-  return { status: res.statusCode, json: res.json() };
-}
-
-/** Polls `GET /v1/prepared/{id}` until it is ready or failed (a generous deadline: the job is a local HTTP call). */
-async function settled(_t: Test, app: FastifyInstance, id: string, key?: string) {
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    const res = await app.inject({
-      method: 'GET',
-      url: `/v1/prepared/${id}`,
-      ...(key ? { headers: { authorization: `Bearer ${key}` } } : {}),
-    });
-    const view = res.json();
-    if (view.state === 'ready' || view.state === 'failed' || Date.now() > deadline) return view;
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
 
 for (const workers of ['0', '1']) {
   t.test(`workers=${workers}: prepared ahead, spliced later at once, billed once, expand gives the history back`, async (t) => {
@@ -74,7 +19,7 @@ for (const workers of ['0', '1']) {
     t.equal(a.json.prepared?.state, 'started', 'but a summary is being prepared');
     const { id, covers } = a.json.prepared;
     t.ok(covers.from >= 2 && covers.to > covers.from, 'it covers a range after the head and the task');
-    const view = await settled(t, app, id);
+    const view = await settled(app, id);
     t.equal(view.state, 'ready');
     t.equal(view.usage.calls, 1, 'made by one summarizer call');
     t.equal(server.requests.length, 1);
@@ -127,7 +72,7 @@ t.test('a history whose past was rewritten never splices: it is summarized as wi
   const { app, server } = await buildWithLlm(t);
   const first = [SYSTEM, ...conversation(12)];
   const a = await fit(app, fitBody(first));
-  await settled(t, app, a.json.prepared.id);
+  await settled(app, a.json.prepared.id);
   const rewritten = structuredClone(first);
   (rewritten[5] as { content: string }).content += ' (edited)';
   const b = await fit(app, fitBody([...rewritten, ...conversation(6, 12)]));
@@ -142,7 +87,7 @@ t.test('a prepared summary that fails is reported, and the call that needs one s
   server.enqueue({ fault: 'status', status: 400 });
   const first = [SYSTEM, ...conversation(12)];
   const a = await fit(app, fitBody(first));
-  const view = await settled(t, app, a.json.prepared.id);
+  const view = await settled(app, a.json.prepared.id);
   t.equal(view.state, 'failed');
   t.match(view.error, /^CMP_ERR_/, 'with its error code, no content');
   const b = await fit(app, fitBody([...first, ...conversation(6, 12)]));
@@ -156,7 +101,7 @@ t.test('tenants never see or splice each other’s prepared summaries', async (t
   const { app, server } = await buildWithLlm(t, { COMPACTOR_API_KEYS: keys.join(',') });
   const first = [SYSTEM, ...conversation(12)];
   const a = await fit(app, fitBody(first), keys[0]);
-  await settled(t, app, a.json.prepared.id, keys[0]);
+  await settled(app, a.json.prepared.id, keys[0]);
   const other = await app.inject({
     method: 'GET',
     url: `/v1/prepared/${a.json.prepared.id}`,
@@ -174,7 +119,7 @@ t.test('on by default with an LLM summarizer (COMPACTOR_PREPARE unset)', async (
   const body = fitBody([SYSTEM, ...conversation(12)]);
   const a = await fit(app, { ...body, prepare: { at: { tokens: 1500 } } });
   t.equal(a.json.prepared?.state, 'started');
-  t.equal((await settled(t, app, a.json.prepared.id)).state, 'ready');
+  t.equal((await settled(app, a.json.prepared.id)).state, 'ready');
 });
 
 t.test('off by request, and by default without an LLM: nothing is prepared', async (t) => {
@@ -195,6 +140,6 @@ t.test('a restarted embedded service prepares again on the next request', async 
   const { app } = await buildWithLlm(t);
   const again = await fit(app, fitBody(first));
   t.equal(again.json.prepared?.state, 'started', 'its queue is in memory: the next request starts it again');
-  t.equal((await settled(t, app, again.json.prepared.id)).state, 'ready');
+  t.equal((await settled(app, again.json.prepared.id)).state, 'ready');
   t.ok(id.length > 0);
 });

@@ -1,0 +1,233 @@
+import { Redis, type Result } from 'ioredis';
+import { CompactorError } from '../errors.js';
+import { type JobEvent, type JobQueue, type JobState, openBullJobQueue } from '../jobs/index.js';
+import type { PreparedContext, PreparedRange, PrepareRequest } from '../strategies/types.js';
+import type { Compactor } from './compactor.js';
+import {
+  type Job,
+  type PreparedSummaries,
+  type PreparedView,
+  type PrepareEvent,
+  type PrepareOutcome,
+  summarizeFor,
+  tokensOf,
+  type Usage,
+} from './prepare.js';
+
+declare module 'ioredis' {
+  interface RedisCommander<Context> {
+    compactorPrepared(...args: (string | number)[]): Result<string[] | null, Context>;
+    compactorBill(...args: (string | number)[]): Result<number, Context>;
+  }
+}
+
+/**
+ * Adds a range to a caller's index unless it is there (KEYS: order, ranges; ARGV: id, now, range
+ * JSON, cap, TTL ms): null when known; else the ids of the oldest unbilled ranges it dropped to
+ * keep `cap`. Both keys live `TTL` after the newest add.
+ */
+const ADD_SCRIPT = `
+if redis.call('ZADD', KEYS[1], 'NX', ARGV[2], ARGV[1]) == 0 then return false end
+redis.call('HSET', KEYS[2], 'r:' .. ARGV[1], ARGV[3])
+local over = redis.call('ZCARD', KEYS[1]) - tonumber(ARGV[4])
+local dropped = {}
+if over > 0 then
+  for _, id in ipairs(redis.call('ZRANGE', KEYS[1], 0, over - 1)) do
+    local billed = redis.call('HEXISTS', KEYS[2], 'b:' .. id)
+    redis.call('ZREM', KEYS[1], id)
+    redis.call('HDEL', KEYS[2], 'r:' .. id, 'b:' .. id)
+    if billed == 0 then table.insert(dropped, id) end
+  end
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[5])
+redis.call('PEXPIRE', KEYS[2], ARGV[5])
+return dropped`;
+
+/** Marks a range billed (KEYS: ranges; ARGV: id, now): 1 for the one call that bills it, 0 after, -1 when unknown. */
+const BILL_SCRIPT = `
+if redis.call('HEXISTS', KEYS[1], 'r:' .. ARGV[1]) == 0 then return -1 end
+return redis.call('HSETNX', KEYS[1], 'b:' .. ARGV[1], ARGV[2])`;
+
+export interface RedisPreparerOptions {
+  /** `redis://…` or `rediss://…`: the store's Redis. */
+  url: string;
+  /** First part of the keys (BullMQ's prefix too): replicas that share prepared summaries share it. */
+  prefix: string;
+  /** Jobs this replica runs at once. */
+  concurrency: number;
+  byDefault: boolean;
+  /** Ranges kept per caller, newest first: 32 by default. */
+  perScope?: number;
+  /** How long a caller's index and a finished job stay, seconds: a day by default. */
+  ttlSeconds?: number;
+  /** BullMQ lock duration (a dead replica's job is taken over once it expires): 20,000 by default. */
+  lockDurationMs?: number;
+  onEvent?: (event: PrepareEvent, tokens: number) => void;
+  onJob?: (event: JobEvent) => void;
+  /** Redis and BullMQ errors (the index degrades to empty; the requests go on). */
+  onError?: (error: unknown) => void;
+}
+
+interface Stored extends PreparedRange {
+  readonly created: number;
+}
+
+/**
+ * Prepared summaries shared by replicas through Redis (issue 22): the jobs run on BullMQ (any
+ * replica runs one, once per range, a dead replica's job is taken over), and each caller's index
+ * of ranges is one hash and one sorted set (`<prefix>:ranges:{<scope>}`, with `:order`), the newest
+ * `perScope` kept, expiring a TTL after the last add. A range's state is its job's; it is billed
+ * once across replicas, by the response whose splice first sets its `b:` field. Two responses
+ * that splice it at the same moment on two replicas may both show its usage (each read the index
+ * before either billed); the counters count it once.
+ */
+export class RedisPreparer implements PreparedSummaries {
+  private readonly perScope: number;
+  private readonly ttlMs: number;
+
+  private constructor(
+    private readonly redis: Redis,
+    private readonly queue: JobQueue<Job, Usage>,
+    private readonly options: RedisPreparerOptions,
+  ) {
+    this.perScope = options.perScope ?? 32;
+    this.ttlMs = (options.ttlSeconds ?? 24 * 3600) * 1000;
+  }
+
+  /** Connects (in the background) and starts this replica's worker. */
+  static async open(compactor: Compactor, options: RedisPreparerOptions): Promise<RedisPreparer> {
+    const onEvent = options.onEvent;
+    const queue = await openBullJobQueue<Job, Usage>({
+      url: options.url,
+      prefix: options.prefix,
+      name: 'prepared',
+      concurrency: options.concurrency,
+      ttlSeconds: options.ttlSeconds ?? 24 * 3600,
+      ...(options.lockDurationMs
+        ? { lockDurationMs: options.lockDurationMs, stalledIntervalMs: Math.ceil(options.lockDurationMs / 2) }
+        : {}),
+      processor: async (job, context) => {
+        try {
+          const usage = await summarizeFor(compactor, job, context.signal);
+          onEvent?.('prepared', tokensOf(usage));
+          return usage;
+        } catch (error) {
+          onEvent?.('failed', 0);
+          throw error;
+        }
+      },
+      ...(options.onJob ? { listener: options.onJob } : {}),
+      ...(options.onError ? { onError: options.onError } : {}),
+    });
+    const redis = new Redis(options.url, { maxRetriesPerRequest: 1 });
+    redis.on('error', (error) => options.onError?.(error));
+    redis.defineCommand('compactorPrepared', { numberOfKeys: 2, lua: ADD_SCRIPT });
+    redis.defineCommand('compactorBill', { numberOfKeys: 1, lua: BILL_SCRIPT });
+    return new RedisPreparer(redis, queue, options);
+  }
+
+  async context(scope: string): Promise<PreparedContext> {
+    const byDefault = this.options.byDefault;
+    try {
+      const ranges = await this.ranges(scope);
+      const states = await Promise.all(ranges.map((r) => this.queue.state(jobKey(scope, r.id))));
+      const entries = ranges.map(({ created: _, billed, ...range }, i) => {
+        const job = states[i];
+        const usage = !billed && job?.state === 'ready' ? job.result : undefined;
+        return { ...range, state: stateOf(job, billed), ...(usage ? { usage } : {}) };
+      });
+      return { entries, byDefault };
+    } catch (error) {
+      this.options.onError?.(error);
+      return { entries: [], byDefault };
+    }
+  }
+
+  async after(scope: string, outcome: PrepareOutcome): Promise<void> {
+    try {
+      if (outcome.spliced) await this.bill(scope, outcome.spliced);
+      if (outcome.prepare) await this.add(scope, outcome.prepare);
+    } catch (error) {
+      this.options.onError?.(error);
+    }
+  }
+
+  /** @throws CompactorError `CMP_ERR_STORE_UNAVAILABLE` (503) while Redis cannot answer */
+  async view(scope: string, id: string): Promise<PreparedView | undefined> {
+    let range: string | null | undefined;
+    let billed: string | null | undefined;
+    let job: JobState<Usage> | undefined;
+    try {
+      [range, billed] = await this.redis.hmget(rangesKey(this.options.prefix, scope), `r:${id}`, `b:${id}`);
+      if (!range) return undefined;
+      job = await this.queue.state(jobKey(scope, id));
+    } catch (error) {
+      this.options.onError?.(error);
+      throw new CompactorError('CMP_ERR_STORE_UNAVAILABLE', 'the redis store cannot answer for prepared summaries now', [], {
+        retryAfterSeconds: 1,
+      });
+    }
+    const stored = JSON.parse(range) as Stored;
+    return {
+      id,
+      state: stateOf(job, billed !== null),
+      covers: { from: stored.from, to: stored.to },
+      usage: job?.result ?? null,
+      created_at: new Date(stored.created).toISOString(),
+      ...(job?.state === 'failed' && job.error ? { error: job.error } : {}),
+    };
+  }
+
+  async close(deadlineMs?: number): Promise<void> {
+    await this.queue.close(deadlineMs);
+    await this.redis.quit().catch(() => {});
+    this.redis.disconnect();
+  }
+
+  /** The caller's ranges, oldest first, with whether each was billed. */
+  private async ranges(scope: string): Promise<(Stored & { billed: boolean })[]> {
+    const fields = await this.redis.hgetall(rangesKey(this.options.prefix, scope));
+    const out: (Stored & { billed: boolean })[] = [];
+    for (const [field, value] of Object.entries(fields)) {
+      if (!field.startsWith('r:')) continue;
+      out.push({ ...(JSON.parse(value) as Stored), billed: `b:${field.slice(2)}` in fields });
+    }
+    // As the order set sorts them: by when added, then by id.
+    return out.sort((a, b) => a.created - b.created || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  }
+
+  /** Queues the range's job (once: BullMQ dedupes its id) and adds it to the caller's index. */
+  private async add(scope: string, request: PrepareRequest): Promise<void> {
+    const key = rangesKey(this.options.prefix, scope);
+    if (await this.redis.hexists(key, `r:${request.id}`)) return;
+    const { body, id, prefix, from, to } = request;
+    await this.queue.add(jobKey(scope, id), { scope, body });
+    const now = Date.now();
+    const range = JSON.stringify({ id, prefix, from, to, created: now } satisfies Stored);
+    const dropped = await this.redis.compactorPrepared(`${key}:order`, key, id, now, range, this.perScope, this.ttlMs);
+    for (const old of dropped ?? []) {
+      const job = await this.queue.state(jobKey(scope, old));
+      if (job?.state === 'ready') this.options.onEvent?.('wasted', tokensOf(job.result));
+    }
+  }
+
+  /** Bills a spliced range once across replicas: the first call counts it. */
+  private async bill(scope: string, id: string): Promise<void> {
+    const first = await this.redis.compactorBill(rangesKey(this.options.prefix, scope), id, Date.now());
+    if (first !== 1) return;
+    const job = await this.queue.state(jobKey(scope, id));
+    this.options.onEvent?.('spliced', tokensOf(job?.result));
+  }
+}
+
+/** A caller's index (a hash; its order is the same key with `:order`), in one cluster slot. */
+const rangesKey = (prefix: string, scope: string) => `${prefix}:ranges:{${scope}}`;
+
+/** The job id of a caller's range (hashed by the queue). */
+const jobKey = (scope: string, id: string) => `${scope}\0${id}`;
+
+/** A range's state: its job's, `spliced` once billed; `failed` when its job is gone (expired or never queued). */
+function stateOf(job: JobState<Usage> | undefined, billed: boolean): PreparedView['state'] {
+  if (billed) return 'spliced';
+  return job?.state ?? 'failed';
+}
