@@ -61,7 +61,7 @@ t.test('one prepared summary per conversation at a time; the cost policy waits f
   t.equal(c.json.applied, false, 'a summary would pay, but the same range is being prepared');
   t.equal(c.json.reason, 'summary_being_prepared');
   t.equal(server.requests.length, 1, 'no summarizer call on the request path');
-  t.equal((await settled(t, app, a.json.prepared.id)).state, 'ready');
+  t.equal((await settled(app, a.json.prepared.id)).state, 'ready');
   const d = await fit(app, fitBody(over, cost));
   t.equal(d.json.applied, true);
   t.equal(d.json.prepared?.state, 'spliced', 'the call that finds it ready splices it in');
