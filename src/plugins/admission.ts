@@ -59,26 +59,31 @@ function tooMany(shape: BodyShape, detail: string): CompactorError {
  * always admitted when nothing else is in flight. Weight is released when the answer is sent or the
  * client goes away.
  */
+/** The weight in flight (a gauge read from `inflight`) and the refusals (the counter returned). */
+function admissionMetrics(app: FastifyInstance, inflight: () => number): Counter {
+  const registers = [app.metrics.registry];
+  new Gauge({
+    name: 'compactor_inflight_bytes',
+    help: 'Weight of the /v1 requests being worked on: body bytes plus what their messages and JSON objects cost beyond them',
+    registers,
+    collect() {
+      this.set(inflight());
+    },
+  });
+  return new Counter({
+    name: 'compactor_admission_refused_total',
+    help: '/v1 requests answered 503 because the weight in flight would pass COMPACTOR_MAX_INFLIGHT_BYTES',
+    registers,
+  });
+}
+
 export default fp<AdmissionOptions>(
   async (app: FastifyInstance, options) => {
     const limit = options.maxInflightBytes;
     let inflight = 0;
     /** Recent throughput (weight a second), to say when to retry: an EWMA over finished requests. */
     let bytesPerSecond = 20 * 1024 * 1024;
-    const registers = [app.metrics.registry];
-    new Gauge({
-      name: 'compactor_inflight_bytes',
-      help: 'Weight of the /v1 requests being worked on: body bytes plus what their messages and JSON objects cost beyond them',
-      registers,
-      collect() {
-        this.set(inflight);
-      },
-    });
-    const refused = new Counter({
-      name: 'compactor_admission_refused_total',
-      help: '/v1 requests answered 503 because the weight in flight would pass COMPACTOR_MAX_INFLIGHT_BYTES',
-      registers,
-    });
+    const refused = admissionMetrics(app, () => inflight);
 
     const refuse = (reply: FastifyReply, bytes: number): never => {
       refused.inc();

@@ -20,6 +20,7 @@ import {
   type PreparedContext,
   type PrepareRequest,
   type Strategy,
+  type StrategyResult,
   withTotal,
 } from '../strategies/types.js';
 import { ExtractiveSummarizer } from '../summarizers/extractive.js';
@@ -224,12 +225,7 @@ export class Compactor {
       ...(signal ? { signal } : {}),
       ...(prepared ? { prepared } : {}),
     });
-    const warnings = [...h.warnings, ...out.warnings];
-    if (out.bestEffort && !dryRun) {
-      const failed = await this.artifacts.persistQuietly(caller, out.bestEffort);
-      if (failed)
-        warnings.push({ code: 'cache_not_written', message: 'the summary cache could not be written: the store did not answer' });
-    }
+    const warnings = [...h.warnings, ...out.warnings, ...(dryRun ? [] : await this.cacheQuietly(caller, out.bestEffort))];
     const failure = {
       ...(out.failure ? { failure: out.failure } : {}),
       ...(out.prepare && !dryRun ? { prepare: out.prepare } : {}),
@@ -254,6 +250,12 @@ export class Compactor {
       ...failure,
       extra: out.extra(applied),
     };
+  }
+
+  /** Writes the summary-cache entries a strategy made, if the store answers; a warning when it does not. */
+  private async cacheQuietly(caller: Caller, entries: StrategyResult<unknown>['bestEffort']): Promise<Warning[]> {
+    if (!entries || !(await this.artifacts.persistQuietly(caller, entries))) return [];
+    return [{ code: 'cache_not_written', message: 'the summary cache could not be written: the store did not answer' }];
   }
 
   private checkOutput(kind: string, format: FormatAdapter, messages: readonly unknown[]): void {
