@@ -68,6 +68,45 @@ t.test('one prepared summary per conversation at a time; the cost policy waits f
   t.equal(server.requests.length, 1, 'one summarizer call in all');
 });
 
+/** `turns` tool exchanges (a call and a large result) of an agent reading files. */
+function toolRun(turns: number, from = 0) {
+  const out: unknown[] = [];
+  for (let i = from; i < from + turns; i++) {
+    const id = `call_${i}`;
+    out.push({
+      role: 'assistant',
+      content: `Reading module ${i} to see ${'how the parser handles nested values and why it fails. '.repeat(8)}`,
+      tool_calls: [
+        { id, type: 'function', function: { name: 'read_file', arguments: JSON.stringify({ path: `src/m${i}.py` }) } },
+      ],
+    });
+    out.push({ role: 'tool', tool_call_id: id, content: `def f${i}():\n${'    return compute(value) + 1\n'.repeat(30)}` });
+  }
+  return out;
+}
+
+t.test('policy cost: a range prepared as the next compaction will leave it still splices after that compaction', async (t) => {
+  const { app, server } = await buildWithLlm(t);
+  const cost = {
+    policy: 'cost',
+    cache: { enabled: false },
+    compact: { keep_tool_uses: 2 },
+    summarize: { keep: { messages: 4 }, summarizer: { max_tokens: 200 } },
+  };
+  const first = [SYSTEM, { role: 'user', content: 'Fix the failing test.' }, ...toolRun(6)];
+  const a = await fit(app, fitBody(first, { ...cost, prepare: { enabled: true, at: { tokens: 100 } }, target_tokens: 100_000 }));
+  t.equal(a.json.prepared?.state, 'started');
+  t.equal((await settled(app, a.json.prepared.id)).state, 'ready');
+  // The next calls compact (old results become placeholders) and then need the summary.
+  const grown = [...a.json.messages, ...toolRun(4, 6)];
+  const b = await fit(app, fitBody(grown, { ...cost, target_tokens: 1000 }));
+  t.equal(b.json.applied, true);
+  t.equal(b.json.prepared?.state, 'spliced', 'the range is byte-identical once compacted as it was prepared');
+  t.equal(server.requests.length, 1, 'no summarizer call on the request path');
+  const expanded = await app.inject({ method: 'POST', url: '/v1/expand', payload: { messages: b.json.messages } });
+  t.same(expanded.json().messages, [...first, ...toolRun(4, 6)], 'expand restores everything: the summary and every placeholder');
+});
+
 t.test('a history whose past was rewritten never splices: it is summarized as without preparing', async (t) => {
   const { app, server } = await buildWithLlm(t);
   const first = [SYSTEM, ...conversation(12)];

@@ -170,3 +170,14 @@ export function summarizeOptions(o: FitOptions): SummarizeOptions {
   const onFailure = o.summarize?.on_failure === 'error' ? 'error' : 'keep';
   return SummarizeOptions.parse({ ...o.summarize, on_failure: onFailure });
 }
+
+/**
+ * Compaction under policy cost clears everything it may at once (the batch rule: once the cache
+ * is broken at the first cleared result, clearing more after it costs nothing more), so neither
+ * a target nor `clear_at_least` stops it: fit decides whether it pays. Under policy tokens it
+ * stops at the target.
+ */
+export function fitCompactOptions(o: FitOptions, target: number): CompactOptions {
+  if (o.policy === 'tokens') return CompactOptions.parse({ ...o.compact, target_tokens: target });
+  return CompactOptions.parse({ ...o.compact, target_tokens: undefined, clear_at_least: undefined });
+}

@@ -1,8 +1,12 @@
+import { applyPlan } from '../../history/plan/apply.js';
+import { viewOf } from '../../history/plan/view.js';
 import type { PreparedHistory } from '../../history/prepared.js';
+import type { NewArtifact } from '../../store/types.js';
+import { compactStrategy } from '../compact.js';
 import type { SummarizeOptions } from '../summarize/options.js';
 import { type PreparedEntry, preparedIn, rollingRange } from '../summarize/prepared.js';
 import type { StrategyResult } from '../types.js';
-import { type FitExtra, summarizeOptions } from './options.js';
+import { type FitExtra, fitCompactOptions, summarizeOptions } from './options.js';
 import type { FitRun } from './run.js';
 
 /** How long a call above `limit` waits for a summary still being prepared, unless `prepare.wait_ms` says. */
@@ -71,13 +75,31 @@ export async function spliceable(
 }
 
 /**
+ * The history as the next call's summarize stage will see it: under policy cost, after the
+ * compaction stage clears all it may (deterministic: what it clears in the range now it clears
+ * the same way then), so that a range prepared now is still byte-identical after that call's
+ * compaction; with the originals that compaction offloads, to store now. Under policy tokens
+ * (compaction stops at the target) the output as it is.
+ */
+async function asNextCallSees(run: FitRun): Promise<{ view: PreparedHistory; early: NewArtifact[] }> {
+  if (run.o.policy === 'tokens') return { view: run.view, early: [] };
+  const out = await compactStrategy.run(run.view, fitCompactOptions(run.o, run.target), run.ctx);
+  if (!out.plan || out.reason) return { view: run.view, early: [] };
+  const applied = applyPlan(run.view, out.plan, run.count);
+  const early = out.plan.artifacts
+    .filter((a) => a.store === 'server')
+    .map((a) => ({ id: a.id, kind: a.kind, tool_name: a.tool_name, sha256: a.sha256, content: a.json }));
+  return { view: viewOf(run.view, applied, run.occupancy), early };
+}
+
+/**
  * After the stages: when no summary was written or spliced and the output's occupancy has reached
  * `prepare.at` of the point where a summary is needed, the range a summary would cover in the
  * output (what the agent sends next, plus what it appends) is asked to be prepared off the
  * request path: `result.prepare`, its `/v1/summarize` body covering exactly that range. A spliced
  * summary is reported as `prepared` with state `spliced`.
  */
-export function withPrepare(run: FitRun, result: StrategyResult<FitExtra>): StrategyResult<FitExtra> {
+export async function withPrepare(run: FitRun, result: StrategyResult<FitExtra>): Promise<StrategyResult<FitExtra>> {
   if (!preparing(run)) return result;
   const spliced = run.spliced;
   if (spliced) {
@@ -90,22 +112,29 @@ export function withPrepare(run: FitRun, result: StrategyResult<FitExtra>): Stra
   const threshold = at?.tokens ?? Math.floor((at?.fraction ?? PREPARE_AT_FRACTION) * neededAt(run));
   if (run.occupancy < threshold) return result;
   const o = summarizeOptions(run.o);
+  const { view, early } = await asNextCallSees(run);
   // One prepared summary per conversation at a time: one the history still holds is reported, not
   // started again (a splice covers a shorter range than needed as well: the rest stays verbatim).
-  const held = preparedIn(run.view, o, run.ctx, run.ctx.prepared?.entries ?? [], ['started', 'running', 'ready']);
-  const range = held?.entry ?? rollingRange(run.view, o, run.ctx);
+  const held = preparedIn(view, o, run.ctx, run.ctx.prepared?.entries ?? [], ['started', 'running', 'ready']);
+  const range = held?.entry ?? rollingRange(view, o, run.ctx);
   if (!range) return result;
   const known = run.ctx.prepared?.entries.find((e) => e.id === range.id);
   const prepared = { id: range.id, state: known?.state ?? ('started' as const), covers: { from: range.from, to: range.to } };
   if (known) return { ...result, extra: (applied) => ({ ...result.extra(applied), prepared }) };
   const body = {
-    messages: run.view.messages,
+    messages: view.messages,
     format: run.h.format.name,
     ...run.o.summarize,
     mode: 'rolling',
-    keep: { messages: run.view.messages.length - range.to },
+    keep: { messages: view.messages.length - range.to },
     on_failure: 'error',
   };
   const extra = result.extra;
-  return { ...result, prepare: { ...range, body }, extra: (applied) => ({ ...extra(applied), prepared }) };
+  return {
+    ...result,
+    prepare: { ...range, body },
+    // The originals the next call's compaction will offload, stored now: the summary's trail reads them.
+    bestEffort: [...(result.bestEffort ?? []), ...early],
+    extra: (applied) => ({ ...extra(applied), prepared }),
+  };
 }

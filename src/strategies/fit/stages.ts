@@ -1,23 +1,16 @@
-import { CompactOptions, compactStrategy } from '../compact.js';
+import { type CompactOptions, compactStrategy } from '../compact.js';
 import { WindowOptions, windowAbove } from '../sliding-window.js';
 import { summarizeStrategy } from '../summarize/index.js';
-import { summarizeOptions } from './options.js';
+import { fitCompactOptions, summarizeOptions } from './options.js';
 import { spliceable } from './prepare.js';
 import { type FitRun, type Measured, writtenEnd } from './run.js';
 
 /** One of fit's stages: a step of the run, each only while the run is above its target. */
 export type FitStage = (run: FitRun) => Promise<void> | void;
 
-/**
- * Compaction under policy cost clears everything it may at once (the batch rule: once the cache
- * is broken at the first cleared result, clearing more after it costs nothing more), so neither
- * a target nor `clear_at_least` stops it: fit decides whether it pays. Under policy tokens it
- * stops at the target.
- */
+/** The compaction stage's options (`fitCompactOptions`). */
 export function compactOptions(run: FitRun): CompactOptions {
-  const { o } = run;
-  if (o.policy === 'tokens') return CompactOptions.parse({ ...o.compact, target_tokens: run.target });
-  return CompactOptions.parse({ ...o.compact, target_tokens: undefined, clear_at_least: undefined });
+  return fitCompactOptions(run.o, run.target);
 }
 
 /** The compaction stage's result, planned once per run (the cost policy prices it before taking it). */
