@@ -1,17 +1,9 @@
-// Liveness and memory under the largest requests (issue: trust). For each mode (work on the main
-// thread: COMPACTOR_WORKERS=0; and the default worker pool), a prober in a separate process asks
-// GET /health/live every 10 ms while /v1/fit and /v1/compact work on a 20 MB and a 31.5 MB history
-// (the largest admitted: COMPACTOR_BODY_LIMIT is 32 MiB), and reports the probes' p50, p99 and max.
-// Then 8 and 50 parallel 20 MB compactions, with the peak RSS of the server and how many were
-// admitted (200) or refused (503) under COMPACTOR_MAX_INFLIGHT_BYTES.
-//
-//   npm run build && node bench/liveness.mjs [runs=3]
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { generateHistory } from './lib/generate.mjs';
 import { runMeta } from './lib/meta.mjs';
+import { startProber } from './lib/prober.mjs';
 import { peakRssMiB, startServer } from './lib/servers.mjs';
 import { fmt, max, median } from './lib/stats.mjs';
 
@@ -36,36 +28,6 @@ function history(bytes) {
   }
   while (JSON.stringify(out).length > bytes) out.splice(out.length - 2, 2);
   return out;
-}
-
-/** A prober in its own process: the main bench process is busy sending and reading large bodies. */
-function startProber(base) {
-  const code = `
-    const lat = [];
-    let stop = false;
-    process.stdin.on('data', () => { stop = true; });
-    (async () => {
-      while (!stop) {
-        const t = performance.now();
-        try { const r = await fetch('${base}/health/live'); await r.arrayBuffer(); } catch {}
-        lat.push(performance.now() - t);
-        await new Promise((r) => setTimeout(r, 10));
-      }
-      process.stdout.write(JSON.stringify(lat));
-      process.exit(0);
-    })();`;
-  const child = spawn(process.execPath, ['-e', code], { stdio: ['pipe', 'pipe', 'inherit'] });
-  let out = '';
-  child.stdout.on('data', (d) => {
-    out += d;
-  });
-  return {
-    async stop() {
-      child.stdin.write('x');
-      await new Promise((r) => child.once('exit', r));
-      return JSON.parse(out);
-    },
-  };
 }
 
 const pct = (xs, p) => {

@@ -1,21 +1,9 @@
-// Peak memory of the real server process under the worst request shapes (issue 20, "Memory"). Each
-// case runs on a fresh `node dist/server.js` (SQLite store in a temporary folder, the default
-// limits: COMPACTOR_BODY_LIMIT 32 MiB, COMPACTOR_MAX_INFLIGHT_BYTES 64 MiB, COMPACTOR_MAX_MESSAGES
-// 100,000, one worker thread) and reports the status of each request and the server's peak RSS
-// (VmHWM). Shapes: many tiny messages (at the message cap, and the 31 MB million-message body that
-// must be refused), one huge ASCII string, one huge CJK string, deep-but-allowed nesting, one
-// message of many content parts, tiny messages in every format, and concurrent mixes of the
-// heaviest admitted shapes at the in-flight limit; some sent chunked (no content-length). While each
-// case runs, a prober in its own process asks GET /health/live every 10 ms: its p99 and max say
-// whether the event loop stayed free (goal: under 100 ms for every admitted shape).
-//
-//   npm run build && node bench/memory.mjs [case-name-filter]
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { generateHistory } from './lib/generate.mjs';
 import { runMeta } from './lib/meta.mjs';
+import { startProber } from './lib/prober.mjs';
 import { peakRssMiB, startServer } from './lib/servers.mjs';
 
 const FILTER = process.argv[2] ?? '';
@@ -131,37 +119,6 @@ const CASES = [
   },
 ];
 
-/** A prober in its own process: this one is busy building and sending bodies. */
-function startProber(base) {
-  const code = `
-    const lat = [];
-    let stop = false;
-    process.stdin.on('data', () => { stop = true; });
-    (async () => {
-      while (!stop) {
-        const t = performance.now();
-        try { const r = await fetch('${base}/health/live'); await r.arrayBuffer(); } catch {}
-        lat.push(performance.now() - t);
-        await new Promise((r) => setTimeout(r, 10));
-      }
-      process.stdout.write(JSON.stringify(lat));
-      process.exit(0);
-    })();`;
-  const child = spawn(process.execPath, ['-e', code], { stdio: ['pipe', 'pipe', 'inherit'] });
-  let out = '';
-  child.stdout.on('data', (d) => {
-    out += d;
-  });
-  return {
-    async stop() {
-      child.stdin.write('x');
-      await new Promise((r) => child.once('exit', r));
-      const lat = JSON.parse(out).sort((a, b) => a - b);
-      return { p99: lat[Math.floor(0.99 * (lat.length - 1))] ?? Number.NaN, max: lat.at(-1) ?? Number.NaN };
-    },
-  };
-}
-
 /** A body sent in 64 KiB chunks without a content-length. */
 function chunked(body) {
   const bytes = Buffer.from(body);
@@ -215,7 +172,8 @@ async function runCase(c) {
     const counts = {};
     for (const a of answers) counts[a] = (counts[a] ?? 0) + 1;
     const statuses = Object.entries(counts).map(([s, n]) => (n > 1 ? `${n} × ${s}` : s));
-    const live = await prober.stop();
+    const lat = (await prober.stop()).sort((a, b) => a - b);
+    const live = { p99: lat[Math.floor(0.99 * (lat.length - 1))] ?? Number.NaN, max: lat.at(-1) ?? Number.NaN };
     live.loop = await loopDelayMs(server.base);
     return { idle, peak: peakRssMiB(server.pid), bytes, statuses: statuses.join(', ') || '—', live };
   } finally {

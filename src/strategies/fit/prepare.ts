@@ -24,14 +24,6 @@ export function preparing(run: FitRun): boolean {
 }
 
 /**
- * The point from which a summary may be needed: the target, under either policy (under policy cost
- * a summary that pays is made as soon as the history is above the target, well before `limit`).
- */
-function neededAt(run: FitRun): number {
-  return run.target;
-}
-
-/**
  * A summary the caller is already preparing for this conversation, its range still held
  * byte-identical by `view`: while it is made, fit neither starts another nor makes its own.
  */
@@ -109,7 +101,9 @@ export async function withPrepare(run: FitRun, result: StrategyResult<FitExtra>)
   }
   if (run.summarized.result?.plan || result.reason === 'dry_run') return result;
   const at = run.o.prepare?.at;
-  const threshold = at?.tokens ?? Math.floor((at?.fraction ?? PREPARE_AT_FRACTION) * neededAt(run));
+  // From the target on a summary may be needed, under either policy (under policy cost one that
+  // pays is made as soon as the history is above the target, well before `limit`).
+  const threshold = at?.tokens ?? Math.floor((at?.fraction ?? PREPARE_AT_FRACTION) * run.target);
   if (run.occupancy < threshold) return result;
   const o = summarizeOptions(run.o);
   const { view, early } = await asNextCallSees(run);
