@@ -12,11 +12,15 @@ import { createServer } from 'node:http';
 export const LOSSY =
   'The agent investigated the task, ran several commands, changed some code and checked the results. Work continues.';
 
-/** A fake OpenAI-compatible server whose every summary names nothing; counts the calls it answers. */
-export async function startLossyLlm() {
+/**
+ * A fake OpenAI-compatible server whose every summary names nothing; counts the calls it answers,
+ * each after `delayMs` (a model's latency: what lets a prepared summary be still in the making).
+ */
+export async function startLossyLlm({ delayMs = 0 } = {}) {
   let calls = 0;
   const server = createServer(async (req, res) => {
     for await (const _ of req);
+    if (delayMs > 0) await new Promise((resolve) => setTimeout(resolve, delayMs));
     calls++;
     res.setHeader('content-type', 'application/json');
     res.end(
