@@ -204,17 +204,28 @@ function singleTable(rows) {
 }
 
 /**
- * Counts summed over rows: summaries spliced, made on the request path, cached; deferred calls;
+ * Counts summed over rows: summaries spliced (then folded on the request path), made on the
+ * request path, cached; deferred calls;
  * prepared summaries by state; messages the window dropped, and their paths and URLs lost.
  */
 function preparedCounts(rows) {
-  const c = { spliced: 0, on_path: 0, cached: 0, deferred: 0, last_spliced: 0, prepared: {}, window_messages: 0, window_lost: 0 };
+  const c = {
+    spliced: 0,
+    folded: 0,
+    on_path: 0,
+    cached: 0,
+    deferred: 0,
+    last_spliced: 0,
+    prepared: {},
+    window_messages: 0,
+    window_lost: 0,
+  };
   for (const { replay: r } of rows) {
     c.window_messages += r.window?.messages ?? 0;
     c.window_lost += r.window?.lost ?? 0;
-    for (const k of ['spliced', 'on_path', 'cached']) c[k] += r.written?.[k] ?? 0;
+    for (const k of ['spliced', 'folded', 'on_path', 'cached']) c[k] += r.written?.[k] ?? 0;
     c.deferred += r.deferred ?? 0;
-    if (r.last_summary === 'spliced') c.last_spliced++;
+    if (r.last_summary === 'spliced' || r.last_summary === 'folded') c.last_spliced++;
     for (const [state, n] of Object.entries(r.prepared ?? {})) c.prepared[state] = (c.prepared[state] ?? 0) + n;
   }
   return c;
@@ -225,13 +236,13 @@ const lossCell = (w) => (w === null ? '?' : `${w.messages} (${w.lost})`);
 function replayTable(rows) {
   const measured = rows.filter((r) => !r.replay.skipped);
   const table = [
-    '| transcript | calls | fits applied | summaries | spliced | on the request path | deferred | window: messages dropped (paths+URLs lost) | summarized (messages) | paths+URLs | kept | in tool calls | kept | modified/created | kept | trail tokens | summary tokens |',
+    '| transcript | calls | fits applied | summaries | spliced (then folded) | summarizer on the request path | deferred | window: messages dropped (paths+URLs lost) | summarized (messages) | paths+URLs | kept | in tool calls | kept | modified/created | kept | trail tokens | summary tokens |',
     '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
   ];
   for (const r of measured) {
     const a = r.replay;
     table.push(
-      `| ${name(r.file)} | ${a.model_calls} | ${a.applied} | ${a.summaries} | ${a.written.spliced} | ${a.written.on_path} | ${a.deferred} | ${lossCell(a.window)} | ${a.range} | ${a.all.n} | ${pct(a.all.share)} | ${a.calls.n} | ${pct(a.calls.share)} | ${a.changed.n} | ${pct(a.changed.share)} | ${a.trail_tokens} | ${a.summary_tokens} |`,
+      `| ${name(r.file)} | ${a.model_calls} | ${a.applied} | ${a.summaries} | ${a.written.spliced + a.written.folded} (${a.written.folded}) | ${a.written.on_path + a.written.folded} | ${a.deferred} | ${lossCell(a.window)} | ${a.range} | ${a.all.n} | ${pct(a.all.share)} | ${a.calls.n} | ${pct(a.calls.share)} | ${a.changed.n} | ${pct(a.changed.share)} | ${a.trail_tokens} | ${a.summary_tokens} |`,
     );
   }
   const inGoals = measured.filter((r) => !r.stress);
@@ -245,7 +256,7 @@ function replayTable(rows) {
     ...counts,
   });
   table.push(
-    `| **median** (min${agg.weakest ? `: ${name(agg.weakest)}` : ''}) | | | | ${counts.spliced} | ${counts.on_path} | ${counts.deferred} | ${counts.window_messages} (${counts.window_lost}) | | | ${pct(agg.all_median)} (${pct(agg.all_min)}) | | ${pct(agg.calls_pooled)} pooled (min ${pct(agg.calls_min)}) | | ${pct(agg.changed_pooled)} pooled | ${agg.trail_tokens_median} (max ${agg.trail_tokens_max}) | ${agg.summary_tokens_median} (max ${agg.summary_tokens_max}) |`,
+    `| **median** (min${agg.weakest ? `: ${name(agg.weakest)}` : ''}) | | | | ${counts.spliced + counts.folded} (${counts.folded}) | ${counts.on_path + counts.folded} | ${counts.deferred} | ${counts.window_messages} (${counts.window_lost}) | | | ${pct(agg.all_median)} (${pct(agg.all_min)}) | | ${pct(agg.calls_pooled)} pooled (min ${pct(agg.calls_min)}) | | ${pct(agg.changed_pooled)} pooled | ${agg.trail_tokens_median} (max ${agg.trail_tokens_max}) | ${agg.summary_tokens_median} (max ${agg.summary_tokens_max}) |`,
   );
   return { table, agg, goals };
 }

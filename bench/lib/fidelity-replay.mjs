@@ -15,8 +15,9 @@
  *    what lies between.
  *  - Prepared summaries. Whatever `options.prepare` says is sent (the service's default when
  *    absent). Each response's `prepared` is followed: splices (`prepared.state: spliced` with a
- *    summary), summaries whose summarizer call was on the request path (`usage.calls` beyond
- *    `usage.prepared.calls`), calls deferred because their summary was being prepared, and the
+ *    summary; `folded` when the call also called the summarizer, folding the splice), summaries
+ *    whose summarizer call was on the request path (`usage.calls` beyond `usage.prepared.calls`),
+ *    calls deferred because their summary was being prepared, and the
  *    prepared summaries started (`GET /v1/prepared/{id}` at the end gives what became of them).
  *    The agent's model call takes `agentMs` while a prepared summary is being made (the last
  *    response said `started` or `running`), and no time otherwise: only a summary in the making
@@ -72,7 +73,8 @@ function followPrepared(out, rec, ids) {
   if (p?.id) ids.add(p.id);
   const onPath = (out.usage?.calls ?? 0) - (out.usage?.prepared?.calls ?? 0) > 0;
   if (out.applied && out.summary) {
-    const how = p?.state === 'spliced' ? 'spliced' : onPath ? 'on_path' : 'cached';
+    // A splice the call then folded on the request path (the history still above the target) is `folded`.
+    const how = p?.state === 'spliced' ? (onPath ? 'folded' : 'spliced') : onPath ? 'on_path' : 'cached';
     rec.written[how]++;
     rec.last_summary = how;
   }
@@ -126,7 +128,7 @@ export async function replayFidelity(base, t, options, { withUsage = options.pol
     applied: 0,
     summaries: 0,
     windowed: 0,
-    written: { spliced: 0, on_path: 0, cached: 0 },
+    written: { spliced: 0, folded: 0, on_path: 0, cached: 0 },
     last_summary: null,
     deferred: 0,
   };
