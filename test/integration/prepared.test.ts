@@ -46,6 +46,36 @@ for (const workers of ['0', '1']) {
   });
 }
 
+t.test('a splice that leaves the history above the target is folded on the request path, not windowed', async (t) => {
+  const { app, server } = await buildWithLlm(t);
+  const first = [SYSTEM, ...conversation(12)];
+  const a = await fit(app, fitBody(first));
+  const { id, covers } = a.json.prepared;
+  t.equal((await settled(app, id)).state, 'ready');
+  // The agent ran on long before it needed the summary: the prepared range is a small part of it.
+  const second = [...a.json.messages, ...conversation(30, 12)];
+  const b = await fit(app, fitBody(second));
+  t.equal(b.json.applied, true);
+  t.same(b.json.prepared, { id, state: 'spliced', covers }, 'the prepared summary is spliced in');
+  t.notOk(b.json.dropped, 'and the window drops nothing');
+  t.ok(b.json.tokens.after <= 3000, 'under the target');
+  t.equal(server.requests.length, 2, 'one summarizer call on the request path: the fold of the rest');
+  t.not(b.json.summary.parent_id, null, 'the summary folds the spliced one');
+  t.equal(b.json.usage.prepared?.calls, 1, 'the prepared summary billed here, once');
+  t.equal(b.json.usage.calls, 2, 'with the fold');
+  t.same(
+    b.json.stages.map((s: { strategy: string; applied: boolean }) => [s.strategy, s.applied]),
+    [
+      ['compact', false],
+      ['summarize', true],
+      ['summarize', true],
+    ],
+    'the splice, then the fold',
+  );
+  const expanded = await app.inject({ method: 'POST', url: '/v1/expand', payload: { messages: b.json.messages } });
+  t.same(expanded.json().messages, second, 'expand restores all of it, byte-exact');
+});
+
 t.test('one prepared summary per conversation at a time; the cost policy waits for it rather than pay twice', async (t) => {
   const { app, server } = await buildWithLlm(t);
   server.fallback = (req) => ({ delayMs: 1500, content: `## Goal\nSummary of ${req.messages.length} messages.` });

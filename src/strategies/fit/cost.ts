@@ -11,7 +11,7 @@ import { type FitExtra, summarizeOptions } from './options.js';
 import { beingPrepared, spliceable } from './prepare.js';
 import { finish } from './result.js';
 import type { FitRun } from './run.js';
-import { compaction, compactStage, runStages, summarizeStage, windowStage } from './stages.js';
+import { compaction, compactStage, refoldStage, runStages, summarizeStage, windowStage } from './stages.js';
 
 /** A reduction fit could make, priced: compaction alone, or compaction then a summary. */
 interface Candidate {
@@ -117,7 +117,7 @@ function deferred(
 export async function costFit(run: FitRun): Promise<StrategyResult<FitExtra>> {
   const after = () => Math.max(run.target, Math.min(run.limit + 1, Math.ceil(run.occupancy * 1.1)));
   if (run.forced) {
-    await runStages(run, [compactStage, summarizeStage, windowStage]);
+    await runStages(run, [compactStage, summarizeStage, refoldStage, windowStage]);
     return finish(run, { decision: 'forced', callAgainAt: after() });
   }
   const candidates = await candidatesOf(run);

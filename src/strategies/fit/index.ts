@@ -6,7 +6,7 @@ import { FIT_RESPONSE, type FitExtra, FitOptions, limitOf, targetOf } from './op
 import { withPrepare } from './prepare.js';
 import { finish } from './result.js';
 import { FitRun } from './run.js';
-import { compactStage, runStages, summarizeStage, windowStage } from './stages.js';
+import { compactStage, refoldStage, runStages, summarizeStage, windowStage } from './stages.js';
 
 export { type FitExtra, FitOptions, type Stage } from './options.js';
 
@@ -17,7 +17,7 @@ export { type FitExtra, FitOptions, type Stage } from './options.js';
  */
 async function tokensFit(run: FitRun): Promise<StrategyResult<FitExtra>> {
   if (run.h.occupancy <= run.target) return finish(run, { decision: 'defer', callAgainAt: run.target, reason: 'below_trigger' });
-  await runStages(run, [compactStage, summarizeStage, windowStage]);
+  await runStages(run, [compactStage, summarizeStage, refoldStage, windowStage]);
   return finish(run, { decision: 'reduce', callAgainAt: Math.max(run.target, Math.ceil(run.occupancy * 1.1)) });
 }
 

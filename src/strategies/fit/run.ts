@@ -41,9 +41,9 @@ export interface Summarized {
   planned: boolean;
 }
 
-/** Two stages' usage summed; the model is the last one billed. */
+/** Two stages' usage summed; the model is the last one billed; a prepared summary spliced in stays reported. */
 function addBilled(a: BilledUsage, b: BilledUsage | undefined): BilledUsage {
-  return b ? { ...addUsage(a, b), model: b.model ?? a.model } : a;
+  return b ? { ...addUsage(a, b), model: b.model ?? a.model, ...(a.prepared ? { prepared: a.prepared } : {}) } : a;
 }
 
 /**

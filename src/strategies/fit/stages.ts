@@ -31,26 +31,43 @@ export const compactStage: FitStage = async (run) => {
  * estimate), and nothing after it is guessed.
  */
 export const summarizeStage: FitStage = async (run) => {
-  const before = run.view;
-  run.summarized = { result: undefined, failure: undefined, end: before.head, planned: false };
+  run.summarized = { result: undefined, failure: undefined, end: run.view.head, planned: false };
   if (run.occupancy <= run.target) return;
+  await summarizeOnce(run, true);
+};
+
+/**
+ * After a splice, before the window: a prepared summary covers the range it was prepared for,
+ * which the history may have long outgrown. When the history is still above the target, the
+ * summary the call would have made without preparing is made now, on the request path, folding
+ * the spliced one: the window drops only what a summary could not have saved (a prepared summary
+ * never costs the agent messages). Its failure leaves the splice, and the window stands in.
+ */
+export const refoldStage: FitStage = async (run) => {
+  if (!run.spliced || !run.summarized.result || run.summarized.planned || run.occupancy <= run.target) return;
+  await summarizeOnce(run, false);
+};
+
+/** One summary over the current view (a prepared one spliced in when `splice` and it matches), taken when it frees enough. */
+async function summarizeOnce(run: FitRun, splice: boolean): Promise<void> {
+  const before = run.view;
   // What the compaction stage offloaded is not stored yet: the summary's trail reads it from here.
   const offloaded = run.composed.plan.artifacts;
   const pending = offloaded.length > 0 ? new Map(offloaded.map((a) => [a.id, a.value])) : run.ctx.pending;
   // A summary prepared in the background for this range is in the summary cache: asking for it is a hit.
   const o = summarizeOptions(run.o);
-  const splice = await spliceable(run, before, o, true);
-  const m = run.measure(await summarizeStrategy.run(before, splice?.options ?? o, { ...run.ctx, pending }));
+  const prepared = splice ? await spliceable(run, before, o, true) : undefined;
+  const m = run.measure(await summarizeStrategy.run(before, prepared?.options ?? o, { ...run.ctx, pending }));
   run.summarized.failure = m.result.failure;
   if (!run.take('summarize', m)) return;
-  if (splice) run.splice(splice.entry);
+  if (prepared) run.splice(prepared.entry);
   run.summarized.result = m.result;
   if (m.applied && m.result.plan) run.summarized.end = writtenEnd(m.applied, m.result.plan, before.head);
   if (run.ctx.dryRun) {
     run.summarized.planned = true;
     run.markPlanned();
   }
-};
+}
 
 /**
  * The window, the last resort: where the summarizer failed or the history is still above the
