@@ -3,7 +3,7 @@ import { Transform } from 'node:stream';
 /**
  * Passes a request body through, calling `each` with every chunk as it arrives. Once `each` throws,
  * the rest of the body is read and dropped (no memory held) and the error ends the body: a client
- * still sending would not read an answer given mid-body.
+ * still sending would not read an answer given mid-body. An error of `payload` ends it too.
  */
 export function meter(payload: NodeJS.ReadableStream, each: (chunk: Buffer) => void): Transform {
   let refusal: Error | undefined;
@@ -22,5 +22,9 @@ export function meter(payload: NodeJS.ReadableStream, each: (chunk: Buffer) => v
       done(refusal);
     },
   });
+  // Stages chain (each plugin's preParsing hook meters what the previous one returned) and the
+  // server listens only to the last: an error of an earlier one (its refusal) is passed along,
+  // else it would be an unhandled 'error' event, and the process would exit.
+  payload.on('error', (error: Error) => counter.destroy(error));
   return payload.pipe(counter);
 }

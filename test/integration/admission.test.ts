@@ -80,13 +80,34 @@ t.test(
       COMPACTOR_MAX_INFLIGHT_BYTES: '250000',
       COMPACTOR_MAX_MESSAGES: '1000',
     });
+    // With the worker pool's shedding on (the default; tests turn it off), its meter reads what admission's returns: admission's refusal
+    // must reach the server through it (it once was an unhandled error that ended the process).
+    const pooled = await build(t, {
+      COMPACTOR_STORE_URL: 'memory:',
+      COMPACTOR_WORKERS: '1',
+      COMPACTOR_MAX_QUEUE_WAIT_MS: '60000',
+      COMPACTOR_BODY_LIMIT: '200000',
+      COMPACTOR_MAX_INFLIGHT_BYTES: '250000',
+      COMPACTOR_MAX_MESSAGES: '1000',
+    });
     const { port } = await listen(app);
-    for (const chunked of [false, true]) {
-      const over = await post(port, '/v1/window', JSON.stringify({ messages: tiny(1001), keep: { messages: 2 } }), chunked);
-      t.equal(over.status, 413, `1,001 messages${chunked ? ', chunked' : ''}: 413`);
-      t.match(JSON.parse(over.body), { code: 'CMP_ERR_REQUEST_TOO_MANY_MESSAGES', errors: [{ path: 'messages' }] });
-      t.match(over.headers['content-type'], /application\/problem\+json/);
+    const { port: pooledPort } = await listen(pooled);
+    for (const [where, at] of [
+      ['', port],
+      [', worker pool', pooledPort],
+    ] as const) {
+      for (const chunked of [false, true]) {
+        const over = await post(at, '/v1/window', JSON.stringify({ messages: tiny(1001), keep: { messages: 2 } }), chunked);
+        t.equal(over.status, 413, `1,001 messages${chunked ? ', chunked' : ''}${where}: 413`);
+        t.match(JSON.parse(over.body), { code: 'CMP_ERR_REQUEST_TOO_MANY_MESSAGES', errors: [{ path: 'messages' }] });
+        t.match(over.headers['content-type'], /application\/problem\+json/);
+      }
     }
+    t.equal(
+      (await post(pooledPort, '/v1/window', JSON.stringify({ messages: tiny(10), keep: { messages: 2 } }), false)).status,
+      200,
+      'the pooled service still answers',
+    );
     const gemini = await post(
       port,
       '/v1/window',
