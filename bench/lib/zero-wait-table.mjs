@@ -43,3 +43,64 @@ export function report(results, modes) {
   };
   return { table: lines.join('\n'), totals: { on, off, ratio }, goals };
 }
+
+/** bench/zero-wait-replicas.mjs: what each prepared range cost, and where summaries were made and spliced. */
+export function rangeTable(perRange) {
+  const lines = [
+    '| run | prepare | prepared ranges | summarizer calls | by replica-0 / replica-1 | prompts sent twice | usage per range (calls, GET) | splices | spliced on the other replica | fits summarizing on the request path |',
+    '| --- | --- | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: |',
+  ];
+  for (const p of perRange) {
+    const by = `${p.by_caller['replica-0'] ?? 0} / ${p.by_caller['replica-1'] ?? 0}`;
+    const usage = p.view_calls.length ? p.view_calls.join(', ') : '–';
+    lines.push(
+      `| ${p.run} | ${p.mode} | ${p.ranges} | ${p.summarizer_calls} | ${by} | ${p.prompts_sent_twice} | ${usage} | ${p.splices} | ${p.spliced_elsewhere} | ${p.on_path_fits} |`,
+    );
+  }
+  return lines.join('\n');
+}
+
+/** bench/zero-wait-replicas.mjs: the kill scenario, as a two-column table. */
+export function killTable({ result: r, kill }, off, summarizerMs) {
+  if (!kill) return `kill: no summarizer call was in flight before a fit of ${r.run}: nothing was killed`;
+  const survivor = kill.calls.find((c) => c.delivered);
+  const undelivered = r.summarizer_records.filter((s) => !s.delivered).length;
+  const rows = [
+    ['run (preparing on), `COMPACTOR_JOBS_LOCK_MS`', `${r.run}, ${kill.lock_ms}`],
+    [
+      'killed (SIGKILL)',
+      `replica-${kill.victim}, ${kill.into_call_ms} ms into its ${summarizerMs / 1000} s summarizer call for a prepared range, before fit call ${kill.before_fit}`,
+    ],
+    [
+      'that range, summarizer calls',
+      kill.calls
+        .map(
+          (c) =>
+            `${c.caller} (${c.delivered ? 'answered' : 'not delivered'}, ${c.start_s.toFixed(1)} s to ${c.end_s.toFixed(1)} s)`,
+        )
+        .join('; '),
+    ],
+    [
+      'taken over',
+      survivor
+        ? `by the survivor ${survivor.start_s.toFixed(1)} s after the kill, ready ${survivor.end_s.toFixed(1)} s after it`
+        : 'no',
+    ],
+    [
+      'spliced',
+      kill.splice
+        ? `fit call ${kill.splice.call}${kill.splice.by_survivor ? ' on the survivor' : ''}, billed \`usage.prepared.calls\` ${kill.splice.billed_calls}`
+        : 'never',
+    ],
+    ['`GET /v1/prepared/{id}` at the end', kill.view ? `${kill.view.state}, \`usage.calls\` ${kill.view.calls}` : 'unknown'],
+    ['fit calls, > 1 s, max ms', `${r.fits}, ${r.slow}, ${Math.round(r.max_ms)}`],
+    ['splices, fits summarizing on the request path', `${r.splices}, ${r.on_path_fits}`],
+    ['summarizer calls (all), not delivered', `${r.summarizer_calls}, ${undelivered}`],
+    [
+      'bill (every call the fake answered or was sent)',
+      `${k(r.bill)}${off ? ` (${(r.bill / off.bill).toFixed(3)}× off's ${k(off.bill)})` : ''}`,
+    ],
+    ['over 32k, invalid', `${r.over}, ${r.invalid}`],
+  ];
+  return ['| kill scenario | |', '| --- | --- |', ...rows.map(([a, b]) => `| ${a} | ${b} |`)].join('\n');
+}
