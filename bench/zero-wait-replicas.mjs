@@ -141,7 +141,7 @@ async function killScenario(run, fake, lockMs) {
       prepareOn: settings.prepareOn,
       beforeCall,
     });
-    if (!kill) return { result: r, kill: null };
+    if (!kill) return { lock_ms: lockMs, result: r, kill: null };
     const id = r.trace
       .slice(0, kill.before_fit)
       .reverse()
@@ -156,13 +156,13 @@ async function killScenario(run, fake, lockMs) {
       }));
     const splice = r.trace.find((f) => f.id === id && f.prepared === 'spliced');
     return {
+      lock_ms: lockMs,
       result: r,
       kill: {
         ...kill,
         at: undefined,
         id,
         calls,
-        lock_ms: lockMs,
         splice: splice
           ? { call: splice.call, by_survivor: splice.base === servers[alive[0]].base, billed_calls: splice.billed_prepared_calls }
           : null,
@@ -217,7 +217,7 @@ async function main() {
     .filter((p) => p.mode === 'on')
     .every((p) => p.summarizer_calls === p.ranges && p.prompts_sent_twice === 0 && p.view_calls.every((c) => c === 1));
   const offOf = (kill) => results.find((r) => r.run === kill.result.run && r.mode === 'off');
-  const killTables = kills.map((kill) => killTable(kill, offOf(kill), KILL_SUMMARIZER_MS)).join('\n\n');
+  const killTables = kills.length ? killTable(kills, offOf, KILL_SUMMARIZER_MS) : '';
   console.log(
     `#### Zero-wait replay on two replicas (Redis), commit ${meta.commit} (${meta.date})\n\nwindow ${WINDOW}, summarizer ${summarizerMs} ms per call, agent ${agentMs} ms per model call, requests alternating between the replicas${capNote.length ? `; ${capNote.join('; ')}` : ''}.\n\n${table}\n\n${rangeTable(perRange)}\n\n${killTables}\n\ngoals: ${JSON.stringify(goals)}`,
   );

@@ -60,47 +60,49 @@ export function rangeTable(perRange) {
   return lines.join('\n');
 }
 
-/** bench/zero-wait-replicas.mjs: the kill scenario, as a two-column table. */
-export function killTable({ result: r, kill }, off, summarizerMs) {
-  if (!kill) return `kill: no summarizer call was in flight before a fit of ${r.run}: nothing was killed`;
+/** One kill scenario's column of `killTable`: its cells, row by row. */
+function killColumn({ result: r, kill }, off, summarizerMs) {
+  if (!kill) return ['nothing was killed (no summarizer call in flight before a fit)'];
   const survivor = kill.calls.find((c) => c.delivered);
   const undelivered = r.summarizer_records.filter((s) => !s.delivered).length;
-  const rows = [
-    ['run (preparing on), `COMPACTOR_JOBS_LOCK_MS`', `${r.run}, ${kill.lock_ms}`],
-    [
-      'killed (SIGKILL)',
-      `replica-${kill.victim}, ${kill.into_call_ms} ms into its ${summarizerMs / 1000} s summarizer call for a prepared range, before fit call ${kill.before_fit}`,
-    ],
-    [
-      'that range, summarizer calls',
-      kill.calls
-        .map(
-          (c) =>
-            `${c.caller} (${c.delivered ? 'answered' : 'not delivered'}, ${c.start_s.toFixed(1)} s to ${c.end_s.toFixed(1)} s)`,
-        )
-        .join('; '),
-    ],
-    [
-      'taken over',
-      survivor
-        ? `by the survivor ${survivor.start_s.toFixed(1)} s after the kill, ready ${survivor.end_s.toFixed(1)} s after it`
-        : 'no',
-    ],
-    [
-      'spliced',
-      kill.splice
-        ? `fit call ${kill.splice.call}${kill.splice.by_survivor ? ' on the survivor' : ''}, billed \`usage.prepared.calls\` ${kill.splice.billed_calls}`
-        : 'never',
-    ],
-    ['`GET /v1/prepared/{id}` at the end', kill.view ? `${kill.view.state}, \`usage.calls\` ${kill.view.calls}` : 'unknown'],
-    ['fit calls, > 1 s, max ms', `${r.fits}, ${r.slow}, ${Math.round(r.max_ms)}`],
-    ['splices, fits summarizing on the request path', `${r.splices}, ${r.on_path_fits}`],
-    ['summarizer calls (all), not delivered', `${r.summarizer_calls}, ${undelivered}`],
-    [
-      'bill (every call the fake answered or was sent)',
-      `${k(r.bill)}${off ? ` (${(r.bill / off.bill).toFixed(3)}× off's ${k(off.bill)})` : ''}`,
-    ],
-    ['over 32k, invalid', `${r.over}, ${r.invalid}`],
+  const calls = kill.calls.map(
+    (c) => `${c.caller}: ${c.delivered ? 'answered' : 'not delivered'}, ${c.start_s.toFixed(1)} to ${c.end_s.toFixed(1)} s`,
+  );
+  return [
+    `replica-${kill.victim}, ${kill.into_call_ms} ms into its ${summarizerMs / 1000} s summarizer call, before fit call ${kill.before_fit}`,
+    calls.join('; '),
+    survivor ? `${survivor.start_s.toFixed(1)} s after the kill, ready at ${survivor.end_s.toFixed(1)} s` : 'no',
+    kill.splice
+      ? `fit call ${kill.splice.call}${kill.splice.by_survivor ? ', on the survivor' : ''}, \`usage.prepared.calls\` ${kill.splice.billed_calls}`
+      : 'never',
+    kill.view ? `${kill.view.state}, \`usage.calls\` ${kill.view.calls}` : 'unknown',
+    `${r.fits}, ${r.slow}, ${Math.round(r.max_ms)}`,
+    `${r.splices}, ${r.on_path_fits}`,
+    `${r.summarizer_calls}, ${undelivered}`,
+    `${k(r.bill)}${off ? ` (${(r.bill / off.bill).toFixed(3)}× off)` : ''}`,
+    `${r.over}, ${r.invalid}`,
   ];
-  return ['| kill scenario | |', '| --- | --- |', ...rows.map(([a, b]) => `| ${a} | ${b} |`)].join('\n');
+}
+
+/** bench/zero-wait-replicas.mjs: the kill scenarios (one run, preparing on), a column per lock duration. */
+export function killTable(kills, offOf, summarizerMs) {
+  const labels = [
+    'killed (SIGKILL)',
+    "the killed range's summarizer calls (seconds from the kill)",
+    'taken over by the survivor',
+    'spliced',
+    '`GET /v1/prepared/{id}` at the end',
+    'fit calls, > 1 s, max ms',
+    'splices, fits summarizing on the request path',
+    'summarizer calls (all), not delivered',
+    'bill (every call the fake was sent)',
+    'over 32k, invalid',
+  ];
+  const columns = kills.map((kill) => killColumn(kill, offOf(kill), summarizerMs));
+  const head = kills.map((kill) => `\`COMPACTOR_JOBS_LOCK_MS\` ${kill.lock_ms}`);
+  return [
+    `| ${kills[0]?.result.run ?? ''} | ${head.join(' | ')} |`,
+    `| --- | ${head.map(() => '---').join(' | ')} |`,
+    ...labels.map((label, i) => `| ${label} | ${columns.map((c) => c[i] ?? '').join(' | ')} |`),
+  ].join('\n');
 }
