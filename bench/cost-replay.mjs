@@ -123,7 +123,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { CORPUS_DIR } from './lib/corpus.mjs';
 import { billOf, corpusRuns, fixedTokens, makeCounter, overOf, PRICES, replay } from './lib/cost-model.mjs';
-import { startFakeLlm } from './lib/fake-llm.mjs';
+import { startFakeLlm, summarizerEnv } from './lib/fake-llm.mjs';
 import { generateHistory } from './lib/generate.mjs';
 import { commit, loadavg, runMeta } from './lib/meta.mjs';
 import { startServer } from './lib/servers.mjs';
@@ -281,16 +281,11 @@ if (!base) {
   fake = await startFakeLlm({ delayMs: 0 });
   server = await startServer('compactor', {
     env: {
-      LOG_LEVEL: 'warn',
       COMPACTOR_STORE_URL: 'memory:',
-      OPENAI_BASE_URL: fake.url,
-      OPENAI_API_KEY: 'x',
-      COMPACTOR_SUMMARIZER_MODEL: 'fake-small',
-      COMPACTOR_SUMMARIZER_TIMEOUT_MS: '30000',
-      COMPACTOR_SUMMARIZER_MAX_RETRIES: '0',
-      COMPACTOR_API_KEYS: KEYS.join(','),
-      // A fixed secret: artifact ids (named in placeholders and summaries) are the same on every run.
-      COMPACTOR_ARTIFACT_SECRET: process.env.COSTBENCH_SECRET ?? 'cost-replay-benchmark-fixed-artifact-secret',
+      ...summarizerEnv(fake, {
+        keys: KEYS,
+        secret: process.env.COSTBENCH_SECRET ?? 'cost-replay-benchmark-fixed-artifact-secret',
+      }),
     },
   });
   base = server.base;

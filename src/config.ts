@@ -18,6 +18,9 @@ const intFromEnv = (min: number, max: number) =>
     .transform(Number)
     .pipe(z.number().int().min(min).max(max));
 
+/** The first part of Redis keys: letters, digits, `_ . - { }` (braces for a Redis Cluster hash tag). */
+const redisPrefix = z.string().regex(/^[\w{}.-]{1,64}$/, 'expected 1 to 64 letters, digits, _ . - { }');
+
 /** Keys shorter than this are refused: a guessable key is no key. */
 export const API_KEY_MIN_LENGTH = 16;
 
@@ -71,6 +74,7 @@ export const ConfigSchema = z.object({
     .default('sqlite:./data/compactor.db'),
   /** Cap on the content bytes the store holds; the least recently used artifacts are evicted. */
   COMPACTOR_STORE_MAX_BYTES: intFromEnv(0, Number.MAX_SAFE_INTEGER).default(1024 * 1024 * 1024),
+  COMPACTOR_STORE_PREFIX: redisPrefix.default('compactor'),
   COMPACTOR_ARTIFACT_TTL_SECONDS: intFromEnv(1, 10 * 365 * 24 * 3600).default(7 * 24 * 3600),
   COMPACTOR_ARTIFACT_SECRET: z.string().min(32, 'must be at least 32 characters').max(1024).optional(),
   OPENAI_BASE_URL: z.url({ protocol: /^https?$/, error: 'expected an http:// or https:// URL' }).optional(),
@@ -90,10 +94,8 @@ export const ConfigSchema = z.object({
   COMPACTOR_SUMMARIZER_CONCURRENCY: intFromEnv(1, 256).default(4),
   COMPACTOR_PREPARE: z.enum(['on', 'off']).optional(),
   /** With a Redis store: first part of the prepared summaries' keys (BullMQ's prefix). */
-  COMPACTOR_JOBS_PREFIX: z
-    .string()
-    .regex(/^[\w{}.-]{1,64}$/, 'expected 1 to 64 letters, digits, _ . - { }')
-    .default('compactor'),
+  COMPACTOR_JOBS_PREFIX: redisPrefix.default('compactor'),
+  COMPACTOR_JOBS_LOCK_MS: intFromEnv(1000, 600_000).default(20_000),
   COMPACTOR_API_KEYS: z
     .string()
     .transform((v, ctx) => {
@@ -197,6 +199,8 @@ export const CONFIG_DOCS: Record<keyof Config, string> = {
   COMPACTOR_STORE_URL: 'Artifact store: sqlite:<path> (file created on first use), redis://host:port, or memory:',
   COMPACTOR_STORE_MAX_BYTES:
     "Cap on the artifacts' content bytes in the store; the least recently used are evicted past it (0 = no cap; Redis: about its maxmemory / 1.6)",
+  COMPACTOR_STORE_PREFIX:
+    "With a redis:// store: first part of the artifacts' Redis keys (<prefix>:art:…, their LRU index, the installation secret); replicas that share artifacts share it",
   COMPACTOR_ARTIFACT_TTL_SECONDS: 'How long offloaded originals live, in seconds (7 days)',
   COMPACTOR_ARTIFACT_SECRET:
     "Secret that keys artifact ids, caller scopes and the MACs of summary markers (never logged); unset: a random one kept in the store. Set the same one where services expand each other's inline artifacts",
@@ -211,6 +215,8 @@ export const CONFIG_DOCS: Record<keyof Config, string> = {
     "on or off: fit prepares the summary a later call will need off the request path (a request's prepare.enabled overrides); unset: on when an LLM summarizer is configured",
   COMPACTOR_JOBS_PREFIX:
     "With a redis:// store: first part of the Redis keys of prepared summaries (their BullMQ jobs and each key's index); replicas that share them share it",
+  COMPACTOR_JOBS_LOCK_MS:
+    "With a redis:// store: how long a prepared summary's job stays locked to the replica running it without renewal (renewed every half of it); a replica that dies mid-job has its job taken over within about 1.5 times this",
   COMPACTOR_API_KEYS:
     'Comma list of keys of at least 16 characters; when set, requests need Authorization: Bearer <key> (never logged)',
   COMPACTOR_AUTH_SCOPE: 'api: keys guard /v1/* only; all: health, metrics and docs too',

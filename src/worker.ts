@@ -87,7 +87,7 @@ function newEvictions(): number {
 async function build(): Promise<Compactor> {
   const { config } = init;
   // The main thread created the store at boot: a SQLite file missing now was deleted under the service.
-  const options = { maxBytes: config.COMPACTOR_STORE_MAX_BYTES, mustExist: true };
+  const options = { maxBytes: config.COMPACTOR_STORE_MAX_BYTES, keyPrefix: `${config.COMPACTOR_STORE_PREFIX}:`, mustExist: true };
   if (!init.remoteStore) ownStore = await openStore(config.COMPACTOR_STORE_URL, options);
   const store: ArtifactStore = ownStore ?? new RemoteStore(() => taskPort.getStore());
   const logger = pino({ level: config.LOG_LEVEL, base: { service: 'compactor', worker: threadId } });

@@ -5,7 +5,8 @@
  * reply delay, and a reply that is a plausible structured summary of about 300–600 tokens derived
  * deterministically from its input (the same prompt always gets the same reply). Every request is
  * recorded: prompt and completion tokens, what kind of call it was, and when the server started and
- * finished handling it (so that a client can subtract the fake's time from its own).
+ * finished handling it (so that a client can subtract the fake's time from its own), who called
+ * (the bearer key it sent), a hash of its prompt, and whether the answer reached the caller.
  *
  * In-process: `const fake = await startFakeLlm({ delayMs })` → `fake.url` (ends in /v1),
  * `fake.requests`, `fake.setDelay(ms)`, `fake.stop()`. `fakeReply(messages)` is the reply generator
@@ -239,6 +240,25 @@ function pick(items, n, rng) {
 const e2 = (line) => words(line, 22);
 
 /**
+ * The environment that points a child service (`node dist/server.js`) at a fake summarizer with
+ * no retry, its API keys and a fixed artifact secret (artifact ids, named in placeholders and
+ * summaries, are then the same on every run). `apiKey` is the key the service sends the fake:
+ * each record's `caller` (tells replicas apart).
+ */
+export function summarizerEnv(fake, { keys, secret, apiKey = 'x' }) {
+  return {
+    LOG_LEVEL: 'warn',
+    OPENAI_BASE_URL: fake.url,
+    OPENAI_API_KEY: apiKey,
+    COMPACTOR_SUMMARIZER_MODEL: 'fake-small',
+    COMPACTOR_SUMMARIZER_TIMEOUT_MS: '30000',
+    COMPACTOR_SUMMARIZER_MAX_RETRIES: '0',
+    COMPACTOR_API_KEYS: keys.join(','),
+    COMPACTOR_ARTIFACT_SECRET: secret,
+  };
+}
+
+/**
  * Starts the fake server.
  * @param {{ delayMs?: number, keepPrompts?: boolean }} [options] keepPrompts: also record each
  *   request's messages (`record.messages`)
@@ -268,6 +288,9 @@ export async function startFakeLlm({ delayMs = 0, keepPrompts = false } = {}) {
       const user = String(messages.find((m) => m.role === 'user')?.content ?? '');
       const record = {
         seq: requests.length,
+        // The key the caller sent (a benchmark's dummy: which replica called) and the prompt's hash (which range).
+        caller: /^Bearer (.*)$/.exec(req.headers.authorization ?? '')?.[1] ?? null,
+        prompt_hash: createHash('sha256').update(JSON.stringify(messages)).digest('hex').slice(0, 16),
         model: body.model,
         max_tokens: body.max_tokens ?? null,
         kind: callKind(user),
@@ -276,10 +299,18 @@ export async function startFakeLlm({ delayMs = 0, keepPrompts = false } = {}) {
         start: t0,
         end: Number.NaN,
         ms: Number.NaN,
+        delivered: false,
         ...(keepPrompts ? { messages } : {}),
       };
       requests.push(record);
+      // A caller that went away (killed) before the answer: the call ends there, not delivered.
+      res.on('close', () => {
+        if (record.delivered) return;
+        record.end = performance.now();
+        record.ms = record.end - record.start;
+      });
       const answer = () => {
+        if (res.destroyed) return;
         const json = JSON.stringify({
           id: `chatcmpl-fake-${record.seq}`,
           object: 'chat.completion',
@@ -293,6 +324,7 @@ export async function startFakeLlm({ delayMs = 0, keepPrompts = false } = {}) {
           },
         });
         res.on('finish', () => {
+          record.delivered = true;
           record.end = performance.now();
           record.ms = record.end - record.start;
         });

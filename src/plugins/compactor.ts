@@ -39,7 +39,8 @@ export default fp<CompactorPluginOptions>(
   async (app: FastifyInstance, options) => {
     const { config } = options;
     const url = config.COMPACTOR_STORE_URL;
-    const store = options.store ?? (await openWritableStore(url, { maxBytes: config.COMPACTOR_STORE_MAX_BYTES }));
+    const storeOptions = { maxBytes: config.COMPACTOR_STORE_MAX_BYTES, keyPrefix: `${config.COMPACTOR_STORE_PREFIX}:` };
+    const store = options.store ?? (await openWritableStore(url, storeOptions));
     app.addHook('onClose', async () => {
       if (!options.store) await store.close();
     });

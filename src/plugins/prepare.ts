@@ -27,6 +27,7 @@ async function openShared(app: FastifyInstance, config: Config, common: Preparer
     ...common,
     url: config.COMPACTOR_STORE_URL,
     prefix: config.COMPACTOR_JOBS_PREFIX,
+    lockDurationMs: config.COMPACTOR_JOBS_LOCK_MS,
     // Connection errors, with no request content; the client reconnects by itself.
     onError: (error) => app.log.warn({ error: (error as Error)?.message }, 'prepared summaries: Redis error'),
   });

@@ -60,7 +60,10 @@ export interface RedisPreparerOptions {
   perScope?: number;
   /** How long a caller's index and a finished job stay, seconds: a day by default. */
   ttlSeconds?: number;
-  /** BullMQ lock duration (a dead replica's job is taken over once it expires): 20,000 by default. */
+  /**
+   * BullMQ lock duration (`COMPACTOR_JOBS_LOCK_MS`; a dead replica's job is taken over once it
+   * expires, found by a stalled check every half of it): 20,000 by default.
+   */
   lockDurationMs?: number;
   onEvent?: (event: PrepareEvent, tokens: number) => void;
   onJob?: (event: JobEvent) => void;

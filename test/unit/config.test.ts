@@ -79,6 +79,18 @@ t.test('store URL and cap: a Redis URL that cannot be parsed is refused with its
   );
 });
 
+t.test('Redis key prefixes and the job lock: defaults, values, refusals', async (t) => {
+  const defaults = loadConfig({});
+  t.equal(defaults.COMPACTOR_STORE_PREFIX, 'compactor', "the artifacts' keys as before (compactor:…)");
+  t.equal(defaults.COMPACTOR_JOBS_PREFIX, 'compactor');
+  t.equal(defaults.COMPACTOR_JOBS_LOCK_MS, 20_000);
+  const set = loadConfig({ COMPACTOR_STORE_PREFIX: '{tenant-a}', COMPACTOR_JOBS_LOCK_MS: '2000' });
+  t.equal(set.COMPACTOR_STORE_PREFIX, '{tenant-a}');
+  t.equal(set.COMPACTOR_JOBS_LOCK_MS, 2000);
+  t.throws(() => loadConfig({ COMPACTOR_STORE_PREFIX: 'a:b' }), /COMPACTOR_STORE_PREFIX="a:b": expected 1 to 64/);
+  t.throws(() => loadConfig({ COMPACTOR_JOBS_LOCK_MS: '999' }), /COMPACTOR_JOBS_LOCK_MS/);
+});
+
 t.test('redactUrl hides the password of a URL, parsable or not', async (t) => {
   t.equal(redactUrl('redis://user:pw@host:6379/0'), 'redis://user:***@host:6379/0');
   t.equal(redactUrl('redis://:p@ss@host'), 'redis://:***@host', 'an unescaped @ in the password');
