@@ -132,6 +132,7 @@ function agent({ route, run, mode, rec, agentMs, prepareOn, beforeCall }) {
       reason: res.reason ?? null,
       decision: res.cost?.decision ?? null,
       occupancy: res.tokens?.before,
+      call_again_at: res.call_again_at,
     });
     if (res.prepared?.id) rec.prepared.add(res.prepared.id);
     const sent = res.applied ? res.messages : view.map((e) => e.msg);

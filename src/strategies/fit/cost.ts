@@ -8,7 +8,7 @@ import { plannedUsage } from '../priced.js';
 import { summarizeStrategy } from '../summarize/index.js';
 import type { StrategyResult } from '../types.js';
 import { type FitExtra, summarizeOptions } from './options.js';
-import { beingPrepared, spliceable } from './prepare.js';
+import { beingPrepared, spliceable, toPrepare } from './prepare.js';
 import { finish } from './result.js';
 import type { FitRun } from './run.js';
 import { compaction, compactStage, refoldStage, runStages, summarizeStage, windowStage } from './stages.js';
@@ -74,6 +74,17 @@ function payingAt(run: FitRun, best: Estimate | undefined): number {
   return Math.min(forcedAt, model.occupancy + Math.max(1, toPay, best.batch - best.saved));
 }
 
+/**
+ * The occupancy at which a summary is expected to be made: where the summary candidate pays (or
+ * is forced); without one (compaction leaves the history under the target), where the history
+ * would cross the target after compaction. Prepared summaries are timed from it.
+ */
+async function summaryDueAt(run: FitRun, candidates: readonly Candidate[]): Promise<number> {
+  const summary = candidates.find((c) => c.kind === 'summarize');
+  if (summary) return payingAt(run, summary.estimate);
+  return Math.min(run.limit + 1, run.target + 1 + (await compaction(run)).freed);
+}
+
 /** Why the best candidate is not made: too small a batch, too long a bet for the run so far, or no pay over the horizon. */
 function deferralMessage(kind: Candidate['kind'], e: Estimate, run: FitRun): string {
   const what = `the best reduction (${kind}) would free ${e.saved} tokens and rewrite ${e.rewriteTokens} cached ones`;
@@ -121,11 +132,16 @@ export async function costFit(run: FitRun): Promise<StrategyResult<FitExtra>> {
     return finish(run, { decision: 'forced', callAgainAt: after() });
   }
   const candidates = await candidatesOf(run);
+  run.summaryDueAt = await summaryDueAt(run, candidates);
   const best = bestOf(candidates.filter((c) => worthIt(c.estimate, run.model)));
   if (!best) return deferred(run, candidates);
   // The summary that pays is being prepared in the background for this history: wait for it (a
   // later call splices it) rather than pay for it twice on the request path.
-  if (best.kind === 'summarize' && beingPrepared(run, run.h)) return deferred(run, candidates, 'summary_being_prepared');
+  // One that nobody prepared yet is asked for now (`withPrepare`), and a later call splices it:
+  // below the limit, the agent never waits on the summarizer.
+  if (best.kind === 'summarize' && (beingPrepared(run, run.h) || (await toPrepare(run)))) {
+    return deferred(run, candidates, 'summary_being_prepared');
+  }
   if (best.kind === 'compact') {
     await runStages(run, [compactStage]);
     return finish(run, { decision: 'reduce', callAgainAt: after() });

@@ -4,15 +4,23 @@ import type { PreparedHistory } from '../../history/prepared.js';
 import type { NewArtifact } from '../../store/types.js';
 import { compactStrategy } from '../compact.js';
 import type { SummarizeOptions } from '../summarize/options.js';
-import { type PreparedEntry, preparedIn, rollingRange } from '../summarize/prepared.js';
+import { type PreparedEntry, type PreparedRange, preparedIn, rollingRange } from '../summarize/prepared.js';
 import type { StrategyResult } from '../types.js';
 import { type FitExtra, fitCompactOptions, summarizeOptions } from './options.js';
 import type { FitRun } from './run.js';
 
 /** How long a call above `limit` waits for a summary still being prepared, unless `prepare.wait_ms` says. */
 export const PREPARE_WAIT_ABOVE_LIMIT_MS = 5000;
-/** Where preparing starts, as a fraction of the point where a summary is needed, unless `prepare.at` says. */
-export const PREPARE_AT_FRACTION = 0.8;
+/**
+ * How many of the agent's calls before a summary is due preparing starts, unless `prepare.at`
+ * says: time for the summarizer to answer while the agent works (a 1.5 s summarizer against
+ * 0.3 s model calls is five), and no earlier, since the range prepared ends where the history
+ * ends when it starts (what the agent appends after that stays verbatim, and the next summary
+ * comes that much sooner).
+ */
+export const PREPARE_LEAD_CALLS = 2;
+/** The agent's recent calls whose growth is averaged (`growthPerCall`). */
+const GROWTH_CALLS = 4;
 /** How often a waiting call looks for the prepared summary in the summary cache. */
 const POLL_MS = 100;
 
@@ -84,9 +92,78 @@ async function asNextCallSees(run: FitRun): Promise<{ view: PreparedHistory; ear
   return { view: viewOf(run.view, applied, run.occupancy), early };
 }
 
+/** The range the next call's summary would cover (`asNextCallSees`), and its entry if it was asked for before. */
+interface NextRange {
+  view: PreparedHistory;
+  early: NewArtifact[];
+  range: PreparedRange;
+  known: PreparedEntry | undefined;
+}
+const nextRanges = new WeakMap<FitRun, Promise<NextRange | undefined>>();
+
+/** `NextRange` of this run, worked out once. */
+function nextRange(run: FitRun): Promise<NextRange | undefined> {
+  let next = nextRanges.get(run);
+  if (!next) {
+    next = (async () => {
+      const o = summarizeOptions(run.o);
+      const { view, early } = await asNextCallSees(run);
+      // One prepared summary per conversation at a time: one the history still holds is reported,
+      // not started again (a splice covers a shorter range than needed as well: the rest stays verbatim).
+      const held = preparedIn(view, o, run.ctx, run.ctx.prepared?.entries ?? [], ['started', 'running', 'ready']);
+      const range = held?.entry ?? rollingRange(view, o, run.ctx);
+      if (!range) return undefined;
+      return { view, early, range, known: run.ctx.prepared?.entries.find((e) => e.id === range.id) };
+    })();
+    nextRanges.set(run, next);
+  }
+  return next;
+}
+
 /**
- * After the stages: when no summary was written or spliced and the output's occupancy has reached
- * `prepare.at` of the point where a summary is needed, the range a summary would cover in the
+ * Whether a summary that pays now is to be prepared instead of made on the request path: the call
+ * defers (`summary_being_prepared`, below `limit` only) and a later one splices it: a range never
+ * asked for, or one still being made for the history as this call's compaction leaves it. One
+ * ready is spliced at once; one that failed is made on the request path.
+ */
+export async function toPrepare(run: FitRun): Promise<boolean> {
+  if (!preparing(run) || run.forced) return false;
+  const next = await nextRange(run);
+  return next !== undefined && (next.known === undefined || next.known.state === 'started' || next.known.state === 'running');
+}
+
+/**
+ * Tokens the history grows by per call of the agent: what followed each of its last
+ * `GROWTH_CALLS` assistant messages (the message, its tool calls' results, any user turn), on average.
+ */
+export function growthPerCall(h: PreparedHistory): number {
+  let calls = 0;
+  let tokens = 0;
+  for (let i = h.items.length - 1; i >= h.head && calls < GROWTH_CALLS; i--) {
+    tokens += h.counts[i] as number;
+    if (h.items[i]?.role === 'assistant' && h.items[i - 1]?.role !== 'assistant') calls++;
+  }
+  return calls === 0 ? tokens : Math.ceil(tokens / calls);
+}
+
+/**
+ * Whether the summary a later call will need is to be prepared now. The point where it is due:
+ * under policy cost, where it pays (`summaryDueAt`); under policy tokens, the target. `prepare.at`
+ * places the start at a fraction of that point or in tokens (of the output); by default it starts
+ * `PREPARE_LEAD_CALLS` of the agent's calls before it, counted at the history's recent growth.
+ */
+function due(run: FitRun): boolean {
+  const dueAt = run.o.policy === 'tokens' ? run.target : (run.summaryDueAt ?? run.target);
+  // A summary that pays now is prepared now (the call defers: `toPrepare`), whatever `at` says.
+  if (dueAt <= run.h.occupancy + 1) return true;
+  const at = run.o.prepare?.at;
+  if (at?.tokens !== undefined) return run.occupancy >= at.tokens;
+  if (at?.fraction !== undefined) return run.occupancy >= Math.floor(at.fraction * dueAt);
+  return run.h.occupancy >= dueAt - PREPARE_LEAD_CALLS * growthPerCall(run.h);
+}
+
+/**
+ * After the stages: when no summary was written or spliced and a summary is soon due (`due`), the range a summary would cover in the
  * output (what the agent sends next, plus what it appends) is asked to be prepared off the
  * request path: `result.prepare`, its `/v1/summarize` body covering exactly that range. A spliced
  * summary is reported as `prepared` with state `spliced`.
@@ -99,20 +176,10 @@ export async function withPrepare(run: FitRun, result: StrategyResult<FitExtra>)
     const extra = result.extra;
     return { ...result, spliced: spliced.id, extra: (applied) => ({ ...extra(applied), prepared }) };
   }
-  if (run.summarized.result?.plan || result.reason === 'dry_run') return result;
-  const at = run.o.prepare?.at;
-  // From the target on a summary may be needed, under either policy (under policy cost one that
-  // pays is made as soon as the history is above the target, well before `limit`).
-  const threshold = at?.tokens ?? Math.floor((at?.fraction ?? PREPARE_AT_FRACTION) * run.target);
-  if (run.occupancy < threshold) return result;
-  const o = summarizeOptions(run.o);
-  const { view, early } = await asNextCallSees(run);
-  // One prepared summary per conversation at a time: one the history still holds is reported, not
-  // started again (a splice covers a shorter range than needed as well: the rest stays verbatim).
-  const held = preparedIn(view, o, run.ctx, run.ctx.prepared?.entries ?? [], ['started', 'running', 'ready']);
-  const range = held?.entry ?? rollingRange(view, o, run.ctx);
-  if (!range) return result;
-  const known = run.ctx.prepared?.entries.find((e) => e.id === range.id);
+  if (run.summarized.result?.plan || result.reason === 'dry_run' || !due(run)) return result;
+  const next = await nextRange(run);
+  if (!next) return result;
+  const { view, early, range, known } = next;
   const prepared = { id: range.id, state: known?.state ?? ('started' as const), covers: { from: range.from, to: range.to } };
   if (known) return { ...result, extra: (applied) => ({ ...result.extra(applied), prepared }) };
   const body = {

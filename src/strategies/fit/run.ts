@@ -79,6 +79,8 @@ export class FitRun {
   dropped: Dropped | null = null;
   /** The prepared summary the summarize stage spliced in (`splice`). */
   spliced: PreparedContext['entries'][number] | undefined;
+  /** Policy cost: the occupancy at which a summary is expected to pay (or be forced), once priced. */
+  summaryDueAt: number | undefined;
   fallback: StrategyResult<FitExtra>['fallback'];
   /** A stage that would free less than this is skipped (policy tokens). */
   private readonly minSaving: number;
