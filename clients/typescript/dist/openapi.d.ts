@@ -2214,8 +2214,8 @@ export interface paths {
                          *         "content": "import { type Discount, discountFor } from './discounts.js';\nimport { roundCents } from './money.js';\n\nexport interface Line {\n  sku: string;\n  unitPrice: number;\n  quantity: number;\n}\n\nexport interface Cart {\n  lines: Line[];\n  discountCode?: string;\n}\n\n/** Sum of the lines before any discount, in cents. *\/\nexport function subtotal(cart: Cart): number {\n  return cart.lines.reduce((sum, line) => sum + line.unitPrice * line.quantity, 0);\n}\n\n/** What the customer pays: the subtotal, the discount applied to each line, rounded to the cent. *\/\nexport function total(cart: Cart): number {\n  const discount: Discount | undefined = cart.discountCode ? discountFor(cart.discountCode) : undefined;\n  let sum = subtotal(cart);\n  for (const line of cart.lines) {\n    if (!discount) continue;\n    const lineTotal = line.unitPrice * line.quantity;\n    sum -= discount.kind === \"percent\" ? (lineTotal * discount.value) / 100 : discount.value;\n  }\n  if (discount?.kind === \"percent\") sum -= (subtotal(cart) * discount.value) / 100;\n  return roundCents(Math.max(sum, 0));\n}\n\n/** Lines with a quantity of zero are removed; the rest keep their order. *\/\nexport function normalize(cart: Cart): Cart {\n  return { ...cart, lines: cart.lines.filter((line) => line.quantity > 0) };\n}"
                          *       },
                          *       "sha256": "8d619f2ca34e10b168caaca8625ccec9f91a22a96989c500b657400df956184d",
-                         *       "created_at": "2026-12-02T06:14:40.891Z",
-                         *       "expires_at": "2026-12-09T06:14:40.941Z"
+                         *       "created_at": "2026-12-02T12:04:30.890Z",
+                         *       "expires_at": "2026-12-09T12:04:30.962Z"
                          *     }
                          */
                         "application/json": components["schemas"]["Artifact"];
@@ -2440,7 +2440,7 @@ export interface paths {
                          *         "calls": 0,
                          *         "model": null
                          *       },
-                         *       "created_at": "2026-12-02T06:14:40.962Z"
+                         *       "created_at": "2026-12-02T12:04:30.974Z"
                          *     }
                          */
                         "application/json": components["schemas"]["PreparedSummary"];
@@ -3587,9 +3587,9 @@ export interface components {
             prepare?: {
                 /** @description default: COMPACTOR_PREPARE (on when an LLM summarizer is configured) */
                 enabled?: boolean;
-                /** @description the occupancy at which the summary a later call will need starts being made in the background; default 0.8 of the target (from there on a summary may be needed: under policy cost one that pays is made as soon as the history is above the target) */
+                /** @description the occupancy at which the summary a later call will need starts being made in the background; default: two of the agent's calls (at the history's recent growth per call) before the point where a summary is due (policy cost: where it pays; policy tokens: the target). A summary that pays with none prepared is asked for then, and the call defers below `limit` */
                 at?: {
-                    /** @description of the point where a summary is needed */
+                    /** @description of the point where a summary is due */
                     fraction?: number;
                     /** @description an occupancy in tokens */
                     tokens?: number;

@@ -63,12 +63,12 @@ export const FitOptions = z.strictObject({
       enabled: z.boolean().optional().describe('default: COMPACTOR_PREPARE (on when an LLM summarizer is configured)'),
       at: z
         .strictObject({
-          fraction: z.number().gt(0).max(1).optional().describe('of the point where a summary is needed'),
+          fraction: z.number().gt(0).max(1).optional().describe('of the point where a summary is due'),
           tokens: z.number().int().min(0).optional().describe('an occupancy in tokens'),
         })
         .optional()
         .describe(
-          'the occupancy at which the summary a later call will need starts being made in the background; default 0.8 of the target (from there on a summary may be needed: under policy cost one that pays is made as soon as the history is above the target)',
+          "the occupancy at which the summary a later call will need starts being made in the background; default: two of the agent's calls (at the history's recent growth per call) before the point where a summary is due (policy cost: where it pays; policy tokens: the target). A summary that pays with none prepared is asked for then, and the call defers below `limit`",
         ),
       wait_ms: z
         .number()
