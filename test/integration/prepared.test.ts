@@ -98,31 +98,37 @@ t.test('one prepared summary per conversation at a time; the cost policy waits f
   t.equal(server.requests.length, 1, 'one summarizer call in all');
 });
 
-t.test('policy cost: a summary that pays with none prepared is asked for then, and the call defers instead of waiting on it', async (t) => {
-  const writer = (req: { messages: unknown[] }) => ({ delayMs: 300, content: `## Goal\nSummary of ${req.messages.length} messages.` });
-  const cost = { policy: 'cost', cache: { enabled: false } };
-  // Far over the target at once (no call before it saw the summary coming): one would pay now.
-  const over = [SYSTEM, ...conversation(18)];
-  const without = await buildWithLlm(t);
-  without.server.fallback = writer;
-  const off = await fit(without.app, fitBody(over, { ...cost, prepare: { enabled: false } }));
-  t.equal(off.json.applied, true, 'without preparing, a summary is made on the request path');
-  t.equal(without.server.requests.length, 1);
-  const { app, server } = await buildWithLlm(t);
-  server.fallback = writer;
-  const a = await fit(app, fitBody(over, cost));
-  t.equal(a.json.applied, false, 'with preparing, nothing changes on this call');
-  t.equal(a.json.reason, 'summary_being_prepared');
-  t.equal(a.json.prepared?.state, 'started', 'the summary is asked for off the request path');
-  t.equal((await settled(app, a.json.prepared.id)).state, 'ready');
-  const b = await fit(app, fitBody(over, cost));
-  t.equal(b.json.prepared?.state, 'spliced', 'a later call splices it in');
-  t.equal(b.json.prepared?.id, a.json.prepared.id);
-  t.equal(server.requests.length, 1, 'one summarizer call for it, made off the request path');
-  // The same shape as the summary made at need (ids and markers differ: each app has its own secret).
-  t.equal(b.json.messages.length, off.json.messages.length, 'as many messages as the summary made at need leaves');
-  t.same(b.json.messages.slice(-6), off.json.messages.slice(-6), 'the same tail kept verbatim');
-});
+t.test(
+  'policy cost: a summary that pays with none prepared is asked for then, and the call defers instead of waiting on it',
+  async (t) => {
+    const writer = (req: { messages: unknown[] }) => ({
+      delayMs: 300,
+      content: `## Goal\nSummary of ${req.messages.length} messages.`,
+    });
+    const cost = { policy: 'cost', cache: { enabled: false } };
+    // Far over the target at once (no call before it saw the summary coming): one would pay now.
+    const over = [SYSTEM, ...conversation(18)];
+    const without = await buildWithLlm(t);
+    without.server.fallback = writer;
+    const off = await fit(without.app, fitBody(over, { ...cost, prepare: { enabled: false } }));
+    t.equal(off.json.applied, true, 'without preparing, a summary is made on the request path');
+    t.equal(without.server.requests.length, 1);
+    const { app, server } = await buildWithLlm(t);
+    server.fallback = writer;
+    const a = await fit(app, fitBody(over, cost));
+    t.equal(a.json.applied, false, 'with preparing, nothing changes on this call');
+    t.equal(a.json.reason, 'summary_being_prepared');
+    t.equal(a.json.prepared?.state, 'started', 'the summary is asked for off the request path');
+    t.equal((await settled(app, a.json.prepared.id)).state, 'ready');
+    const b = await fit(app, fitBody(over, cost));
+    t.equal(b.json.prepared?.state, 'spliced', 'a later call splices it in');
+    t.equal(b.json.prepared?.id, a.json.prepared.id);
+    t.equal(server.requests.length, 1, 'one summarizer call for it, made off the request path');
+    // The same shape as the summary made at need (ids and markers differ: each app has its own secret).
+    t.equal(b.json.messages.length, off.json.messages.length, 'as many messages as the summary made at need leaves');
+    t.same(b.json.messages.slice(-6), off.json.messages.slice(-6), 'the same tail kept verbatim');
+  },
+);
 
 /** `turns` tool exchanges (a call and a large result) of an agent reading files. */
 function toolRun(turns: number, from = 0) {
