@@ -8,7 +8,7 @@ import { plannedUsage } from '../priced.js';
 import { summarizeStrategy } from '../summarize/index.js';
 import type { StrategyResult } from '../types.js';
 import { type FitExtra, summarizeOptions } from './options.js';
-import { beingPrepared, spliceable, toPrepare } from './prepare.js';
+import { beingPrepared, preparing, spliceable, toPrepare } from './prepare.js';
 import { finish } from './result.js';
 import type { FitRun } from './run.js';
 import { compaction, compactStage, refoldStage, runStages, summarizeStage, windowStage } from './stages.js';
@@ -82,7 +82,11 @@ function payingAt(run: FitRun, best: Estimate | undefined): number {
 async function summaryDueAt(run: FitRun, candidates: readonly Candidate[]): Promise<number> {
   const summary = candidates.find((c) => c.kind === 'summarize');
   if (summary) return payingAt(run, summary.estimate);
-  return Math.min(run.limit + 1, run.target + 1 + (await compaction(run)).freed);
+  // Under the target after compaction: no summary before the history crosses it, nor before one
+  // pays (priced as if the target allowed it, only while a prepared one could be asked for).
+  const crossing = Math.min(run.limit + 1, run.target + 1 + (await compaction(run)).freed);
+  const priced = preparing(run) && 2 * run.h.occupancy >= run.target ? await summaryCandidate(run) : undefined;
+  return priced ? Math.max(crossing, payingAt(run, priced.estimate)) : crossing;
 }
 
 /** Why the best candidate is not made: too small a batch, too long a bet for the run so far, or no pay over the horizon. */
