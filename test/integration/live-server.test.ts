@@ -1,0 +1,69 @@
+/**
+ * Paths only a listening server with the default configuration takes (the worker pool's shedding
+ * on, `COMPACTOR_MAX_QUEUE_WAIT_MS` at a default-like value), over real sockets: what a
+ * keep-alive connection does after an answer given before its body was read.
+ */
+import { connect } from 'node:net';
+import t from 'tap';
+import { build } from '../support/app.js';
+import { listen } from '../support/net.js';
+
+interface Exchange {
+  /** Status codes of the answers read, in order. */
+  statuses: number[];
+  /** The raw output of the connection. */
+  raw: string;
+  /** Whether the service closed the connection (false: it was still open when the test gave up). */
+  closedByServer: boolean;
+}
+
+/** Writes `text` on a fresh connection and reads until the service closes it or `giveUpMs` pass. */
+function exchange(port: number, text: string, giveUpMs = 10_000): Promise<Exchange> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1');
+    let raw = '';
+    let gaveUp = false;
+    socket.setEncoding('latin1');
+    socket.on('data', (d: string) => {
+      raw += d;
+    });
+    socket.on('error', reject);
+    socket.on('close', () => {
+      const statuses = [...raw.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((m) => Number(m[1]));
+      resolve({ statuses, raw, closedByServer: !gaveUp });
+    });
+    socket.once('connect', () => socket.write(text));
+    setTimeout(() => {
+      gaveUp = true;
+      socket.destroy();
+    }, giveUpMs).unref();
+  });
+}
+
+const defaults = { COMPACTOR_STORE_URL: 'memory:', COMPACTOR_MAX_QUEUE_WAIT_MS: '60000' } as const;
+
+t.test('an answer given before the body was read does not leave its keep-alive connection hanging', async (t) => {
+  const app = await build(t, defaults);
+  const { port } = await listen(app);
+  // Larger than the meters' buffers: the unread rest of it stays in the socket.
+  const body = `${' '.repeat(300_000)}{"messages":[{"role":"user","content":"hi"}]}`;
+  const cases = [
+    ['POST', '/v1/window', 'text/plain', 415],
+    ['GET', '/v1/artifacts/art_0123456789abcdef01234567', 'application/json', 404],
+  ] as const;
+  for (const [method, path, type, status] of cases) {
+    const head = `${method} ${path} HTTP/1.1\r\nhost: x\r\ncontent-type: ${type}\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n`;
+    const next = 'GET /health/live HTTP/1.1\r\nhost: x\r\n\r\n';
+    const answer = await exchange(port, head + body + next);
+    t.equal(answer.statuses[0], status, `${method} ${path}: ${status}`);
+    // Either the next request is answered or the connection is closed: never left waiting.
+    t.ok(answer.closedByServer || answer.statuses[1] === 200, `${method} ${path}: the connection goes on or is closed`);
+    if (answer.statuses.length === 1) t.match(answer.raw, /\r\nconnection: close\r\n/i, 'and the answer says it closes');
+  }
+  const after = await fetch(`http://127.0.0.1:${port}/v1/tokens`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ messages: [{ role: 'user', content: 'hi' }] }),
+  });
+  t.equal(after.status, 200, 'the service still answers');
+});
