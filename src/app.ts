@@ -13,7 +13,7 @@ import preparePlugin from './plugins/prepare.js';
 import problemPlugin from './plugins/problem.js';
 import queuePlugin from './plugins/queue.js';
 import swaggerPlugin from './plugins/swagger.js';
-import { clientErrorHandler, frameworkErrors } from './plugins/wire-errors.js';
+import { answerWireEdges, clientErrorHandler, frameworkErrors, missingHost } from './plugins/wire-errors.js';
 import workerPoolPlugin, { RawBody } from './plugins/worker-pool.js';
 import artifactRoutes from './routes/artifacts.js';
 import compactRoute from './routes/compact.js';
@@ -70,6 +70,8 @@ function serverOptions(config: Config, logger: FastifyBaseLogger) {
       requestTimeout: config.COMPACTOR_REQUEST_TIMEOUT_MS,
       headersTimeout: Math.min(60_000, config.COMPACTOR_REQUEST_TIMEOUT_MS),
       connectionsCheckingInterval: Math.min(5000, Math.max(250, config.COMPACTOR_REQUEST_TIMEOUT_MS / 4)),
+      // Node's own 400 for a missing Host is bare text: `missingHost` answers it as a problem.
+      requireHostHeader: false,
     },
     // Fastify's own answers (plain JSON or text) become problem+json: the health plugin answers
     // requests that arrive while closing, these two the router's and the HTTP parser's errors.
@@ -122,6 +124,7 @@ function answerHooks(app: FastifyInstance): void {
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
+  app.addHook('onRequest', missingHost);
   let draining = false;
   app.addHook('preClose', async () => {
     draining = true;
@@ -169,6 +172,7 @@ async function registerPlugins(app: FastifyInstance, config: Config, deps: AppDe
 export async function buildApp(config: Config, deps: AppDeps = {}): Promise<FastifyInstance> {
   const logger: FastifyBaseLogger = (deps.logger ?? createLogger(config)).child({}, { serializers: { req: requestLine } });
   const app = Fastify(serverOptions(config, logger));
+  answerWireEdges(app.server, logger);
   handleBodies(app);
   answerHooks(app);
   await registerPlugins(app, config, deps);

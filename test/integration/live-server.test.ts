@@ -67,3 +67,33 @@ t.test('an answer given before the body was read does not leave its keep-alive c
   });
   t.equal(after.status, 200, 'the service still answers');
 });
+
+t.test('what Node would answer itself is answered as problem+json, or served', async (t) => {
+  const app = await build(t, defaults);
+  const { port } = await listen(app);
+  const body = '{"messages":[{"role":"user","content":"hi"}]}';
+  const post = (headers: string) =>
+    `POST /v1/tokens HTTP/1.1\r\n${headers}content-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n${body}`;
+  const problemOf = (answer: Exchange) => JSON.parse(answer.raw.slice(answer.raw.indexOf('\r\n\r\n') + 4)) as { code?: string };
+
+  const noHost = await exchange(port, post(''));
+  t.equal(noHost.statuses[0], 400, 'HTTP/1.1 without Host: 400');
+  t.match(noHost.raw, /content-type: application\/problem\+json/i);
+  t.equal(problemOf(noHost).code, 'CMP_ERR_REQUEST_MALFORMED');
+  t.ok(noHost.closedByServer, 'and the connection is closed');
+
+  // RFC 9110 lets a server ignore an expectation it does not know: the request is served.
+  const expect = await exchange(
+    port,
+    `${post('host: x\r\nexpect: something-else\r\n')}GET /health/live HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n`,
+  );
+  t.same(expect.statuses, [200, 200], 'Expect other than 100-continue: served');
+
+  const connectAnswer = await exchange(port, 'CONNECT 127.0.0.1:80 HTTP/1.1\r\nhost: 127.0.0.1:80\r\n\r\n');
+  t.equal(connectAnswer.statuses[0], 405, 'CONNECT: 405, not a dropped connection');
+  t.match(connectAnswer.raw, /content-type: application\/problem\+json/i);
+  t.equal(problemOf(connectAnswer).code, 'CMP_ERR_METHOD_NOT_ALLOWED');
+
+  const http10 = await exchange(port, post('').replace('HTTP/1.1', 'HTTP/1.0'));
+  t.equal(http10.statuses[0], 200, 'HTTP/1.0 needs no Host');
+});
