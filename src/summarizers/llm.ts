@@ -45,6 +45,15 @@ interface Failure {
   retryAfterMs: number | undefined;
 }
 
+/**
+ * A token count as the summarizer's server reported it, made a whole number from 0 to 10^12 (0 when
+ * it is not a number): a server that reports a negative, fractional, huge or non-numeric figure
+ * must not make a summary it wrote fail as an internal error, nor a counter go backwards.
+ */
+export function reportedTokens(value: unknown): number {
+  return typeof value === 'number' && Number.isFinite(value) && value > 0 ? Math.min(Math.round(value), 1e12) : 0;
+}
+
 function retryAfter(headers: Headers | undefined): number | undefined {
   const value = headers?.get('retry-after-ms') ?? undefined;
   if (value && Number.isFinite(Number(value))) return Number(value);
@@ -166,9 +175,9 @@ export class LlmSummarizer implements Summarizer {
         );
         const text = res.choices?.[0]?.message?.content ?? '';
         const usage: SummaryUsage = {
-          input_tokens: res.usage?.prompt_tokens ?? 0,
-          output_tokens: res.usage?.completion_tokens ?? 0,
-          cached_input_tokens: res.usage?.prompt_tokens_details?.cached_tokens ?? 0,
+          input_tokens: reportedTokens(res.usage?.prompt_tokens),
+          output_tokens: reportedTokens(res.usage?.completion_tokens),
+          cached_input_tokens: reportedTokens(res.usage?.prompt_tokens_details?.cached_tokens),
           calls: 1,
         };
         ledger.usage = addUsage(ledger.usage, usage);

@@ -5,7 +5,7 @@
  */
 import { connect } from 'node:net';
 import t from 'tap';
-import { build } from '../support/app.js';
+import { build, buildWithLlm } from '../support/app.js';
 import { listen } from '../support/net.js';
 
 interface Exchange {
@@ -96,4 +96,32 @@ t.test('what Node would answer itself is answered as problem+json, or served', a
 
   const http10 = await exchange(port, post('').replace('HTTP/1.1', 'HTTP/1.0'));
   t.equal(http10.statuses[0], 200, 'HTTP/1.0 needs no Host');
+});
+
+t.test("a summarizer server's out-of-range usage figures do not fail the summary it wrote", async (t) => {
+  const { app, server } = await buildWithLlm(t, { COMPACTOR_MAX_QUEUE_WAIT_MS: '60000' });
+  const { base } = await listen(app);
+  // Negative, beyond every integer, not a number: what a broken or hostile server may report.
+  server.fallback = () => ({
+    content: '## Goal and constraints\nFix the build.\n## Current state\nWorking.',
+    usage: { prompt_tokens: -5, completion_tokens: 1e308, cached_tokens: 'many' as unknown as number },
+  });
+  const messages: unknown[] = [{ role: 'user', content: 'Fix the build.' }];
+  for (let i = 0; i < 12; i++) {
+    messages.push({ role: 'assistant', content: `step ${i}: ${'checked the build output. '.repeat(30)}` });
+    messages.push({ role: 'user', content: `go on with step ${i + 1}` });
+  }
+  const res = await fetch(`${base}/v1/summarize`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ messages, keep: { messages: 2 }, on_failure: 'error' }),
+  });
+  const body = (await res.json()) as { applied?: boolean; usage?: Record<string, unknown> };
+  t.equal(res.status, 200, 'the summary is served');
+  t.equal(body.applied, true);
+  for (const field of ['input_tokens', 'output_tokens', 'cached_input_tokens', 'total_tokens']) {
+    const value = body.usage?.[field];
+    t.ok(Number.isSafeInteger(value) && (value as number) >= 0, `usage.${field} is a whole number: ${value}`);
+  }
+  t.equal((await fetch(`${base}/metrics`)).status, 200, 'the metrics still answer');
 });
