@@ -157,6 +157,9 @@ export class LlmSummarizer implements Summarizer {
   private async call(model: string, prompt: string, request: SummaryRequest, ledger: Ledger): Promise<SummaryResult> {
     let attempt = 0;
     for (;;) {
+      // The SDK's timeout ends at the headers; this one covers a body trickled after them too.
+      const timeout = AbortSignal.timeout(this.options.timeoutMs);
+      const signal = request.signal ? AbortSignal.any([request.signal, timeout]) : timeout;
       try {
         const res = await this.limiter.run(() =>
           this.client.chat.completions.create(
@@ -170,7 +173,7 @@ export class LlmSummarizer implements Summarizer {
               ...(request.temperature !== undefined ? { temperature: request.temperature } : {}),
             },
             // A signal of its own per call: concurrent chunk calls do not pile listeners on the request's.
-            { ...(request.signal ? { signal: AbortSignal.any([request.signal]) } : {}) },
+            { signal },
           ),
         );
         const text = res.choices?.[0]?.message?.content ?? '';
@@ -184,7 +187,10 @@ export class LlmSummarizer implements Summarizer {
         if (text.trim() === '') throw new CompactorError('CMP_ERR_SUMMARIZER_EMPTY', 'the summarizer returned an empty summary');
         return { text: text.trim(), usage, model: res.model ?? model };
       } catch (error) {
-        const failure = translate(error);
+        const failure =
+          timeout.aborted && !request.signal?.aborted
+            ? translate(new OpenAI.APIConnectionTimeoutError({ message: 'the answer did not arrive whole in time' }))
+            : translate(error);
         if (!failure.retryable || attempt >= this.options.maxRetries || request.signal?.aborted) throw failure.error;
         const backoff = Math.min(250 * 2 ** attempt, 4000) * (0.5 + Math.random() / 2);
         const wait = Math.min(failure.retryAfterMs ?? backoff, this.options.maxRetryAfterMs ?? 10_000);

@@ -3,7 +3,9 @@
  * on, `COMPACTOR_MAX_QUEUE_WAIT_MS` at a default-like value), over real sockets: what a
  * keep-alive connection does after an answer given before its body was read.
  */
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { connect } from 'node:net';
+import type { Test } from 'tap';
 import t from 'tap';
 import { build, buildWithLlm } from '../support/app.js';
 import { listen } from '../support/net.js';
@@ -124,4 +126,58 @@ t.test("a summarizer server's out-of-range usage figures do not fail the summary
     t.ok(Number.isSafeInteger(value) && (value as number) >= 0, `usage.${field} is a whole number: ${value}`);
   }
   t.equal((await fetch(`${base}/metrics`)).status, 200, 'the metrics still answer');
+});
+
+/** An OpenAI-compatible server for one test, answering every call with `handler`; its base URL. */
+async function upstream(t: Test, handler: (request: IncomingMessage, response: ServerResponse) => void): Promise<string> {
+  const server = createServer((request, response) => {
+    request.resume();
+    request.on('end', () => handler(request, response));
+  });
+  server.listen(0, '127.0.0.1');
+  await new Promise((resolve) => server.once('listening', resolve));
+  t.teardown(() => {
+    server.closeAllConnections();
+    server.close();
+  });
+  const address = server.address();
+  if (address === null || typeof address === 'string') throw new Error('no port');
+  return `http://127.0.0.1:${address.port}/v1`;
+}
+
+/** A history summarization acts on with `keep: {messages: 2}`. */
+function longHistory(): unknown[] {
+  const messages: unknown[] = [{ role: 'user', content: 'Fix the build.' }];
+  for (let i = 0; i < 12; i++) {
+    messages.push({ role: 'assistant', content: `step ${i}: ${'checked the build output. '.repeat(30)}` });
+    messages.push({ role: 'user', content: `go on with step ${i + 1}` });
+  }
+  return messages;
+}
+
+const summarize = (base: string) =>
+  fetch(`${base}/v1/summarize`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ messages: longHistory(), keep: { messages: 2 }, on_failure: 'error' }),
+  });
+
+t.test('a summarizer that sends its headers and then trickles its body times out like one that says nothing', async (t) => {
+  const url = await upstream(t, (_request, response) => {
+    response.writeHead(200, { 'content-type': 'application/json' });
+    const beat = setInterval(() => response.write(' '), 50);
+    response.on('close', () => clearInterval(beat));
+  });
+  const app = await build(t, {
+    ...defaults,
+    OPENAI_BASE_URL: url,
+    COMPACTOR_SUMMARIZER_MODEL: 'small',
+    COMPACTOR_SUMMARIZER_TIMEOUT_MS: '500',
+    COMPACTOR_SUMMARIZER_MAX_RETRIES: '0',
+    // Without a timeout on the body, only this deadline would end the call.
+    COMPACTOR_DEADLINE_MS: '25000',
+  });
+  const res = await summarize((await listen(app)).base);
+  t.equal(res.status, 504, 'a summarizer timeout');
+  t.equal(((await res.json()) as { code?: string }).code, 'CMP_ERR_SUMMARIZER_TIMEOUT');
 });
