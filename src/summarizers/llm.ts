@@ -185,7 +185,7 @@ export class LlmSummarizer implements Summarizer {
         };
         ledger.usage = addUsage(ledger.usage, usage);
         if (text.trim() === '') throw new CompactorError('CMP_ERR_SUMMARIZER_EMPTY', 'the summarizer returned an empty summary');
-        return { text: text.trim(), usage, model: res.model ?? model };
+        return { text: text.trim(), usage, model: typeof res.model === 'string' && res.model !== '' ? res.model : model };
       } catch (error) {
         const failure =
           timeout.aborted && !request.signal?.aborted

@@ -181,3 +181,24 @@ t.test('a summarizer that sends its headers and then trickles its body times out
   t.equal(res.status, 504, 'a summarizer timeout');
   t.equal(((await res.json()) as { code?: string }).code, 'CMP_ERR_SUMMARIZER_TIMEOUT');
 });
+
+t.test('a summarizer answer whose model is not a string is served, and so is its cached copy', async (t) => {
+  const url = await upstream(t, (_request, response) => {
+    response.writeHead(200, { 'content-type': 'application/json' });
+    response.end(
+      JSON.stringify({
+        model: { name: 'small' },
+        choices: [{ index: 0, message: { role: 'assistant', content: '## Current state\nWorking.' }, finish_reason: 'stop' }],
+        usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 },
+      }),
+    );
+  });
+  const app = await build(t, { ...defaults, OPENAI_BASE_URL: url, COMPACTOR_SUMMARIZER_MODEL: 'small' });
+  const { base } = await listen(app);
+  for (const which of ['made', 'cached']) {
+    const res = await summarize(base);
+    const body = (await res.json()) as { summary?: { model?: unknown } };
+    t.equal(res.status, 200, `${which}: served`);
+    t.equal(body.summary?.model, 'small', `${which}: the model asked for`);
+  }
+});
