@@ -5,9 +5,11 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { connect } from 'node:net';
+import { pino } from 'pino';
 import type { Test } from 'tap';
 import t from 'tap';
-import { build, buildWithLlm } from '../support/app.js';
+import { buildApp } from '../../src/app.js';
+import { build, buildWithLlm, testConfig } from '../support/app.js';
 import { listen } from '../support/net.js';
 
 interface Exchange {
@@ -201,4 +203,29 @@ t.test('a summarizer answer whose model is not a string is served, and so is its
     t.equal(res.status, 200, `${which}: served`);
     t.equal(body.summary?.model, 'small', `${which}: the model asked for`);
   }
+});
+
+t.test('a request refused while draining is a warning, not an error with a stack', async (t) => {
+  const lines: { level: number; msg: string; code?: string }[] = [];
+  const logger = pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line)) });
+  const app = await buildApp(testConfig(defaults), { logger });
+  let refused: Exchange | undefined;
+  // Registered after the health plugin's: the service is draining, and still listening.
+  app.addHook('preClose', async () => {
+    refused = await exchange(port, 'GET /v1/artifacts/art_0123456789abcdef01234567 HTTP/1.1\r\nhost: x\r\n\r\n');
+  });
+  const { port } = await listen(app);
+  await app.close();
+  t.equal(refused?.statuses[0], 503, 'refused with 503');
+  t.match(refused?.raw, /retry-after: \d+/i, 'with retry-after');
+  t.match(refused?.raw, /content-type: application\/problem\+json/i);
+  t.same(
+    lines.filter((l) => l.level >= 50),
+    [],
+    'no error line: draining is the service working as designed',
+  );
+  t.ok(
+    lines.some((l) => l.code === 'CMP_ERR_SERVICE_UNAVAILABLE' && l.level === 40),
+    'a warning by code',
+  );
 });
