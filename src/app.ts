@@ -63,6 +63,10 @@ function serverOptions(config: Config, logger: FastifyBaseLogger) {
     bodyLimit: config.COMPACTOR_BODY_LIMIT,
     keepAliveTimeout: config.COMPACTOR_KEEP_ALIVE_TIMEOUT_MS,
     requestTimeout: config.COMPACTOR_REQUEST_TIMEOUT_MS,
+    // A connection on which nothing moves for longer than a request may take to arrive and run is
+    // closed: a client that never reads its answer would otherwise hold the answer's memory, and
+    // its weight against COMPACTOR_MAX_INFLIGHT_BYTES, for as long as it keeps the connection.
+    connectionTimeout: config.COMPACTOR_REQUEST_TIMEOUT_MS + config.COMPACTOR_DEADLINE_MS,
     // Given to Node's createServer, not only assigned afterwards as Fastify does: a request timeout
     // below the 60 s headers timeout was otherwise not enforced on a stalled body. And Node checks
     // every 30 s by default: a 2 s timeout could fire after 32 s.

@@ -229,3 +229,37 @@ t.test('a request refused while draining is a warning, not an error with a stack
     'a warning by code',
   );
 });
+
+t.test('a client that never reads its answer does not hold the in-flight limit for ever', async (t) => {
+  const app = await build(t, {
+    ...defaults,
+    COMPACTOR_DEADLINE_MS: '1000',
+    COMPACTOR_REQUEST_TIMEOUT_MS: '1000',
+    COMPACTOR_SUMMARIZER_TIMEOUT_MS: '100',
+    COMPACTOR_SUMMARIZER_MAX_RETRIES: '0',
+  });
+  const { base, port } = await listen(app);
+  const inflight = async () =>
+    Number(/^compactor_inflight_bytes (\S+)$/m.exec(await (await fetch(`${base}/metrics`)).text())?.[1]);
+  const messages: unknown[] = [{ role: 'user', content: 'task' }];
+  for (let i = 0; i < 100; i++)
+    messages.push({ role: 'assistant', content: `${'a'.repeat(100_000)}${i}` }, { role: 'user', content: `u${i}` });
+  const body = JSON.stringify({ messages, keep: { runs: 100 } });
+  // Larger than the socket buffers: its answer stays in the service while the client reads nothing.
+  const socket = connect(port, '127.0.0.1');
+  socket.on('error', () => {});
+  socket.write(
+    `POST /v1/window HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n${body}`,
+  );
+  socket.pause();
+  t.teardown(() => socket.destroy());
+  let held = 0;
+  for (let i = 0; i < 100 && held === 0; i++) {
+    await new Promise((r) => setTimeout(r, 50));
+    held = await inflight();
+  }
+  t.ok(held > 0, 'its weight is held while the answer is written');
+  // Nothing moves on the connection: it is closed once the deadline and the request timeout have passed.
+  for (let i = 0; i < 300 && (await inflight()) > 0; i++) await new Promise((r) => setTimeout(r, 50));
+  t.equal(await inflight(), 0, 'and released once the connection is closed');
+});
