@@ -13,7 +13,7 @@ import preparePlugin from './plugins/prepare.js';
 import problemPlugin from './plugins/problem.js';
 import queuePlugin from './plugins/queue.js';
 import swaggerPlugin from './plugins/swagger.js';
-import { clientErrorHandler, frameworkErrors } from './plugins/wire-errors.js';
+import { answerWireEdges, clientErrorHandler, frameworkErrors, missingHost } from './plugins/wire-errors.js';
 import workerPoolPlugin, { RawBody } from './plugins/worker-pool.js';
 import artifactRoutes from './routes/artifacts.js';
 import compactRoute from './routes/compact.js';
@@ -63,6 +63,10 @@ function serverOptions(config: Config, logger: FastifyBaseLogger) {
     bodyLimit: config.COMPACTOR_BODY_LIMIT,
     keepAliveTimeout: config.COMPACTOR_KEEP_ALIVE_TIMEOUT_MS,
     requestTimeout: config.COMPACTOR_REQUEST_TIMEOUT_MS,
+    // A connection on which nothing moves for longer than a request may take to arrive and run is
+    // closed: a client that never reads its answer would otherwise hold the answer's memory, and
+    // its weight against COMPACTOR_MAX_INFLIGHT_BYTES, for as long as it keeps the connection.
+    connectionTimeout: config.COMPACTOR_REQUEST_TIMEOUT_MS + config.COMPACTOR_DEADLINE_MS,
     // Given to Node's createServer, not only assigned afterwards as Fastify does: a request timeout
     // below the 60 s headers timeout was otherwise not enforced on a stalled body. And Node checks
     // every 30 s by default: a 2 s timeout could fire after 32 s.
@@ -70,6 +74,8 @@ function serverOptions(config: Config, logger: FastifyBaseLogger) {
       requestTimeout: config.COMPACTOR_REQUEST_TIMEOUT_MS,
       headersTimeout: Math.min(60_000, config.COMPACTOR_REQUEST_TIMEOUT_MS),
       connectionsCheckingInterval: Math.min(5000, Math.max(250, config.COMPACTOR_REQUEST_TIMEOUT_MS / 4)),
+      // Node's own 400 for a missing Host is bare text: `missingHost` answers it as a problem.
+      requireHostHeader: false,
     },
     // Fastify's own answers (plain JSON or text) become problem+json: the health plugin answers
     // requests that arrive while closing, these two the router's and the HTTP parser's errors.
@@ -122,6 +128,7 @@ function answerHooks(app: FastifyInstance): void {
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
+  app.addHook('onRequest', missingHost);
   let draining = false;
   app.addHook('preClose', async () => {
     draining = true;
@@ -169,6 +176,7 @@ async function registerPlugins(app: FastifyInstance, config: Config, deps: AppDe
 export async function buildApp(config: Config, deps: AppDeps = {}): Promise<FastifyInstance> {
   const logger: FastifyBaseLogger = (deps.logger ?? createLogger(config)).child({}, { serializers: { req: requestLine } });
   const app = Fastify(serverOptions(config, logger));
+  answerWireEdges(app.server, logger);
   handleBodies(app);
   answerHooks(app);
   await registerPlugins(app, config, deps);

@@ -147,6 +147,13 @@ export default fp<AdmissionOptions>(
         weighed = counted;
       });
     });
+    // An answer given before the body was read (415 for a body that is not JSON, a GET with a
+    // body) leaves the rest of it in the meters' pipe, which nobody reads any more; Node does not
+    // drain a body that was piped, so the connection would hang: the next request on it would wait
+    // behind the unread bytes. The connection closes after the answer instead.
+    app.addHook('onSend', async (request, reply) => {
+      if (isApiRequest(request) && !request.raw.complete) reply.header('connection', 'close');
+    });
   },
   { name: 'admission', dependencies: ['problem', 'metrics', 'guard'] },
 );

@@ -112,9 +112,11 @@ export default fp(
       const problem = classify(error);
       request.problemCode = problem.code;
       const status = ERRORS[problem.code].status;
-      // Shedding load is the service working as designed: a short warning, no stack (under
-      // overload, thousands of stack traces a second would add to the load they report).
-      if (problem.code === 'CMP_ERR_OVERLOADED') request.log.warn({ code: problem.code, status }, 'request shed');
+      // Shedding load, or refusing a request while draining, is the service working as designed:
+      // a short warning, no stack (under overload, thousands of stack traces a second would add
+      // to the load they report).
+      if (problem.code === 'CMP_ERR_OVERLOADED' || problem.code === 'CMP_ERR_SERVICE_UNAVAILABLE')
+        request.log.warn({ code: problem.code, status }, 'request shed');
       else if (status >= 500) request.log.error({ err: error, code: problem.code }, 'request failed');
       else request.log.info({ code: problem.code, status }, 'request rejected');
       return sendProblem(request, reply, problem.code, problem.detail, problem.errors, problem.retryAfterSeconds);

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { maxHeaderSize, STATUS_CODES } from 'node:http';
+import { type IncomingMessage, maxHeaderSize, type Server, type ServerResponse, STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { ConnectionError, FastifyBaseLogger, FastifyError, FastifyReply, FastifyRequest } from 'fastify';
-import { ERRORS, type ErrorCode } from '../errors.js';
+import { CompactorError, ERRORS, type ErrorCode } from '../errors.js';
 import { problemDocument, sendProblem } from './problem.js';
 
 /**
@@ -111,4 +111,35 @@ export function clientErrorHandler(requestTimeoutMs: number) {
       () => socket.destroy(),
     );
   };
+}
+
+/**
+ * What Node would answer itself on a listening server, before Fastify sees the request, answered
+ * like everything else: an `Expect` other than `100-continue` (Node's bare 417; RFC 9110 lets a
+ * server ignore it, and the request is served as if it had none) and `CONNECT` (Node drops the
+ * connection without a word; here a 405 problem: this is no proxy). An HTTP/1.1 request without
+ * `Host` is refused by `missingHost` (Node's bare 400 is turned off: `requireHostHeader`).
+ */
+export function answerWireEdges(server: Server, log: FastifyBaseLogger): void {
+  server.on('checkExpectation', (request: IncomingMessage, response: ServerResponse) => {
+    server.emit('request', request, response);
+  });
+  server.on('connect', (_request: IncomingMessage, socket: Socket) => {
+    const id = randomUUID();
+    const code: ErrorCode = 'CMP_ERR_METHOD_NOT_ALLOWED';
+    log.info({ code, status: 405, request_id: id }, 'request rejected');
+    const body = JSON.stringify(problemDocument(code, 'CONNECT is not served: this is not a proxy', id));
+    socket.on('error', () => socket.destroy());
+    socket.end(
+      `HTTP/1.1 405 ${STATUS_CODES[405]}\r\nallow: GET, HEAD, POST\r\ncontent-type: application/problem+json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nx-request-id: ${id}\r\nconnection: close\r\n\r\n${body}`,
+      () => socket.destroy(),
+    );
+  });
+}
+
+/** An `onRequest` hook: an HTTP/1.1 request without `Host` is malformed (RFC 9112); the connection closes. */
+export async function missingHost(request: FastifyRequest, reply: FastifyReply): Promise<void> {
+  if (request.raw.httpVersion !== '1.1' || request.headers.host !== undefined) return;
+  reply.header('connection', 'close');
+  throw new CompactorError('CMP_ERR_REQUEST_MALFORMED', 'the request is not valid HTTP/1.1: it has no Host header');
 }

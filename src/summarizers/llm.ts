@@ -45,6 +45,15 @@ interface Failure {
   retryAfterMs: number | undefined;
 }
 
+/**
+ * A token count as the summarizer's server reported it, made a whole number from 0 to 10^12 (0 when
+ * it is not a number): a server that reports a negative, fractional, huge or non-numeric figure
+ * must not make a summary it wrote fail as an internal error, nor a counter go backwards.
+ */
+export function reportedTokens(value: unknown): number {
+  return typeof value === 'number' && Number.isFinite(value) && value > 0 ? Math.min(Math.round(value), 1e12) : 0;
+}
+
 function retryAfter(headers: Headers | undefined): number | undefined {
   const value = headers?.get('retry-after-ms') ?? undefined;
   if (value && Number.isFinite(Number(value))) return Number(value);
@@ -148,6 +157,9 @@ export class LlmSummarizer implements Summarizer {
   private async call(model: string, prompt: string, request: SummaryRequest, ledger: Ledger): Promise<SummaryResult> {
     let attempt = 0;
     for (;;) {
+      // The SDK's timeout ends at the headers; this one covers a body trickled after them too.
+      const timeout = AbortSignal.timeout(this.options.timeoutMs);
+      const signal = request.signal ? AbortSignal.any([request.signal, timeout]) : timeout;
       try {
         const res = await this.limiter.run(() =>
           this.client.chat.completions.create(
@@ -161,21 +173,24 @@ export class LlmSummarizer implements Summarizer {
               ...(request.temperature !== undefined ? { temperature: request.temperature } : {}),
             },
             // A signal of its own per call: concurrent chunk calls do not pile listeners on the request's.
-            { ...(request.signal ? { signal: AbortSignal.any([request.signal]) } : {}) },
+            { signal },
           ),
         );
         const text = res.choices?.[0]?.message?.content ?? '';
         const usage: SummaryUsage = {
-          input_tokens: res.usage?.prompt_tokens ?? 0,
-          output_tokens: res.usage?.completion_tokens ?? 0,
-          cached_input_tokens: res.usage?.prompt_tokens_details?.cached_tokens ?? 0,
+          input_tokens: reportedTokens(res.usage?.prompt_tokens),
+          output_tokens: reportedTokens(res.usage?.completion_tokens),
+          cached_input_tokens: reportedTokens(res.usage?.prompt_tokens_details?.cached_tokens),
           calls: 1,
         };
         ledger.usage = addUsage(ledger.usage, usage);
         if (text.trim() === '') throw new CompactorError('CMP_ERR_SUMMARIZER_EMPTY', 'the summarizer returned an empty summary');
-        return { text: text.trim(), usage, model: res.model ?? model };
+        return { text: text.trim(), usage, model: typeof res.model === 'string' && res.model !== '' ? res.model : model };
       } catch (error) {
-        const failure = translate(error);
+        const failure =
+          timeout.aborted && !request.signal?.aborted
+            ? translate(new OpenAI.APIConnectionTimeoutError({ message: 'the answer did not arrive whole in time' }))
+            : translate(error);
         if (!failure.retryable || attempt >= this.options.maxRetries || request.signal?.aborted) throw failure.error;
         const backoff = Math.min(250 * 2 ** attempt, 4000) * (0.5 + Math.random() / 2);
         const wait = Math.min(failure.retryAfterMs ?? backoff, this.options.maxRetryAfterMs ?? 10_000);
