@@ -233,7 +233,8 @@ t.test('a request refused while draining is a warning, not an error with a stack
 t.test('a client that never reads its answer does not hold the in-flight limit for ever', async (t) => {
   const app = await build(t, {
     ...defaults,
-    COMPACTOR_DEADLINE_MS: '1000',
+    // Room for a slow machine to answer within the deadline (a 20 MB window), short enough to wait for.
+    COMPACTOR_DEADLINE_MS: '5000',
     COMPACTOR_REQUEST_TIMEOUT_MS: '1000',
     COMPACTOR_SUMMARIZER_TIMEOUT_MS: '100',
     COMPACTOR_SUMMARIZER_MAX_RETRIES: '0',
@@ -254,12 +255,12 @@ t.test('a client that never reads its answer does not hold the in-flight limit f
   socket.pause();
   t.teardown(() => socket.destroy());
   let held = 0;
-  for (let i = 0; i < 100 && held === 0; i++) {
+  for (let i = 0; i < 600 && held === 0; i++) {
     await new Promise((r) => setTimeout(r, 50));
     held = await inflight();
   }
   t.ok(held > 0, 'its weight is held while the answer is written');
   // Nothing moves on the connection: it is closed once the deadline and the request timeout have passed.
-  for (let i = 0; i < 300 && (await inflight()) > 0; i++) await new Promise((r) => setTimeout(r, 50));
+  for (let i = 0; i < 600 && (await inflight()) > 0; i++) await new Promise((r) => setTimeout(r, 100));
   t.equal(await inflight(), 0, 'and released once the connection is closed');
 });
