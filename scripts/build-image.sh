@@ -139,11 +139,12 @@ buildah_build() {
   "${B[@]}" bud --isolation chroot --pull=never --format docker "${volume[@]}" -t "$TAG" .
 }
 
-# A field of an image's Docker config (buildah inspect's JSON; its templates lack `json`).
+# A field of an image's Docker config (buildah inspect's JSON; its templates lack `json`); empty
+# when the image is not there (no base built yet on this machine).
 image_config() {
   "${B[@]}" inspect --type image "$1" 2>/dev/null |
     node -e 'let s = ""; process.stdin.on("data", (d) => (s += d)).on("end", () => {
-      const c = JSON.parse(s).Docker?.config ?? {}; const v = c[process.argv[1]];
+      const c = (s.trim() ? JSON.parse(s) : {}).Docker?.config ?? {}; const v = c[process.argv[1]];
       process.stdout.write(v === undefined || v === null ? "" : typeof v === "string" ? v : JSON.stringify(v)); })' "$2"
 }
 

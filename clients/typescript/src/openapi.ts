@@ -2215,8 +2215,8 @@ export interface paths {
                          *         "content": "import { type Discount, discountFor } from './discounts.js';\nimport { roundCents } from './money.js';\n\nexport interface Line {\n  sku: string;\n  unitPrice: number;\n  quantity: number;\n}\n\nexport interface Cart {\n  lines: Line[];\n  discountCode?: string;\n}\n\n/** Sum of the lines before any discount, in cents. *\/\nexport function subtotal(cart: Cart): number {\n  return cart.lines.reduce((sum, line) => sum + line.unitPrice * line.quantity, 0);\n}\n\n/** What the customer pays: the subtotal, the discount applied to each line, rounded to the cent. *\/\nexport function total(cart: Cart): number {\n  const discount: Discount | undefined = cart.discountCode ? discountFor(cart.discountCode) : undefined;\n  let sum = subtotal(cart);\n  for (const line of cart.lines) {\n    if (!discount) continue;\n    const lineTotal = line.unitPrice * line.quantity;\n    sum -= discount.kind === \"percent\" ? (lineTotal * discount.value) / 100 : discount.value;\n  }\n  if (discount?.kind === \"percent\") sum -= (subtotal(cart) * discount.value) / 100;\n  return roundCents(Math.max(sum, 0));\n}\n\n/** Lines with a quantity of zero are removed; the rest keep their order. *\/\nexport function normalize(cart: Cart): Cart {\n  return { ...cart, lines: cart.lines.filter((line) => line.quantity > 0) };\n}"
                          *       },
                          *       "sha256": "8d619f2ca34e10b168caaca8625ccec9f91a22a96989c500b657400df956184d",
-                         *       "created_at": "2026-12-02T12:04:30.890Z",
-                         *       "expires_at": "2026-12-09T12:04:30.962Z"
+                         *       "created_at": "2026-12-02T06:14:40.891Z",
+                         *       "expires_at": "2026-12-09T06:14:40.941Z"
                          *     }
                          */
                         "application/json": components["schemas"]["Artifact"];
@@ -2441,7 +2441,7 @@ export interface paths {
                          *         "calls": 0,
                          *         "model": null
                          *       },
-                         *       "created_at": "2026-12-02T12:04:30.974Z"
+                         *       "created_at": "2026-12-02T06:14:40.962Z"
                          *     }
                          */
                         "application/json": components["schemas"]["PreparedSummary"];
