@@ -142,7 +142,7 @@ buildah_build() {
 # A field of an image's Docker config (buildah inspect's JSON; its templates lack `json`); empty
 # when the image is not there (no base built yet on this machine).
 image_config() {
-  "${B[@]}" inspect --type image "$1" 2>/dev/null |
+  { "${B[@]}" inspect --type image "$1" 2>/dev/null || true; } |
     node -e 'let s = ""; process.stdin.on("data", (d) => (s += d)).on("end", () => {
       const c = (s.trim() ? JSON.parse(s) : {}).Docker?.config ?? {}; const v = c[process.argv[1]];
       process.stdout.write(v === undefined || v === null ? "" : typeof v === "string" ? v : JSON.stringify(v)); })' "$2"
