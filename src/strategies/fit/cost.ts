@@ -76,8 +76,9 @@ function payingAt(run: FitRun, best: Estimate | undefined): number {
 
 /**
  * The occupancy at which a summary is expected to be made: where the summary candidate pays (or
- * is forced); without one (compaction leaves the history under the target), where the history
- * would cross the target after compaction. Prepared summaries are timed from it.
+ * is forced); without one (compaction leaves the history under the target), the later of where
+ * the history would cross the target after compaction and, while preparing, where a summary
+ * priced now would pay. Prepared summaries are timed from it.
  */
 async function summaryDueAt(run: FitRun, candidates: readonly Candidate[]): Promise<number> {
   const summary = candidates.find((c) => c.kind === 'summarize');
