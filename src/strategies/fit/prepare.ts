@@ -83,7 +83,11 @@ export async function spliceable(
  */
 async function asNextCallSees(run: FitRun): Promise<{ view: PreparedHistory; early: NewArtifact[] }> {
   if (run.o.policy === 'tokens') return { view: run.view, early: [] };
-  const out = await compactStrategy.run(run.view, fitCompactOptions(run.o, run.target), run.ctx);
+  // Nothing taken yet (a deferral): the compaction the candidates planned over this view is it.
+  const out =
+    run.view === run.h && run.compacted
+      ? run.compacted.result
+      : await compactStrategy.run(run.view, fitCompactOptions(run.o, run.target), run.ctx);
   if (!out.plan || out.reason) return { view: run.view, early: [] };
   const applied = applyPlan(run.view, out.plan, run.count);
   const early = out.plan.artifacts
