@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { buildApp, createLogger } from './app.js';
 import { type Config, ConfigError, loadConfig, redactUrl } from './config.js';
 import { StoreBootError } from './store/boot.js';
+import { loadEncoders } from './tokens/counter.js';
 
 /** sysexits: a configuration error. */
 const EX_CONFIG = 78;
@@ -93,6 +94,8 @@ async function main(): Promise<void> {
     throw error;
   }
   handleSignals(app, config);
+  // Before the first request, which would otherwise wait for the tokenizers' rank tables.
+  loadEncoders();
   try {
     await app.listen({ host: config.HOST, port: config.PORT });
   } catch (error) {

@@ -15,6 +15,7 @@ import { openStore } from './store/index.js';
 import { RemoteStore } from './store/remote.js';
 import type { ArtifactStore } from './store/types.js';
 import type { PreparedContext, PrepareRequest } from './strategies/types.js';
+import { loadEncoders } from './tokens/counter.js';
 
 /** What the main thread gives every worker when the pool starts. */
 export interface WorkerInit {
@@ -60,6 +61,8 @@ export type TaskResult =
   | { ok: false; failure: Failure; report?: undefined; elapsedMs: number; evicted: number };
 
 const init = workerData as WorkerInit;
+// The tokenizers load with the thread (the pool's warm-up waits for it), not with its first request.
+loadEncoders();
 /** Bodies of at least this many bytes are followed by a full collection. */
 const LARGE = 4 * 1024 * 1024;
 // V8's collector, reached without starting the whole process with --expose-gc (a worker may not).

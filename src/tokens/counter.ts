@@ -1,6 +1,5 @@
 import { hash } from 'node:crypto';
-import { countTokens as countCl100k } from 'gpt-tokenizer/encoding/cl100k_base';
-import { countTokens as countO200k } from 'gpt-tokenizer/encoding/o200k_base';
+import { createRequire } from 'node:module';
 import { LRUCache } from 'lru-cache';
 import type { FormatAdapter } from '../history/format.js';
 import { checkDepth } from '../history/limits.js';
@@ -10,9 +9,38 @@ import { cutAt, longRuns } from './runs.js';
 /** Special-token strings such as `<|endoftext|>` are counted as the text they are. */
 const AS_TEXT = { disallowedSpecial: new Set<string>() };
 
+type CountTokens = typeof import('gpt-tokenizer/encoding/o200k_base')['countTokens'];
+
+/**
+ * Each encoding's rank table is megabytes of JavaScript that takes a quarter to half a second to
+ * load, so it is loaded when first used (`require`, synchronous: counting is) and not when this
+ * module is imported: a process that counts with one encoding never loads the other. The server
+ * and its worker threads load both at start (`loadEncoders`), so no request waits for one.
+ */
+const require = createRequire(import.meta.url);
+const MODULES: Record<Encoding, string> = {
+  o200k_base: 'gpt-tokenizer/encoding/o200k_base',
+  cl100k_base: 'gpt-tokenizer/encoding/cl100k_base',
+};
+const loaded = new Map<Encoding, CountTokens>();
+
+function encoder(encoding: Encoding): CountTokens {
+  let count = loaded.get(encoding);
+  if (!count) {
+    count = (require(MODULES[encoding]) as { countTokens: CountTokens }).countTokens;
+    loaded.set(encoding, count);
+  }
+  return count;
+}
+
+/** Loads every encoding now (at boot) rather than at its first use. */
+export function loadEncoders(): void {
+  for (const encoding of Object.keys(MODULES) as Encoding[]) encoder(encoding);
+}
+
 const ENCODERS: Record<Encoding, (text: string) => number> = {
-  o200k_base: (text) => countO200k(text, AS_TEXT),
-  cl100k_base: (text) => countCl100k(text, AS_TEXT),
+  o200k_base: (text) => encoder('o200k_base')(text, AS_TEXT),
+  cl100k_base: (text) => encoder('cl100k_base')(text, AS_TEXT),
 };
 
 /**
