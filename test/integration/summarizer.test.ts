@@ -1,4 +1,3 @@
-import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
 import t from 'tap';
 import { CompactorError } from '../../src/errors.js';
 import { ExtractiveSummarizer } from '../../src/summarizers/extractive.js';
@@ -8,8 +7,9 @@ import { escapeContent, renderTranscript } from '../../src/summarizers/transcrip
 import type { SummaryRequest, SummaryUsage, TranscriptEntry } from '../../src/summarizers/types.js';
 import { build, fakeLlm } from '../support/app.js';
 import type { FakeOpenAI, Reply } from '../support/fake-openai.js';
+import { countO200k } from '../support/tokenizer.js';
 
-const count = (text: string) => countTokens(text, { disallowedSpecial: new Set() });
+const count = countO200k;
 
 const entries: TranscriptEntry[] = [
   { role: 'user', text: 'Fix the failing test in tests/test_api.py', calls: [], media: [] },

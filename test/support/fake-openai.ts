@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
+import { countO200k } from './tokenizer.js';
 
 /** One scripted answer. Without `fault`, a normal completion (streamed when the request asks). */
 export interface Reply {
@@ -77,7 +77,7 @@ export class FakeOpenAI {
     const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Omit<RecordedRequest, 'promptTokens'>;
     const recorded: RecordedRequest = {
       ...body,
-      promptTokens: body.messages.reduce((n, m) => n + countTokens(m.content, { disallowedSpecial: new Set() }), 0),
+      promptTokens: body.messages.reduce((n, m) => n + countO200k(m.content), 0),
     };
     this.requests.push(recorded);
     const reply = this.script.shift() ?? this.fallback(recorded);
@@ -102,7 +102,7 @@ export class FakeOpenAI {
     const content = reply.content ?? '';
     const usage = reply.usage ?? {
       prompt_tokens: recorded.promptTokens,
-      completion_tokens: countTokens(content, { disallowedSpecial: new Set() }),
+      completion_tokens: countO200k(content),
     };
     const usageBody = {
       prompt_tokens: usage.prompt_tokens,

@@ -1,7 +1,5 @@
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { clearMergeCache as clearCl100k } from 'gpt-tokenizer/encoding/cl100k_base';
-import { clearMergeCache as clearO200k } from 'gpt-tokenizer/encoding/o200k_base';
 import t from 'tap';
 import { Compactor } from '../../src/service/compactor.js';
 import { compactStrategy } from '../../src/strategies/compact.js';
@@ -17,6 +15,7 @@ import { countText, TokenCounter } from '../../src/tokens/counter.js';
 import { resolveModel } from '../../src/tokens/models.js';
 import { build, FAMILIES, type Shape } from '../support/adversarial.js';
 import { growthUnder } from '../support/growth.js';
+import { encoding } from '../support/tokenizer.js';
 
 /**
  * Every text pass over user content is linear in the text's length, on the shapes that made some
@@ -148,8 +147,9 @@ const PASSES: Record<string, (text: string) => unknown> = {
 const cold =
   (pass: (text: string) => unknown) =>
   (text: string): unknown => {
-    clearO200k();
-    clearCl100k();
+    // The service's own tokenizer instances (test/support/tokenizer.ts loads the same modules).
+    encoding('o200k_base').clearMergeCache();
+    encoding('cl100k_base').clearMergeCache();
     return pass(text);
   };
 

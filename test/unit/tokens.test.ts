@@ -1,5 +1,3 @@
-import { countTokens as countCl100k } from 'gpt-tokenizer/encoding/cl100k_base';
-import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
 import t from 'tap';
 import { CompactorError } from '../../src/errors.js';
 import { formatByName } from '../../src/formats/registry.js';
@@ -9,6 +7,10 @@ import { countText, TokenCounter } from '../../src/tokens/counter.js';
 import { resolveModel } from '../../src/tokens/models.js';
 import { occupancyFromUsage, reportedTotal } from '../../src/tokens/occupancy.js';
 import { loadCorpus } from '../support/corpus.js';
+import { encoding } from '../support/tokenizer.js';
+
+const { countTokens } = encoding('o200k_base');
+const { countTokens: countCl100k } = encoding('cl100k_base');
 
 const adapterOf = (name: string) => formatByName(name) as FormatAdapter;
 const anthropic = adapterOf('anthropic');
