@@ -5,11 +5,12 @@
 // .ts from disk, and every test process decodes less. The output is kept in
 // node_modules/.cache/compactor-ts, keyed by the file's path and text, TypeScript's version, the
 // tsconfig and this file, so a test process loads typescript only for a file that changed.
-//   node test/support/ts-cache.mjs   compiles every .ts under src/ and test/ into the cache
+//   node test/support/ts-cache.mjs   compiles every .ts under src/ and test/ into the cache, and
+//                                    removes the entries none of them uses that are a day old
 // `npm test` runs that beside the type-check and the build, so that no test process (the fast lane
 // runs each file in a process of its own) loads TypeScript, about a second each.
 import { createHash } from 'node:crypto';
-import { mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -53,10 +54,15 @@ function compile(file, source) {
   return `${code}//# sourceMappingURL=data:application/json;charset=utf-8;base64,${Buffer.from(JSON.stringify(map)).toString('base64')}\n`;
 }
 
+/** Where the compiled text of this file with this text is kept. */
+function cachePath(file, source) {
+  const key = createHash('sha256').update(salt).update(file).update('\0').update(source).digest('hex');
+  return join(cacheDir, `${key}.js`);
+}
+
 /** The compiled text of one file, from the cache when its text was compiled before. */
 export function compiled(file, source) {
-  const key = createHash('sha256').update(salt).update(file).update('\0').update(source).digest('hex');
-  const cached = join(cacheDir, `${key}.js`);
+  const cached = cachePath(file, source);
   try {
     return readFileSync(cached, 'utf8');
   } catch {
@@ -84,12 +90,29 @@ function* typescriptFiles(dir) {
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
-  let count = 0;
+  const used = new Set();
   for (const dir of ['src', 'test']) {
     for (const file of typescriptFiles(join(root, dir))) {
-      compiled(file, readFileSync(file, 'utf8'));
-      count++;
+      const source = readFileSync(file, 'utf8');
+      compiled(file, source);
+      used.add(cachePath(file, source));
     }
   }
-  console.log(`# ${count} TypeScript files compiled for the tests (node_modules/.cache/compactor-ts)`);
+  // Older versions of these files (edits, other branches) and files compiled on demand elsewhere:
+  // kept a day, so that switching branches back and forth does not compile everything again.
+  let removed = 0;
+  for (const name of readdirSync(cacheDir)) {
+    const path = join(cacheDir, name);
+    try {
+      if (!used.has(path) && Date.now() - statSync(path).mtimeMs > 24 * 3600 * 1000) {
+        unlinkSync(path);
+        removed++;
+      }
+    } catch {
+      // Removed by another process meanwhile.
+    }
+  }
+  console.log(
+    `# ${used.size} TypeScript files compiled for the tests, ${removed} stale entries removed (node_modules/.cache/compactor-ts)`,
+  );
 }
