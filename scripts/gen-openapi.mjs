@@ -14,6 +14,22 @@ const EXAMPLES_CONFIG = {
 };
 const config = () => loadConfig(EXAMPLES_CONFIG);
 
+/**
+ * The recorded answers are made at a fixed instant (`new Date()` and `Date.now()` answer it while
+ * recording), so that their timestamps (`created_at`, `expires_at`) and therefore both files and the
+ * client's types change only when the answers do.
+ */
+const RECORDED_AT = Date.parse('2026-12-02T06:14:40.891Z');
+class RecordedDate extends Date {
+  constructor(...args) {
+    if (args.length === 0) super(RECORDED_AT);
+    else super(...args);
+  }
+  static now() {
+    return RECORDED_AT;
+  }
+}
+
 /** The app's answers: to the first request example of every POST, and to a few GETs. */
 async function record() {
   const app = await buildApp(config());
@@ -55,7 +71,12 @@ async function record() {
   return { responses, requests: { '/v1/expand': expand } };
 }
 
-writeFileSync(RECORDED_EXAMPLES, `${JSON.stringify(await record(), null, 2)}\n`);
+const RealDate = globalThis.Date;
+globalThis.Date = RecordedDate;
+const recorded = await record().finally(() => {
+  globalThis.Date = RealDate;
+});
+writeFileSync(RECORDED_EXAMPLES, `${JSON.stringify(recorded, null, 2)}\n`);
 const app = await buildApp(config());
 await app.ready();
 const doc = app.swagger();

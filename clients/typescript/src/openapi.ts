@@ -2216,7 +2216,7 @@ export interface paths {
                          *       },
                          *       "sha256": "8d619f2ca34e10b168caaca8625ccec9f91a22a96989c500b657400df956184d",
                          *       "created_at": "2026-12-02T06:14:40.891Z",
-                         *       "expires_at": "2026-12-09T06:14:40.941Z"
+                         *       "expires_at": "2026-12-09T06:14:40.891Z"
                          *     }
                          */
                         "application/json": components["schemas"]["Artifact"];
@@ -2441,7 +2441,7 @@ export interface paths {
                          *         "calls": 0,
                          *         "model": null
                          *       },
-                         *       "created_at": "2026-12-02T06:14:40.962Z"
+                         *       "created_at": "2026-12-02T06:14:40.891Z"
                          *     }
                          */
                         "application/json": components["schemas"]["PreparedSummary"];
