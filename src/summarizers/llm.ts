@@ -65,6 +65,13 @@ function retryAfter(headers: Headers | undefined): number | undefined {
 }
 
 /** The one place where the SDK's errors become ours (ARCHITECTURE.md, rule 6). */
+/**
+ * An answer longer than this many characters per token of `max_tokens` (a summary averages about 4)
+ * ignored `max_tokens`: it is refused unread (not retried) rather than counted, which for megabytes
+ * kept a thread busy for seconds.
+ */
+const MAX_CHARS_PER_TOKEN = 32;
+
 export function translate(error: unknown): Failure {
   const fail = (code: ErrorCode, detail: string, retryable: boolean, after?: number): Failure => ({
     error: new CompactorError(code, detail),
@@ -184,6 +191,12 @@ export class LlmSummarizer implements Summarizer {
           calls: 1,
         };
         ledger.usage = addUsage(ledger.usage, usage);
+        if (text.length > request.maxTokens * MAX_CHARS_PER_TOKEN + 1024) {
+          throw new CompactorError(
+            'CMP_ERR_SUMMARIZER_UPSTREAM',
+            `the summarizer's answer (${text.length} characters) is far longer than max_tokens (${request.maxTokens}) allows`,
+          );
+        }
         if (text.trim() === '') throw new CompactorError('CMP_ERR_SUMMARIZER_EMPTY', 'the summarizer returned an empty summary');
         return { text: text.trim(), usage, model: typeof res.model === 'string' && res.model !== '' ? res.model : model };
       } catch (error) {

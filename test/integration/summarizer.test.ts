@@ -122,6 +122,8 @@ t.test('llm: faults become our codes, with what was billed', async (t) => {
     ['malformed JSON', () => [{ fault: 'malformed' }, { fault: 'malformed' }], 'CMP_ERR_SUMMARIZER_UPSTREAM', 2],
     ['empty content', () => [{ content: '  ' }, { content: '' }], 'CMP_ERR_SUMMARIZER_EMPTY', 2],
     ['connection reset', () => [{ fault: 'reset' }, { fault: 'reset' }], 'CMP_ERR_SUMMARIZER_UNAVAILABLE', 2],
+    // max_tokens 300: a 1 MB answer ignored it; refused unread, not retried, billed (it was answered).
+    ['an answer far over max_tokens', () => [{ content: 'word '.repeat(200_000) }], 'CMP_ERR_SUMMARIZER_UPSTREAM', 1],
   ];
   for (const [name, script, code, calls] of cases) {
     const server = await fakeLlm(t);
@@ -129,7 +131,7 @@ t.test('llm: faults become our codes, with what was billed', async (t) => {
     const error = await failure(llm(server, { timeoutMs: 300, maxRetries: 1 }).summarize(request()));
     t.equal(error.code, code, `${name}: ${code}`);
     t.equal(server.requests.length, calls, `${name}: ${calls} call(s)`);
-    const billed = name === 'empty content' ? 2 : 0;
+    const billed = name === 'empty content' ? 2 : name === 'an answer far over max_tokens' ? 1 : 0;
     t.equal(error.billed?.calls, billed, `${name}: billed for ${billed} answered call(s)`);
   }
 });
