@@ -76,6 +76,7 @@ const { Compactor, TokenCounter } = await dist('index.js');
 const { summarizeStrategy, SummarizeOptions } = await dist('strategies/summarize/index.js');
 const { renderTranscript } = await dist('summarizers/transcript.js');
 const { SYSTEM_PROMPT, summaryPrompt } = await dist('summarizers/prompts.js');
+const { prepareRequest } = await dist('service/request-history.js');
 
 const CORPUS = ['openai', 'anthropic'].flatMap((dir) =>
   readdirSync(`${CORPUS_DIR}/${dir}`)
@@ -111,7 +112,8 @@ const recordingSummarizer = {
     throw new Error('not called in a dry run');
   },
 };
-const local = new Compactor(new TokenCounter(500_000), { summarizer: recordingSummarizer });
+const counter = new TokenCounter(500_000);
+const local = new Compactor(counter, { summarizer: recordingSummarizer });
 const strategyOptions = SummarizeOptions.parse({ keep: { messages: KEEP }, max_input_tokens: MAX_INPUT });
 
 const historyFields = (input, messages) => ({
@@ -162,7 +164,7 @@ const MARKER = /\[compactor:summary (?:art_[0-9a-f]{24}|none) /g;
 
 /** Where the agent's history may end: after the first user message, then after each group. */
 function boundaries(input) {
-  const h = local.prepare(historyFields(input, input.messages));
+  const h = prepareRequest(historyFields(input, input.messages), counter);
   const first = h.firstUser >= 0 ? h.firstUser : h.head;
   return h.groups.filter((g) => g.end > first).map((g) => g.end);
 }
