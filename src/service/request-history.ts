@@ -8,7 +8,7 @@ import { checkDepth } from '../history/limits.js';
 import { type PreparedHistory, prepareHistory } from '../history/prepared.js';
 import type { Item, Warning } from '../history/types.js';
 import type { HistoryRequest } from '../schemas/common.js';
-import type { TokenCounter } from '../tokens/counter.js';
+import { relieveEncoders, type TokenCounter } from '../tokens/counter.js';
 import { type ModelProfile, resolveModel } from '../tokens/models.js';
 import { checkUsage, occupancyFromUsage } from '../tokens/occupancy.js';
 
@@ -33,6 +33,8 @@ export function parseHistory(req: Pick<HistoryInput, 'messages' | 'format'>): {
   items: Item[];
   warnings: Warning[];
 } {
+  // A request starts with the tokenizers' merge caches emptied if an earlier one filled them.
+  relieveEncoders();
   const format = req.format ? formatByName(req.format) : detectFormat(req.messages);
   if (!format) throw fieldError('CMP_ERR_REQUEST_VALIDATION', 'format', `unknown format ${JSON.stringify(req.format)}`);
   // Nothing else walks a message recursively before the response is serialized: guard it here.

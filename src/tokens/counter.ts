@@ -30,9 +30,11 @@ const loaded = new Map<Encoding, Tokenizer>();
  * (deleted and re-inserted on every hit, the first key deleted when full). Filled with tens of
  * thousands of distinct pieces (base64, unspaced CJK, generated identifiers: one client's tool
  * output), every later count in that thread ran 7 to 15 times slower (sections mode over 500
- * sections: 0.9 s, then 6-14 s), until the cache was emptied. Emptied once it holds 10,000 pieces
- * (checked after each count) it stays fast (0.85-0.92 s after the same text), and ordinary text
- * counts as fast as with the full cache (the corpus, 4.6 MB, counted three times: within noise).
+ * sections: 0.9 s, then 6-14 s), until the cache was emptied. So every request starts by emptying
+ * a cache that holds 10,000 pieces or more (`relieveEncoders`, from `parseHistory`): after the same
+ * text the next request is as fast as in a fresh process (0.85-0.92 s), ordinary text counts as
+ * fast as with the full cache (the corpus, 4.6 MB, counted three times: within noise), and within
+ * one request the cache works as before (a text counted twice is found the second time).
  */
 export const MERGE_CACHE_CLEAR_AT = 10_000;
 
@@ -62,9 +64,11 @@ export function loadEncoders(): void {
   for (const encoding of Object.keys(MODULES) as Encoding[]) tokenizer(encoding);
 }
 
-/** Empties an encoding's merge cache once it holds `MERGE_CACHE_CLEAR_AT` pieces (see above). */
-function relieve(encoding: Encoding): void {
-  if (mergeCacheSize(encoding) >= MERGE_CACHE_CLEAR_AT) tokenizer(encoding).clearMergeCache();
+/** Empties each loaded encoding's merge cache that holds `MERGE_CACHE_CLEAR_AT` pieces or more (see above). */
+export function relieveEncoders(): void {
+  for (const encoding of loaded.keys()) {
+    if (mergeCacheSize(encoding) >= MERGE_CACHE_CLEAR_AT) tokenizer(encoding).clearMergeCache();
+  }
 }
 
 const ENCODERS: Record<Encoding, (text: string) => number> = {
@@ -108,7 +112,6 @@ function countRaw(encode: (text: string) => number, text: string): number {
 export function countText(profile: ModelProfile, text: string): number {
   if (text.length === 0) return 0;
   const raw = countRaw(ENCODERS[profile.encoding], text);
-  relieve(profile.encoding);
   return profile.exact ? raw : Math.ceil(raw * profile.factor);
 }
 
