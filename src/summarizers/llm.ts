@@ -1,6 +1,7 @@
 import OpenAI from 'openai';
 import { CompactorError, type ErrorCode, fieldError } from '../errors.js';
 import { Limiter } from './limiter.js';
+import { pack, reportedTokens, retryAfter } from './llm-support.js';
 import { chunkPrompt, mergePrompt, SYSTEM_PROMPT, summaryPrompt } from './prompts.js';
 import { renderEntry } from './transcript.js';
 import {
@@ -46,32 +47,13 @@ interface Failure {
 }
 
 /**
- * A token count as the summarizer's server reported it, made a whole number from 0 to 10^12 (0 when
- * it is not a number): a server that reports a negative, fractional, huge or non-numeric figure
- * must not make a summary it wrote fail as an internal error, nor a counter go backwards.
- */
-export function reportedTokens(value: unknown): number {
-  return typeof value === 'number' && Number.isFinite(value) && value > 0 ? Math.min(Math.round(value), 1e12) : 0;
-}
-
-function retryAfter(headers: Headers | undefined): number | undefined {
-  const value = headers?.get('retry-after-ms') ?? undefined;
-  if (value && Number.isFinite(Number(value))) return Number(value);
-  const seconds = headers?.get('retry-after');
-  if (!seconds) return undefined;
-  if (Number.isFinite(Number(seconds))) return Number(seconds) * 1000;
-  const date = Date.parse(seconds);
-  return Number.isFinite(date) ? Math.max(0, date - Date.now()) : undefined;
-}
-
-/** The one place where the SDK's errors become ours (ARCHITECTURE.md, rule 6). */
-/**
  * An answer longer than this many characters per token of `max_tokens` (a summary averages about 4)
  * ignored `max_tokens`: it is refused unread (not retried) rather than counted, which for megabytes
  * kept a thread busy for seconds.
  */
 const MAX_CHARS_PER_TOKEN = 32;
 
+/** The one place where the SDK's errors become ours (ARCHITECTURE.md, rule 6). */
 export function translate(error: unknown): Failure {
   const fail = (code: ErrorCode, detail: string, retryable: boolean, after?: number): Failure => ({
     error: new CompactorError(code, detail),
@@ -95,24 +77,6 @@ export function translate(error: unknown): Failure {
   }
   // Malformed JSON bodies and other SDK failures.
   return fail('CMP_ERR_SUMMARIZER_UPSTREAM', 'the summarizer sent an answer that could not be read', true);
-}
-
-/** Splits items, in order, into runs whose summed cost stays within the budget (one item may exceed it alone). */
-function pack<T>(items: readonly T[], cost: (item: T) => number, budget: number): T[][] {
-  const out: T[][] = [[]];
-  let used = 0;
-  for (const item of items) {
-    const c = cost(item);
-    const current = out[out.length - 1] as T[];
-    if (current.length > 0 && used + c > budget) {
-      out.push([item]);
-      used = c;
-    } else {
-      current.push(item);
-      used += c;
-    }
-  }
-  return out;
 }
 
 const sleep = (ms: number, signal?: AbortSignal) =>
