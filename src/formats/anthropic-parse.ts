@@ -17,6 +17,7 @@ import {
 export const SERVER_RESULTS = new Set([
   'web_search_tool_result',
   'web_fetch_tool_result',
+  'advisor_tool_result',
   'code_execution_tool_result',
   'bash_code_execution_tool_result',
   'text_editor_code_execution_tool_result',
@@ -26,6 +27,12 @@ export const SERVER_RESULTS = new Set([
 export const SERVER_CALLS = new Set(['server_tool_use', 'mcp_tool_use']);
 export const ASSISTANT_ONLY = new Set(['tool_use', 'thinking', 'redacted_thinking', ...SERVER_CALLS, ...SERVER_RESULTS]);
 export const USER_ONLY = new Set(['tool_result']);
+/**
+ * Every block type of the Messages API (`@anthropic-ai/sdk` 1.16, beta namespace included):
+ * server-side `compaction` summaries, the tool changes of mid-conversation system messages, MCP
+ * tool listings, model fallback records. None of these pairs with another message, and none may
+ * be cleared (only a client `tool_result` takes a placeholder).
+ */
 export const KNOWN = new Set([
   'text',
   'image',
@@ -33,18 +40,26 @@ export const KNOWN = new Set([
   'search_result',
   'container_upload',
   'tool_reference',
+  'compaction',
+  'tool_addition',
+  'tool_removal',
+  'mcp_tool_listing',
+  'fallback',
   ...ASSISTANT_ONLY,
   ...USER_ONLY,
 ]);
 /** What Anthropic messages carry: their keys and block types (the other formats learn them). */
 export const ANTHROPIC_SHAPES: Shapes = { keys: ['content'], types: [...KNOWN] };
 
+/** The roles of Messages `messages`: turns, and mid-conversation system messages. */
+const ROLES = new Set(['user', 'assistant', 'system']);
+
 export function classify(message: unknown, foreign: Foreign): Fit {
   if (!isRecord(message)) return 'no';
-  if (message.role !== 'user' && message.role !== 'assistant') return 'no';
+  if (typeof message.role !== 'string' || !ROLES.has(message.role)) return 'no';
   if (hasForeignKey(message, foreign)) return 'no';
   const content = message.content;
-  if (typeof content === 'string') return 'maybe';
+  if (typeof content === 'string' || (content === undefined && message.role === 'system')) return 'maybe';
   if (!Array.isArray(content)) return 'no';
   let fit: Fit = 'maybe';
   for (const block of content) {
@@ -59,12 +74,16 @@ interface BlockScan {
   calls: string[];
   results: string[];
   thinking: boolean;
+  /** A block of a type the service does not know. */
+  unknown: boolean;
 }
 
 function checkBlock(block: JsonObject, at: string, role: string, scan: BlockScan, warnings: Warning[], foreign: Foreign): void {
   const type = expectString(block.type, `${at}.type`);
   if (role === 'user' && ASSISTANT_ONLY.has(type)) malformed(`${at}.type`, `a ${type} block belongs in an assistant message`);
   if (role === 'assistant' && USER_ONLY.has(type)) malformed(`${at}.type`, `a ${type} block belongs in a user message`);
+  if (role === 'system' && (ASSISTANT_ONLY.has(type) || USER_ONLY.has(type)))
+    malformed(`${at}.type`, `a ${type} block does not belong in a system message (text and tool changes do)`);
   switch (type) {
     case 'text':
       expectString(block.text, `${at}.text`);
@@ -104,6 +123,7 @@ function checkBlock(block: JsonObject, at: string, role: string, scan: BlockScan
         expectString(block.tool_use_id, `${at}.tool_use_id`);
       } else if (!KNOWN.has(type)) {
         if (foreign.types.has(type)) malformed(`${at}.type`, `block type ${JSON.stringify(type)} is not an Anthropic block`);
+        scan.unknown = true;
         warnings.push({ code: 'unknown_block_type', message: `${at}: unknown block type ${JSON.stringify(type)} kept verbatim` });
       }
   }
@@ -115,12 +135,10 @@ export function parse(messages: readonly unknown[], foreign: Foreign): ParseResu
     const path = `messages[${index}]`;
     const m = expectRecord(message, path);
     const role = expectString(m.role, `${path}.role`);
-    if (role !== 'user' && role !== 'assistant') {
-      const hint = role === 'system' ? ' (Anthropic takes the system prompt in the top-level `system` field)' : '';
-      malformed(`${path}.role`, `must be "user" or "assistant", got ${JSON.stringify(role)}${hint}`);
-    }
-    const scan: BlockScan = { calls: [], results: [], thinking: false };
-    if (typeof m.content !== 'string') {
+    if (!ROLES.has(role)) malformed(`${path}.role`, `must be "user", "assistant" or "system", got ${JSON.stringify(role)}`);
+    const scan: BlockScan = { calls: [], results: [], thinking: false, unknown: false };
+    // A mid-conversation system message may carry only `output_config` (no content).
+    if (typeof m.content !== 'string' && !(role === 'system' && m.content === undefined)) {
       const blocks = expectArray(m.content, `${path}.content`);
       blocks.forEach((block, k) => {
         checkBlock(expectRecord(block, `${path}.content[${k}]`), `${path}.content[${k}]`, role, scan, warnings, foreign);
@@ -128,15 +146,39 @@ export function parse(messages: readonly unknown[], foreign: Foreign): ParseResu
     }
     return {
       index,
-      role,
+      role: role as Item['role'],
       userTurn: role === 'user' && scan.results.length === 0,
       calls: scan.calls,
       results: scan.results,
       thinking: scan.thinking,
       original: message,
+      ...(role === 'system' ? { pinned: true } : {}),
+      ...(scan.unknown ? { sticky: true } : {}),
     };
   });
   return { items, warnings };
+}
+
+/** Whether an assistant message ends in a server tool's result (a system message may follow it). */
+function endsInServerResult(item: Item): boolean {
+  const content = (item.original as JsonObject | null)?.content;
+  if (item.role !== 'assistant' || !Array.isArray(content)) return false;
+  const last = content[content.length - 1];
+  return isRecord(last) && SERVER_RESULTS.has(last.type as string);
+}
+
+/**
+ * Whether `next` may directly follow `prev` (Messages API rules): the first message is a user
+ * turn; roles alternate; a mid-conversation system message follows a user turn (one carrying tool
+ * results included) or an assistant turn ending in a server tool's result, and is followed by an
+ * assistant turn (or ends the history), so two never stand together and none sits between a
+ * `tool_use` and its `tool_result` (the pairing rule says so too).
+ */
+export function canFollow(prev: Item | undefined, next: Item): boolean {
+  if (!prev) return next.role === 'user';
+  if (next.role === 'system') return prev.role === 'user' || endsInServerResult(prev);
+  if (prev.role === 'system') return next.role === 'assistant';
+  return alternates(prev, next);
 }
 
 function serverToolViolations(item: Item): Violation[] {
@@ -157,20 +199,38 @@ function serverToolViolations(item: Item): Violation[] {
   return out;
 }
 
+/** Why `item` may not follow `prev`: the first message, a system message's place, or alternation. */
+function orderViolation(prev: Item | undefined, item: Item, i: number): Violation {
+  if (!prev) {
+    const hint =
+      item.role === 'system'
+        ? ' (Anthropic takes the system prompt in the top-level `system` field; a system message inside `messages` follows a user turn)'
+        : '';
+    return { index: i, rule: 'must_start_with_user', message: `the first message must have role "user"${hint}` };
+  }
+  if (item.role === 'system')
+    return {
+      index: i,
+      rule: 'system_message_placement',
+      message: `a system message must follow a user turn or an assistant turn ending in a server tool result, not ${prev.role === 'system' ? 'another system message' : `message ${i - 1}`}`,
+    };
+  if (prev.role === 'system')
+    return {
+      index: i,
+      rule: 'system_message_placement',
+      message: `a system message (${i - 1}) must be followed by an assistant turn or end the history`,
+    };
+  return { index: i, rule: 'roles_must_alternate', message: `two ${item.role} messages in a row (${i - 1} and ${i})` };
+}
+
 export function violations(items: readonly Item[]): Violation[] {
   const out = pairingViolations(items);
   const seen = new Set<string>();
   items.forEach((item, i) => {
     const prev = items[i - 1];
-    if (!alternates(prev, item)) {
-      out.push(
-        prev
-          ? { index: i, rule: 'roles_must_alternate', message: `two ${item.role} messages in a row (${i - 1} and ${i})` }
-          : { index: i, rule: 'must_start_with_user', message: 'the first message must have role "user"' },
-      );
-    }
+    if (!canFollow(prev, item)) out.push(orderViolation(prev, item, i));
     const content = (item.original as JsonObject).content;
-    if (isEmptyContent(content) && i !== items.length - 1) {
+    if (item.role !== 'system' && isEmptyContent(content) && i !== items.length - 1) {
       out.push({ index: i, rule: 'empty_content', message: 'only the final assistant message may have empty content' });
     }
     if (item.results.length > 0 && Array.isArray(content)) {

@@ -1,7 +1,7 @@
 import type { CallSite, Countable, FormatAdapter, ResultSite, UnitKind } from '../history/format.js';
-import { classify, parse, violations } from './anthropic-parse.js';
+import { canFollow, classify, parse, violations } from './anthropic-parse.js';
 import type { Foreign } from './shapes.js';
-import { alternates, CountableBuilder, carriesThoughtSignature, type JsonObject, stringContent, systemTextOf } from './shared.js';
+import { CountableBuilder, carriesThoughtSignature, type JsonObject, stringContent, systemTextOf } from './shared.js';
 
 function addBlocks(out: CountableBuilder, blocks: readonly unknown[]): void {
   for (const raw of blocks) {
@@ -15,6 +15,10 @@ function addBlocks(out: CountableBuilder, blocks: readonly unknown[]): void {
         break;
       case 'redacted_thinking':
         out.text(block.data);
+        break;
+      case 'compaction':
+        // The server's summary of what it compacted; its encrypted part is not read by the model as text.
+        out.text(block.content);
         break;
       case 'image':
         out.images++;
@@ -45,7 +49,7 @@ function countable(message: unknown): Countable {
   const content = (message as JsonObject).content;
   const out = new CountableBuilder();
   if (typeof content === 'string') out.text(content);
-  else addBlocks(out, content as unknown[]);
+  else if (Array.isArray(content)) addBlocks(out, content);
   return out.build();
 }
 
@@ -100,9 +104,12 @@ const systemText = (system: unknown): string => systemTextOf(system, system);
 /**
  * Anthropic Messages `messages`: user and assistant turns with string content or blocks (text,
  * image, document, search_result, thinking and redacted_thinking with signatures, tool_use and
- * tool_result, server tool use and its result blocks, MCP blocks, container_upload). Roles
- * alternate and start with `user`; a user message that carries `tool_result` blocks belongs to the
- * tool exchange before it. Anthropic publishes no client tokenizer: counts are estimates, with an
+ * tool_result, server tool use and its result blocks, MCP blocks, container_upload, compaction,
+ * fallback), and mid-conversation `role: "system"` messages (text, `tool_addition` and
+ * `tool_removal` blocks), which are pinned: kept byte-identical where they stand, with the turn
+ * they follow. Roles alternate and start with `user`; a system message follows a user turn (or an
+ * assistant turn ending in a server tool result) and precedes an assistant turn; a user message
+ * that carries `tool_result` blocks belongs to the tool exchange before it. Anthropic publishes no client tokenizer: counts are estimates, with an
  * image of unknown size counted as 1,600 tokens (about the largest image it accepts unscaled).
  */
 export const anthropic = (foreign: Foreign): FormatAdapter => ({
@@ -110,7 +117,7 @@ export const anthropic = (foreign: Foreign): FormatAdapter => ({
   classify: (message) => classify(message, foreign),
   parse: (messages) => parse(messages, foreign),
   violations,
-  canFollow: alternates,
+  canFollow,
   countable,
   systemText,
   callSites,

@@ -1,6 +1,6 @@
 import type { CallSite, Countable, Fit, FormatAdapter, ParseResult, ResultSite, UnitKind } from '../history/format.js';
 import { pairingViolations } from '../history/pairing.js';
-import type { Item, Violation } from '../history/types.js';
+import type { Item, Violation, Warning } from '../history/types.js';
 import { SUMMARY_TOOL } from '../history/vocabulary.js';
 import { type Foreign, hasForeignKey, type Shapes } from './shapes.js';
 import {
@@ -64,30 +64,75 @@ function keyedIds(parts: readonly JsonObject[], camel: 'functionCall' | 'functio
   });
 }
 
-function checkPart(part: JsonObject, at: string, role: string): void {
+/**
+ * Parts of the newest API that the service keeps as they came: server-side tool calls and their
+ * responses (`toolCall`, `toolResponse`: the client echoes them back; which content holds the
+ * response is the server's affair, so their contents are never separated from their neighbours).
+ */
+const SERVER_PARTS = [
+  ['toolCall', 'tool_call'],
+  ['toolResponse', 'tool_response'],
+] as const;
+
+/** What a part is to the pairing rules: one of the data fields, a server tool part, or a type not known. */
+type PartKind = 'data' | 'server' | 'unknown';
+
+function checkPart(part: JsonObject, at: string, role: string): PartKind {
   const present = DATA_FIELDS.filter(([camel, snake]) => camel in part || snake in part);
-  if (present.length !== 1) {
+  if (present.length > 1) {
     malformed(
       at,
       `a part needs exactly one of text, inlineData, fileData, functionCall, functionResponse, executableCode, codeExecutionResult; got ${present.length}`,
     );
   }
-  const [camel, snake] = present[0] as readonly [string, string];
+  const [camel, snake] = (present[0] ?? []) as readonly [string, string] | readonly [];
+  if (camel === undefined || snake === undefined) {
+    if (SERVER_PARTS.some(([c, sn]) => c in part || sn in part)) return 'server';
+    if (Object.keys(part).every((k) => PART_META.has(k)))
+      malformed(
+        at,
+        'a part needs one of text, inlineData, fileData, functionCall, functionResponse, executableCode, codeExecutionResult',
+      );
+    return 'unknown';
+  }
   const [value, key] = field(part, camel, snake);
   if (camel === 'text') expectString(value, `${at}.text`);
   else expectRecord(value, `${at}.${key}`);
+  const named = value as JsonObject;
+  // Without an id, a response finds its call by name and order: the name is needed then.
+  const needsName = typeof named.id !== 'string' || named.id === '';
   if (camel === 'functionCall') {
     if (role !== 'model') malformed(`${at}.${key}`, 'a function call belongs in a "model" content');
-    expectString((value as JsonObject).name, `${at}.${key}.name`);
+    if (needsName) expectString(named.name, `${at}.${key}.name`);
   }
   if (camel === 'functionResponse') {
     if (role !== 'user') malformed(`${at}.${key}`, 'a function response belongs in a "user" content');
-    expectString((value as JsonObject).name, `${at}.${key}.name`);
-    expectRecord((value as JsonObject).response, `${at}.${key}.response`);
+    if (needsName) expectString(named.name, `${at}.${key}.name`);
+    // A multimodal response may carry only `parts`.
+    if (named.response !== undefined || named.parts === undefined) expectRecord(named.response, `${at}.${key}.response`);
   }
+  return 'data';
 }
 
+/** Keys of a part that qualify its data (not data themselves): a part of nothing but these has none. */
+const PART_META = new Set([
+  'thought',
+  'thoughtSignature',
+  'thought_signature',
+  'videoMetadata',
+  'video_metadata',
+  'mediaResolution',
+  'media_resolution',
+  'partMetadata',
+  'part_metadata',
+  'mediaProcessing',
+  'media_processing',
+  'speechMetadata',
+  'speech_metadata',
+]);
+
 function parse(messages: readonly unknown[]): ParseResult {
+  const warnings: Warning[] = [];
   const items = messages.map((message, index): Item => {
     const path = `messages[${index}]`;
     const m = expectRecord(message, path);
@@ -95,12 +140,21 @@ function parse(messages: readonly unknown[]): ParseResult {
     if (role !== 'user' && role !== 'model') malformed(`${path}.role`, `must be "user" or "model", got ${JSON.stringify(role)}`);
     const parts = expectArray(m.parts, `${path}.parts`);
     if (parts.length === 0) malformed(`${path}.parts`, 'must not be empty');
+    let sticky = false;
     parts.forEach((part, k) => {
-      checkPart(expectRecord(part, `${path}.parts[${k}]`), `${path}.parts[${k}]`, role);
+      const at = `${path}.parts[${k}]`;
+      const kind = checkPart(expectRecord(part, at), at, role);
+      if (kind === 'data') return;
+      sticky = true;
+      if (kind === 'unknown')
+        warnings.push({ code: 'unknown_part_type', message: `${at}: a part of a kind Compactor does not know, kept verbatim` });
     });
     const typed = parts as JsonObject[];
     const calls = keyedIds(typed, 'functionCall', 'function_call').filter((id): id is string => id !== null);
-    const results = keyedIds(typed, 'functionResponse', 'function_response').filter((id): id is string => id !== null);
+    // A streamed function response answers its call in several parts: the call is answered once.
+    const results = [
+      ...new Set(keyedIds(typed, 'functionResponse', 'function_response').filter((id): id is string => id !== null)),
+    ];
     return {
       index,
       role: role === 'model' ? 'assistant' : 'user',
@@ -109,9 +163,10 @@ function parse(messages: readonly unknown[]): ParseResult {
       results,
       thinking: typed.some((p) => p.thought === true),
       original: message,
+      ...(sticky ? { sticky } : {}),
     };
   });
-  return { items, warnings: [] };
+  return { items, warnings };
 }
 
 function violations(items: readonly Item[]): Violation[] {
@@ -137,6 +192,9 @@ function countable(message: unknown): Countable {
     } else if ('functionResponse' in part || 'function_response' in part) {
       const fr = field(part, 'functionResponse', 'function_response')[0] as JsonObject;
       out.text(fr.name).text(responseText(fr.response));
+      // A multimodal response's own parts: media at their flat rates.
+      if (Array.isArray(fr.parts))
+        for (const inner of fr.parts) if (isRecord(inner)) media(out, inner.inlineData ?? inner.fileData);
     } else out.json(part);
   }
   return out.build();

@@ -57,19 +57,37 @@ export function classify(message: unknown, foreign: Foreign): Fit {
   return fit;
 }
 
-function checkTextParts(content: unknown, path: string, allowRefusal: boolean): void {
+/** Where content parts are read: the message's path, the warnings, and whether an unknown type was met. */
+interface PartScan {
+  readonly warnings: Warning[];
+  readonly foreign: Foreign;
+  unknown: boolean;
+}
+
+/** A part of a type Chat Completions does not define (nor another format): kept verbatim, with a warning. */
+function unknownPart(type: string, at: string, scan: PartScan): void {
+  if (scan.foreign.types.has(type)) malformed(`${at}.type`, `part type ${JSON.stringify(type)} is not a Chat Completions part`);
+  scan.unknown = true;
+  scan.warnings.push({ code: 'unknown_part_type', message: `${at}: unknown part type ${JSON.stringify(type)} kept verbatim` });
+}
+
+/** Text parts (and refusals, for an assistant); a known part of another role is a 400, an unknown one a warning. */
+function checkTextParts(content: unknown, path: string, allowRefusal: boolean, scan: PartScan): void {
   if (typeof content === 'string') return;
   const parts = expectArray(content, path);
   parts.forEach((part, k) => {
-    const p = expectRecord(part, `${path}[${k}]`);
-    const type = expectString(p.type, `${path}[${k}].type`);
-    if (type === 'text') expectString(p.text, `${path}[${k}].text`);
-    else if (type === 'refusal' && allowRefusal) expectString(p.refusal, `${path}[${k}].refusal`);
-    else malformed(`${path}[${k}].type`, `part type ${JSON.stringify(type)} is not allowed in this message`);
+    const at = `${path}[${k}]`;
+    const p = expectRecord(part, at);
+    const type = expectString(p.type, `${at}.type`);
+    if (type === 'text') expectString(p.text, `${at}.text`);
+    else if (type === 'refusal' && allowRefusal) expectString(p.refusal, `${at}.refusal`);
+    else if (lookup(PART_TYPES, type) !== undefined)
+      malformed(`${at}.type`, `part type ${JSON.stringify(type)} is not allowed in this message`);
+    else unknownPart(type, at, scan);
   });
 }
 
-function checkUserParts(content: unknown, path: string, warnings: Warning[], foreign: Foreign): void {
+function checkUserParts(content: unknown, path: string, scan: PartScan): void {
   if (typeof content === 'string') return;
   const parts = expectArray(content, path);
   parts.forEach((part, k) => {
@@ -80,8 +98,8 @@ function checkUserParts(content: unknown, path: string, warnings: Warning[], for
     else if (type === 'image_url') expectString(expectRecord(p.image_url, `${at}.image_url`).url, `${at}.image_url.url`);
     else if (type === 'input_audio') expectRecord(p.input_audio, `${at}.input_audio`);
     else if (type === 'file') expectRecord(p.file, `${at}.file`);
-    else if (foreign.types.has(type)) malformed(`${at}.type`, `part type ${JSON.stringify(type)} is not a Chat Completions part`);
-    else warnings.push({ code: 'unknown_part_type', message: `${at}: unknown part type ${JSON.stringify(type)} kept verbatim` });
+    else if (type === 'refusal') malformed(`${at}.type`, 'part type "refusal" is not allowed in this message');
+    else unknownPart(type, at, scan);
   });
 }
 
@@ -110,7 +128,9 @@ function parseToolCalls(value: unknown, path: string): string[] {
 export function parse(messages: readonly unknown[], foreign: Foreign): ParseResult {
   const warnings: Warning[] = [];
   let lastFunctionCall = -1;
+  let past = false;
   const items = messages.map((message, index): Item => {
+    const scan: PartScan = { warnings, foreign, unknown: false };
     const path = `messages[${index}]`;
     const m = expectRecord(message, path);
     const roleName = expectString(m.role, `${path}.role`);
@@ -123,13 +143,13 @@ export function parse(messages: readonly unknown[], foreign: Foreign): ParseResu
     switch (roleName) {
       case 'system':
       case 'developer':
-        checkTextParts(m.content, `${path}.content`, false);
+        checkTextParts(m.content, `${path}.content`, false, scan);
         break;
       case 'user':
-        checkUserParts(m.content, `${path}.content`, warnings, foreign);
+        checkUserParts(m.content, `${path}.content`, scan);
         break;
       case 'assistant':
-        if (m.content !== null && m.content !== undefined) checkTextParts(m.content, `${path}.content`, true);
+        if (m.content !== null && m.content !== undefined) checkTextParts(m.content, `${path}.content`, true, scan);
         if (m.tool_calls !== undefined && m.tool_calls !== null) calls = parseToolCalls(m.tool_calls, `${path}.tool_calls`);
         if (m.function_call !== undefined && m.function_call !== null) {
           const fn = expectRecord(m.function_call, `${path}.function_call`);
@@ -141,7 +161,7 @@ export function parse(messages: readonly unknown[], foreign: Foreign): ParseResu
         break;
       case 'tool':
         results = [expectString(m.tool_call_id, `${path}.tool_call_id`)];
-        checkTextParts(m.content, `${path}.content`, false);
+        checkTextParts(m.content, `${path}.content`, false, scan);
         break;
       default:
         expectString(m.name, `${path}.name`);
@@ -149,7 +169,20 @@ export function parse(messages: readonly unknown[], foreign: Foreign): ParseResu
         results = [`function_call@${lastFunctionCall >= 0 ? lastFunctionCall : 'none'}`];
     }
     const thinking = typeof m.reasoning_content === 'string' || typeof m.reasoning === 'string';
-    return { index, role, userTurn: role === 'user', calls, results, thinking, original: message };
+    // A system or developer message after the conversation started is an instruction, pinned in place.
+    const pinned = past && role === 'system';
+    if (role !== 'system') past = true;
+    return {
+      index,
+      role,
+      userTurn: role === 'user',
+      calls,
+      results,
+      thinking,
+      original: message,
+      ...(pinned ? { pinned } : {}),
+      ...(scan.unknown ? { sticky: true } : {}),
+    };
   });
   return { items, warnings };
 }

@@ -50,10 +50,16 @@ export const OPAQUE = new Set([
   'item_reference',
   'compaction_trigger',
   'additional_tools',
+  'configuration_update',
   'tool_search_output',
   'program',
   'program_output',
 ]);
+/**
+ * Items that change what holds from their place on (the tools offered, the reasoning and text
+ * settings): instructions like a developer message, pinned where they stand after the head.
+ */
+const INSTRUCTIONS = new Set(['additional_tools', 'configuration_update']);
 export const KNOWN = new Set([...MODEL_ITEMS, ...Object.keys(OUTPUTS), ...OPAQUE, 'message']);
 export const PART_TYPES = new Set([
   'input_text',
@@ -109,6 +115,7 @@ function checkMessage(m: JsonObject, path: string, foreign: Foreign): Role {
 export function parse(messages: readonly unknown[], foreign: Foreign): ParseResult {
   const warnings: Warning[] = [];
   let previousModel = false;
+  let past = false;
   const items = messages.map((message, index): Item => {
     const path = `messages[${index}]`;
     const m = expectRecord(message, path);
@@ -120,11 +127,19 @@ export function parse(messages: readonly unknown[], foreign: Foreign): ParseResu
     let results: string[] = [];
     let model = false;
     let opaque = false;
+    let sticky = false;
     const spec = lookup(CALLS, type);
     const answers = lookup(OUTPUTS, type);
+    const search = clientToolSearch(m, type);
     if (type === 'message') {
       role = checkMessage(m, path, foreign);
       model = role === 'assistant';
+    } else if (search === 'call') {
+      calls = [m.call_id as string];
+      model = true;
+    } else if (search === 'output') {
+      results = [m.call_id as string];
+      role = 'tool';
     } else if (spec) {
       calls = [expectString(m[spec.id], `${path}.${spec.id}`)];
       if (type === 'function_call') {
@@ -141,13 +156,17 @@ export function parse(messages: readonly unknown[], foreign: Foreign): ParseResu
       model = true;
     } else if (MODEL_ITEMS.has(type)) {
       model = true;
-    } else {
+    } else if (OPAQUE.has(type)) {
       opaque = true;
       role = 'system';
-      if (!OPAQUE.has(type)) {
-        warnings.push({ code: 'unknown_item_type', message: `${path}: unknown item type ${JSON.stringify(type)} kept verbatim` });
-      }
+    } else {
+      // A type newer than this release: it goes or stays with its neighbours, whatever it pairs with.
+      role = 'system';
+      sticky = true;
+      warnings.push({ code: 'unknown_item_type', message: `${path}: unknown item type ${JSON.stringify(type)} kept verbatim` });
     }
+    const pinned = past && role === 'system' && (type === 'message' || INSTRUCTIONS.has(type));
+    if (role !== 'system') past = true;
     const joinsPrevious = model && previousModel;
     previousModel = model;
     return {
@@ -160,9 +179,22 @@ export function parse(messages: readonly unknown[], foreign: Foreign): ParseResu
       original: message,
       ...(joinsPrevious ? { joinsPrevious } : {}),
       ...(opaque ? { opaque } : {}),
+      ...(pinned ? { pinned } : {}),
+      ...(sticky ? { sticky } : {}),
     };
   });
   return { items, warnings };
+}
+
+/**
+ * A tool search the client runs (`execution: "client"`): its `tool_search_output` answers the
+ * `tool_search_call` with the same `call_id`, as a function call's output does. A search the
+ * server ran is part of the model's response (the call) and kept as it came (the output).
+ */
+function clientToolSearch(m: JsonObject, type: string): 'call' | 'output' | undefined {
+  if (m.execution !== 'client' || typeof m.call_id !== 'string') return undefined;
+  if (type === 'tool_search_call') return 'call';
+  return type === 'tool_search_output' ? 'output' : undefined;
 }
 
 export function violations(items: readonly Item[]): Violation[] {

@@ -4,16 +4,51 @@ import type { Group, GroupKind, Item } from './types.js';
  * Splits a history into groups (STRATEGIES.md): the head of leading system messages, user turns,
  * assistant messages without tool calls, and tool exchanges (one assistant message with calls
  * plus every following message that carries their results). A trailing exchange whose calls are
- * not all answered yet is the in-flight group. Cuts are safe only at group starts.
+ * not all answered yet is the in-flight group. A pinned instruction joins the group before it
+ * (which is then pinned), and an item of an unknown type is never separated from its neighbours
+ * (`Item.pinned`, `Item.sticky`). Cuts are safe only at group starts.
  *
  * Assumes the pairing rules hold (the service rejects a history that breaks them before any
  * strategy runs); on a broken history it still returns a partition, never throws.
  */
 export function buildGroups(items: readonly Item[]): Group[] {
+  const out: Group[] = [];
+  for (const group of plainGroups(items)) {
+    const prev = out[out.length - 1];
+    const joins = prev !== undefined && prev.kind !== 'head' && joinsGroupBefore(items, group.start);
+    if (!joins) {
+      out.push(group);
+      continue;
+    }
+    const pinned = prev.pinned === true || items[group.start]?.pinned === true;
+    const kind = attachedKind(prev, group, items);
+    out[out.length - 1] = { kind, start: prev.start, end: group.end, ...(pinned ? { pinned } : {}) };
+  }
+  return out;
+}
+
+/** Whether the group starting at `start` belongs with the one before it: a pinned instruction, or a seam next to an unknown item. */
+function joinsGroupBefore(items: readonly Item[], start: number): boolean {
+  const item = items[start];
+  return item?.pinned === true || item?.sticky === true || items[start - 1]?.sticky === true;
+}
+
+/** The kind of two groups joined: an instruction takes its turn's kind; an in-flight call stays in flight; else `other`. */
+function attachedKind(prev: Group, next: Group, items: readonly Item[]): GroupKind {
+  if (next.kind === 'in_flight') return 'in_flight';
+  const onlyInstructions = items.slice(next.start, next.end).every((it) => it.pinned === true);
+  return onlyInstructions || prev.kind === next.kind ? prev.kind : 'other';
+}
+
+/** An unknown item with neither calls nor results, between a call and its results: it does not end the exchange. */
+const transparent = (item: Item): boolean => item.sticky === true && item.calls.length === 0 && item.results.length === 0;
+
+/** The groups before pinned instructions and unknown items join their neighbours. */
+function plainGroups(items: readonly Item[]): Group[] {
   const groups: Group[] = [];
   const n = items.length;
   let i = 0;
-  while (i < n && items[i]?.role === 'system') i++;
+  while (i < n && items[i]?.role === 'system' && items[i]?.sticky !== true) i++;
   if (i > 0) groups.push({ kind: 'head', start: 0, end: i });
   while (i < n) {
     // One model response: an item plus every following item that joins it.
@@ -25,6 +60,10 @@ export function buildGroups(items: readonly Item[]): Group[] {
       let j = end;
       while (j < n) {
         const next = items[j] as Item;
+        if (calls.size > 0 && transparent(next)) {
+          j++;
+          continue;
+        }
         if (next.results.length === 0 || next.calls.length > 0 || next.joinsPrevious) break;
         for (const id of next.results) calls.delete(id);
         j++;

@@ -4,7 +4,8 @@ import type { Item, Violation } from './types.js';
  * The pairing rule every format shares (API.md rule 1): the results of a message's tool calls
  * come in the contiguous block of result-carrying messages right after it, each call is answered
  * exactly once, and no result stands without its call. A trailing block whose calls are not all
- * answered yet is in flight and allowed.
+ * answered yet is in flight and allowed. An item of a type the service does not know (`sticky`)
+ * between a call and its results is passed over: what it is, the provider knows.
  */
 export function pairingViolations(items: readonly Item[]): Violation[] {
   const violations: Violation[] = [];
@@ -46,6 +47,8 @@ export function pairingViolations(items: readonly Item[]): Violation[] {
     let j = end;
     for (; j < n; j++) {
       const next = items[j] as Item;
+      // An item of an unknown type between the calls and their results does not end the block.
+      if (next.sticky && next.calls.length === 0 && next.results.length === 0 && pending.size > 0) continue;
       if (next.results.length === 0 || next.calls.length > 0 || next.joinsPrevious) break;
       for (const id of next.results) {
         if (answered.has(id)) {

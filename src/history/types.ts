@@ -32,6 +32,20 @@ export interface Item {
   readonly joinsPrevious?: boolean;
   /** Never rewritten or summarized (e.g. OpenAI's own encrypted `compaction` items). */
   readonly opaque?: boolean;
+  /**
+   * An instruction inside the history (Anthropic's mid-conversation `role: "system"` message, a
+   * Chat or Responses system or developer message after the head): kept byte-identical at its
+   * place like the head, never dropped, summarized, merged or moved. It belongs to the group
+   * before it (Anthropic places it right after the turn it follows), and that group is kept whole
+   * with it (`Group.pinned`).
+   */
+  readonly pinned?: boolean;
+  /**
+   * Carries a block, part or item type the service does not know: kept byte-identical, counted by
+   * its JSON, and never split from its neighbours (no cut on either side of it), since what it
+   * pairs with is unknown.
+   */
+  readonly sticky?: boolean;
   /** The message exactly as it came in. Never mutated. */
   readonly original: unknown;
 }
@@ -46,6 +60,8 @@ export interface Group {
   readonly kind: GroupKind;
   readonly start: number;
   readonly end: number;
+  /** Holds a pinned instruction (`Item.pinned`): kept whole, never dropped or summarized. */
+  readonly pinned?: boolean;
 }
 
 /** A structural-rule violation, as `/v1/validate` lists them. */

@@ -521,20 +521,28 @@ const cases: Case[] = [
     path: 'messages[1].role',
   },
   {
-    name: '"system" message inside an anthropic history',
+    name: 'a role the Messages API does not have, in an anthropic history',
     url: V,
-    payload: { format: 'anthropic', messages: [A_USER, A_ANSWER, { role: 'system', content: 'Be brief.' }] },
+    payload: { format: 'anthropic', messages: [A_USER, A_ANSWER, { role: 'developer', content: 'Be brief.' }] },
     status: 400,
     code: 'CMP_ERR_HISTORY_MALFORMED',
     path: 'messages[2].role',
   },
   {
-    name: '"system" message inside an anthropic history (window)',
+    name: 'a "system" message first in an anthropic history (its place is the top-level system, or after a user turn)',
     url: W,
     payload: { format: 'anthropic', messages: [{ role: 'system', content: 'Be brief.' }, ...ANTH] },
     status: 400,
-    code: 'CMP_ERR_HISTORY_MALFORMED',
-    path: 'messages[0].role',
+    code: 'CMP_ERR_HISTORY_STRUCTURE',
+    path: 'messages[0]',
+  },
+  {
+    name: 'a "system" message before a user turn in an anthropic history',
+    url: W,
+    payload: { format: 'anthropic', messages: [A_USER, { role: 'system', content: 'Be brief.' }, A_USER] },
+    status: 400,
+    code: 'CMP_ERR_HISTORY_STRUCTURE',
+    path: 'messages[2]',
   },
   {
     name: 'anthropic tool_result inside an assistant message',
@@ -699,11 +707,12 @@ const cases: Case[] = [
     path: 'messages[2]',
   },
   {
-    name: 'anthropic history followed by an openai system message',
+    // Anthropic takes system messages inside `messages` too, but only after a user turn.
+    name: 'anthropic history followed by a system message after its last answer',
     url: T,
     payload: { messages: [...ANTH, SYS] },
     status: 400,
-    code: 'CMP_ERR_FORMAT_MIXED',
+    code: 'CMP_ERR_HISTORY_STRUCTURE',
     path: 'messages[4]',
   },
   {
