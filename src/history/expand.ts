@@ -139,6 +139,15 @@ function readMessage(format: FormatAdapter, markers: Markers, message: unknown):
     : undefined;
 }
 
+/** Which messages are pinned instructions (`Item.pinned`); none when the history does not parse. */
+function pinnedOf(format: FormatAdapter, messages: readonly unknown[]): boolean[] {
+  try {
+    return format.parse(messages).items.map((item) => item.pinned === true);
+  } catch {
+    return [];
+  }
+}
+
 /**
  * Puts the transcript a summary stands for back in its place: the summarized range, preceded by
  * whatever each earlier summary it folded stood for (followed through `previous_id`). A summary
@@ -161,6 +170,7 @@ async function expandSummaries(
     const earlier = found.previous_id ? ((await resolve(found.previous_id, depth + 1)) ?? []) : [];
     return [...earlier, ...found.messages];
   };
+  const pinned = pinnedOf(format, input);
   // Each message is read once (a QA header looks ahead at the next two).
   const readings: Reading[] = [];
   const reading = (i: number): Reading => {
@@ -212,7 +222,10 @@ async function expandSummaries(
     }
     restored++;
     if (marker.placement === 'joined' || marker.placement === 'joined-string') {
-      out.push(format.dropLastText(message, marker.placement === 'joined-string'), ...range);
+      // The instructions that follow the host stood before the range too: they stay before it.
+      out.push(format.dropLastText(message, marker.placement === 'joined-string'));
+      while (i + 1 < input.length && pinned[i + 1]) out.push(input[++i]);
+      out.push(...range);
     } else {
       if (marker.placement === 'pair' && out.length > 0 && format.prose(out[out.length - 1]) === SUMMARY_REQUEST) out.pop();
       out.push(...range);

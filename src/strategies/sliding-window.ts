@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { Dropped as DroppedSchema } from '../contract/parts.js';
 import type { Entry, Removal } from '../history/plan/types.js';
 import type { Item, Warning } from '../history/types.js';
+import { keptIslands, keptTokens, lastKeptBefore, mendBelow } from './kept-islands.js';
 import type { PreparedHistory, Strategy, StrategyResult } from './types.js';
 
 /** How much of the newest history to keep: exactly one of runs, messages or tokens. */
@@ -38,24 +39,29 @@ const sum = (counts: readonly number[], from: number, to: number): number => {
 
 /**
  * The requested cut (start of the kept tail), before it is moved to a safe boundary. `floor`: the
- * messages before it are kept whatever the budget (the head, or more: see `windowAbove`).
+ * messages before it are kept whatever the budget (the head, or more: see `windowAbove`). `kept`:
+ * messages kept below any cut (`keptIslands`), counted once against a token budget; without it,
+ * the first user message is.
  */
-export function requestedCut(h: PreparedHistory, keep: Keep, firstUser: number, floor = h.head): number {
+export function requestedCut(h: PreparedHistory, keep: Keep, firstUser: number, floor = h.head, kept?: Uint8Array): number {
   const n = h.items.length;
   if (keep.runs !== undefined) {
     const k = Math.max(1, keep.runs);
     return Math.max(floor, k >= h.runStarts.length ? h.head : (h.runStarts[h.runStarts.length - k] as number));
   }
   if (keep.messages !== undefined) return Math.max(floor, n - keep.messages);
-  // Token budget: the kept prefix, the first user message and whole groups from the newest back.
+  // Token budget: the kept prefix, what is kept anyway and whole groups from the newest back.
   const budget = keep.tokens ?? 0;
-  let used = sum(h.counts, 0, floor) + (firstUser >= floor ? (h.counts[firstUser] as number) : 0);
+  let used = sum(h.counts, 0, floor);
+  if (kept) used += keptTokens(h, kept, floor, n);
+  else if (firstUser >= floor) used += h.counts[firstUser] as number;
   let cut = n;
   for (let g = h.groups.length - 1; g >= 0; g--) {
     const group = h.groups[g];
     if (!group || group.kind === 'head' || group.start < floor) break;
     let cost = sum(h.counts, group.start, group.end);
-    if (firstUser >= group.start && firstUser < group.end) cost -= h.counts[firstUser] as number;
+    if (kept) cost -= keptTokens(h, kept, group.start, group.end);
+    else if (firstUser >= group.start && firstUser < group.end) cost -= h.counts[firstUser] as number;
     if (used + cost > budget && cut < n) break;
     used += cost;
     cut = group.start;
@@ -87,7 +93,9 @@ function run(h: PreparedHistory, options: z.output<typeof WindowOptions>): Strat
 
 /**
  * The sliding window over the messages from `floor` on: those before it are kept like the head.
- * Fit keeps a summary it has just written this way (the prefix through the summary).
+ * Fit keeps a summary it has just written this way (the prefix through the summary). Pinned
+ * instructions are kept in place with their groups, and so are the gaps whose dropping would
+ * leave a seam the format rejects (`keptIslands`).
  */
 export function windowAbove(
   h: PreparedHistory,
@@ -104,22 +112,25 @@ export function windowAbove(
   }
   const warnings: Warning[] = [];
   const firstUser = options.keep_first_user ? h.firstUser : -1;
-  const requested = requestedCut(h, options.keep, firstUser, head);
+  const { kept } = keptIslands(h, head, firstUser);
+  const requested = requestedCut(h, options.keep, firstUser, head, kept);
   let cut = safeCut(h, requested, head);
-
-  const headLast: Item | undefined = head > 0 ? items[head - 1] : undefined;
-  let keepFirst = firstUser >= head && firstUser < cut && format.canFollow(headLast, items[firstUser] as Item);
-  for (;;) {
-    const prefixEnd = keepFirst ? firstUser + 1 : head;
-    if (cut <= prefixEnd || cut >= n) break;
-    if (format.canFollow(keepFirst ? items[firstUser] : headLast, items[cut] as Item)) break;
+  // The tail's first message must be one the format accepts after the last message kept before it.
+  while (cut > head && cut < n) {
+    const last = lastKeptBefore(kept, cut);
+    if (last === cut - 1 || format.canFollow(last >= 0 ? items[last] : undefined, items[cut] as Item)) break;
     cut = (groups[(groupOf[cut] as number) - 1] as { start: number }).start;
-    if (cut <= firstUser) keepFirst = false;
   }
   if (cut < requested) {
     warnings.push({
       code: 'unsafe_cut_avoided',
       message: `kept from message ${cut} instead of ${requested}: a cut there would split a group or break the format's order`,
+    });
+  }
+  for (const [from, to] of mendBelow(h, kept, head, cut)) {
+    warnings.push({
+      code: 'unsafe_cut_avoided',
+      message: `kept messages ${from}–${to - 1}: dropping them would leave a seam ${format.name} rejects next to a kept instruction or the task`,
     });
   }
 
@@ -129,7 +140,7 @@ export function windowAbove(
   let lastRun = -1;
   let lastDroppedIndex = -1;
   for (let i = 0; i < n; i++) {
-    const isDropped = i >= head && i < cut && !(keepFirst && i === firstUser);
+    const isDropped = i >= head && i < cut && !kept[i];
     if (!isDropped) {
       entries.push({ index: i, edits: [] });
       continue;
@@ -145,11 +156,11 @@ export function windowAbove(
   }
   if (lastDroppedIndex >= 0 && h.runIds) dropped.last_dropped_run_id = h.runIds[lastDroppedIndex] ?? null;
   if (options.keep.tokens !== undefined) {
-    const kept = sum(h.counts, 0, n) - dropped.tokens;
-    if (kept > options.keep.tokens) {
+    const keptTotal = sum(h.counts, 0, n) - dropped.tokens;
+    if (keptTotal > options.keep.tokens) {
       warnings.push({
         code: 'target_not_met',
-        message: `kept ${kept} tokens, over the ${options.keep.tokens} asked: the head, first user message${head > h.head ? ', the summary' : ''} and newest group cannot be dropped`,
+        message: `kept ${keptTotal} tokens, over the ${options.keep.tokens} asked: the head, first user message${head > h.head ? ', the summary' : ''}${h.groups.some((g) => g.pinned) ? ', pinned instructions' : ''} and newest group cannot be dropped`,
       });
     }
   }

@@ -1,6 +1,7 @@
 import type { Markers, SummaryMarker, SummaryPlacement } from '../../history/markers.js';
 import type { Item, Warning } from '../../history/types.js';
 import { SUMMARY_REQUEST } from '../../history/vocabulary.js';
+import { groupAt } from '../kept-islands.js';
 import { requestedCut, safeCut } from '../sliding-window.js';
 import type { PreparedHistory } from '../types.js';
 import type { SummarizeOptions } from './options.js';
@@ -32,24 +33,31 @@ function summaryAt(h: PreparedHistory, markers: Markers, at: number): Earlier | 
 }
 
 /**
- * Finds an earlier summary of ours right after the prefix (or joined to its last message). The
- * prefix may be the whole history (nothing but system messages).
+ * Finds an earlier summary of ours right after the prefix, or joined to its host (the prefix's
+ * last message that is not a pinned instruction). The prefix may be the whole history (nothing
+ * but system messages).
  */
-function findEarlier(h: PreparedHistory, markers: Markers, prefixEnd: number): Earlier | undefined {
+function findEarlier(h: PreparedHistory, markers: Markers, prefixEnd: number, hostIndex: number): Earlier | undefined {
   const { format, messages } = h;
-  const last = prefixEnd - 1;
-  if (last >= 0) {
-    const joined = markers.readSummary(format.lastText(messages[last]));
+  if (hostIndex >= 0) {
+    const joined = markers.readSummary(format.lastText(messages[hostIndex]));
     if (joined && (joined.placement === 'joined' || joined.placement === 'joined-string')) {
       return {
-        start: last,
-        end: last,
+        start: hostIndex,
+        end: hostIndex,
         marker: joined,
-        host: format.dropLastText(messages[last], joined.placement === 'joined-string'),
+        host: format.dropLastText(messages[hostIndex], joined.placement === 'joined-string'),
       };
     }
   }
   return summaryAt(h, markers, prefixEnd);
+}
+
+/** The message a summary joins when it cannot stand on its own: the prefix's last that is not a pinned instruction. */
+function hostOf(h: PreparedHistory, prefixEnd: number): number {
+  let i = prefixEnd - 1;
+  while (i >= h.head && (h.items[i] as Item).pinned) i--;
+  return i;
 }
 
 const roleItem = (role: Item['role']): Item => ({
@@ -91,12 +99,22 @@ export function planRolling(h: PreparedHistory, o: SummarizeOptions, markers: Ma
   const requested = requestedCut(h, o.keep, firstUser);
   let cut = safeCut(h, requested);
   const keepFirst = firstUser >= h.head && firstUser < cut;
-  const prefixEnd = keepFirst ? firstUser + 1 : h.head;
-  const earlier = findEarlier(h, markers, prefixEnd);
+  // The task's whole group: an instruction that follows it (Claude Code's environment) stays with it.
+  const prefixEnd = keepFirst ? groupAt(h, firstUser).end : h.head;
+  const hostIndex = hostOf(h, prefixEnd);
+  const earlier = findEarlier(h, markers, prefixEnd, hostIndex);
   const rangeStart = earlier && earlier.end > earlier.start ? earlier.end : prefixEnd;
+  // A pinned instruction after the prefix ends the range: it stays where it stands, and so does what follows it.
+  const pinned = h.groups.find((g) => g.pinned && g.start >= rangeStart && g.start < cut);
+  if (pinned) {
+    cut = pinned.start;
+    warnings.push({
+      code: 'instruction_kept',
+      message: `the summary ends before message ${pinned.start}: the instruction at ${pinnedIndex(h, pinned)} is kept in place with its turn`,
+    });
+  }
 
-  const hostIndex = prefixEnd - 1;
-  const left = hostIndex >= 0 ? items[hostIndex] : undefined;
+  const left = prefixEnd > 0 ? items[prefixEnd - 1] : undefined;
   const summaryRole = o.summary_role === 'system' ? 'system' : 'user';
   let placement: SummaryPlacement = o.summary_role === 'pair' ? 'pair' : 'own';
   // A summary that would follow a message of its own role where roles must alternate joins it.
@@ -108,7 +126,7 @@ export function planRolling(h: PreparedHistory, o: SummarizeOptions, markers: Ma
   while (cut > rangeStart && cut < items.length && !format.canFollow(roleItem(lastRole), items[cut] as Item)) {
     cut = (h.groups[(h.groupOf[cut] as number) - 1] as { start: number }).start;
   }
-  if (cut < requested) {
+  if (cut < requested && !pinned) {
     warnings.push({
       code: 'unsafe_cut_avoided',
       message: `the kept tail starts at message ${cut}, not ${requested}: a cut there is not safe`,
@@ -118,4 +136,10 @@ export function planRolling(h: PreparedHistory, o: SummarizeOptions, markers: Ma
   const opaque: number[] = [];
   for (let i = rangeStart; i < cut; i++) ((items[i] as Item).opaque ? opaque : range).push(i);
   return { prefixEnd, hostIndex, left, earlier, placement, summaryRole, cut, range, opaque };
+}
+
+/** The first pinned message of a pinned group. */
+function pinnedIndex(h: PreparedHistory, group: { start: number; end: number }): number {
+  for (let i = group.start; i < group.end; i++) if ((h.items[i] as Item).pinned) return i;
+  return group.start;
 }

@@ -117,7 +117,8 @@ function commit(
     });
     return { ...noSummary(warnings, 'summary_not_smaller', billed(usage, model)), bestEffort };
   }
-  const role = p.placement === 'pair' ? 'pair' : p.placement === 'own' ? p.summaryRole : `${p.left?.role ?? 'user'} (joined)`;
+  const role =
+    p.placement === 'pair' ? 'pair' : p.placement === 'own' ? p.summaryRole : `${h.items[p.hostIndex]?.role ?? 'user'} (joined)`;
   const rest: Omit<SummaryReport, 'id' | 'parent_id' | 'text' | 'role' | 'message_index'> = {
     covered_messages: covers,
     last_summarized_run_id: h.runIds?.[cut - 1] ?? null,

@@ -52,8 +52,10 @@ export function sectionsOf(h: PreparedHistory): Section[] {
     if (group.kind === 'head') continue;
     const current = sections[sections.length - 1];
     if (group.kind === 'user') {
-      if (current && current.pairs.length === 0) current.header.push(group.start);
-      else sections.push({ header: [group.start], pairs: [] });
+      // The whole group: an instruction that follows the user's words belongs to the header.
+      const header = Array.from({ length: group.end - group.start }, (_, k) => group.start + k);
+      if (current && current.pairs.length === 0) current.header.push(...header);
+      else sections.push({ header, pairs: [] });
       continue;
     }
     if (!current) sections.push({ header: [], pairs: [{ kind: 'original', group }] });
@@ -69,4 +71,25 @@ export function lastReasoning(h: PreparedHistory, indexes: readonly number[]): s
     if (r !== undefined) return r;
   }
   return undefined;
+}
+
+/** Whether a pair holds a pinned instruction (`Group.pinned`): never summarized, kept where it stands. */
+export const pinnedPair = (p: Pair): boolean => p.kind === 'original' && p.group.pinned === true;
+
+/** Whether a section holds a pinned instruction, in its header or its pairs: never merged away. */
+export function pinnedSection(h: PreparedHistory, s: Section): boolean {
+  return s.header.some((i) => h.items[i]?.pinned === true) || s.pairs.some(pinnedPair);
+}
+
+/** The runs of pairs between pinned ones, as `[from, to)` positions in `pairs`. */
+export function unpinnedRuns(pairs: readonly Pair[]): [number, number][] {
+  const runs: [number, number][] = [];
+  let from = 0;
+  pairs.forEach((p, k) => {
+    if (!pinnedPair(p)) return;
+    if (k > from) runs.push([from, k]);
+    from = k + 1;
+  });
+  if (pairs.length > from) runs.push([from, pairs.length]);
+  return runs;
 }

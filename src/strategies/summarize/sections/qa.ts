@@ -1,6 +1,6 @@
 import { insertItems } from '../../../history/plan/apply.js';
 import type { Insert } from '../../../history/plan/types.js';
-import type { Section } from './model.js';
+import { pinnedSection, type Section } from './model.js';
 import type { SectionsRun } from './state.js';
 import { summarizePairs, summarizeUsers } from './summary-pair.js';
 
@@ -24,7 +24,9 @@ export async function qaMerge(run: SectionsRun): Promise<void> {
   ) {
     used += run.sizeOfSection(sections[--keepFrom] as Section);
   }
-  const merged = sections.slice(0, keepFrom);
+  // Sections holding a pinned instruction stay: only those after the last of them merge.
+  const start = sections.slice(0, keepFrom).findLastIndex((s) => pinnedSection(h, s)) + 1;
+  const merged = sections.slice(start, keepFrom);
   if (merged.length < 2) return;
   const headers = merged.flatMap((s) => s.header);
   const userText = o.summarize_user_messages
@@ -39,6 +41,14 @@ export async function qaMerge(run: SectionsRun): Promise<void> {
   const { id } = run.offloadRange(span);
   const header: Insert = { kind: 'text', role: 'user', text: run.ctx.markers.qaHeader(id, userText) };
   const userItem = insertItems(h.format, [header])?.[0];
+  const before = run.before(start);
+  if (userItem && !h.format.canFollow(before, userItem)) {
+    run.warnings.push({
+      code: 'unsafe_cut_avoided',
+      message: `sections ${start}–${keepFrom - 1} were not merged: their merged header cannot follow message ${before?.index ?? 'none'} in ${h.format.name}`,
+    });
+    return;
+  }
   const next = sections[keepFrom]?.header.length
     ? h.items[sections[keepFrom]?.header[0] as number]
     : run.around(keepFrom, 0, 0).prev;
@@ -50,5 +60,5 @@ export async function qaMerge(run: SectionsRun): Promise<void> {
   );
   if (!body) return;
   const qa: Section = { header: merged.flatMap((s) => s.header), qaHeader: header, pairs: [body] };
-  sections.splice(0, keepFrom, qa);
+  sections.splice(start, keepFrom - start, qa);
 }

@@ -114,6 +114,12 @@ export class SectionsRun {
     return sec.header.length ? this.h.items[sec.header[sec.header.length - 1] as number] : undefined;
   }
 
+  /** The message before section `si`: the last of the section before it, or the head's last. */
+  before(si: number): Item | undefined {
+    const { sections, h } = this;
+    return si > 0 ? this.lastOf(sections[si - 1] as Section) : h.head > 0 ? h.items[h.head - 1] : undefined;
+  }
+
   /** What pairs a..b of section `si` sit between. */
   around(si: number, a: number, b: number): Around {
     const { sections, h } = this;
