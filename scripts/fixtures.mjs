@@ -1,7 +1,8 @@
-// The test fixtures that come from the workspace's shared folder: the corpus of real agent transcripts
-// and the providers' published message schemas, copied into test/fixtures/ with their licences and
-// sources (each folder's README.md is the shared folder's own, naming every file's source, commit and
-// licence), so that no test, benchmark or example reads outside the repository.
+// The test fixtures that come from the workspace's shared folder: the corpus of real agent transcripts,
+// copied into test/fixtures/corpus with its licences and sources (its README.md is the shared folder's
+// own, naming every file's source, commit and licence), so that no test, benchmark or example reads
+// outside the repository. The providers' message schemas (test/fixtures/schemas) are no longer copied
+// from there: scripts/provider-schemas.mjs generates them from the providers' SDKs.
 //   node scripts/fixtures.mjs           copy ../shared (or SHARED_DIR) into test/fixtures/
 //   node scripts/fixtures.mjs --check   exit 1 when a fixture is missing or differs from ../shared
 // test/unit/fixtures.test.ts runs the same comparison.
@@ -13,10 +14,7 @@ const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 export const SHARED = resolve(process.env.SHARED_DIR ?? join(root, '..', 'shared'));
 
 /** Each fixture folder: where it comes from in the shared folder, and where it lives here. */
-export const SETS = [
-  { from: 'corpus/real', to: 'test/fixtures/corpus' },
-  { from: 'schemas', to: 'test/fixtures/schemas' },
-];
+export const SETS = [{ from: 'corpus/real', to: 'test/fixtures/corpus' }];
 
 /** Every file under `dir`, relative to it, sorted. */
 export function walk(dir, base = dir) {
@@ -83,5 +81,5 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   }
   copy();
   const left = drift();
-  console.log(left.length ? left.join('\n') : 'test/fixtures/corpus and test/fixtures/schemas match shared/');
+  console.log(left.length ? left.join('\n') : 'test/fixtures/corpus matches shared/');
 }

@@ -4,9 +4,12 @@ import { fileURLToPath } from 'node:url';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
 
-/** The providers' own published request schemas for one message (copied from shared/ by scripts/fixtures.mjs). */
-const SCHEMA_DIR = resolve(dirname(fileURLToPath(import.meta.url)), '../fixtures/schemas');
-const FILES: Record<string, string> = {
+/**
+ * The providers' own published request descriptions of one message, as JSON Schemas generated from
+ * their SDKs' type definitions by scripts/provider-schemas.mjs (versions in versions.json beside them).
+ */
+export const SCHEMA_DIR = resolve(dirname(fileURLToPath(import.meta.url)), '../fixtures/schemas');
+export const SCHEMA_FILES: Readonly<Record<string, string>> = {
   'openai-chat': 'openai-chat-message.schema.json',
   anthropic: 'anthropic-message.schema.json',
   'openai-responses': 'openai-responses-input-item.schema.json',
@@ -20,7 +23,7 @@ const cache = new Map<string, ValidateFunction>();
 export function providerSchema(format: string): ValidateFunction {
   const hit = cache.get(format);
   if (hit) return hit;
-  const file = FILES[format];
+  const file = SCHEMA_FILES[format];
   if (!file) throw new Error(`no provider schema for ${format}`);
   const ajv = new Ajv2020({ allErrors: true, strictRequired: false, strict: false });
   addFormats(ajv);
