@@ -15,8 +15,16 @@ export interface SkeletonCall {
 }
 
 export type SkeletonTurn =
-  | { kind: 'user'; text: string; image: boolean }
-  | { kind: 'assistant'; text: string; thinking: string | null; calls: SkeletonCall[] };
+  | { kind: 'user'; text: string; image: boolean; novel?: boolean }
+  | { kind: 'assistant'; text: string; thinking: string | null; calls: SkeletonCall[] }
+  /** An instruction inside the history: Anthropic's `role: "system"`, a later Chat/Responses developer message. */
+  | { kind: 'instruction'; text: string };
+
+/**
+ * The type every format's renderer gives a block, part or item the service cannot know (a type
+ * newer than the release): the reserved `x_future` prefix, which no provider schema defines.
+ */
+export const FUTURE_TYPE = 'x_future';
 
 export interface Skeleton {
   system: string[];
@@ -55,15 +63,25 @@ const REPEATED = [
   Array.from({ length: 40 }, (_, i) => `src/module_${i}.py:${i * 7}: def handler_${i}(request):`).join('\n'),
 ];
 
-/** Skeletons whose texts (user and assistant text, thinking, arguments, results) come from `textOf`. */
-function skeletonOf(textOf: (max: number) => fc.Arbitrary<string>, task?: fc.Arbitrary<string>): fc.Arbitrary<Skeleton> {
+/**
+ * Skeletons whose texts (user and assistant text, thinking, arguments, results) come from `textOf`;
+ * with `extras`, some turns are instructions and some user turns carry a part of a future type.
+ */
+function skeletonOf(
+  textOf: (max: number) => fc.Arbitrary<string>,
+  task?: fc.Arbitrary<string>,
+  extras = false,
+): fc.Arbitrary<Skeleton> {
   const call: fc.Arbitrary<SkeletonCall> = fc.record({
     name: fc.constantFrom('read_file', 'bash', 'grep', 'web_search', 'write_file'),
     args: fc.dictionary(fc.constantFrom('path', 'command', 'query', 'content'), textOf(60), { maxKeys: 3 }),
     result: fc.oneof({ arbitrary: textOf(120), weight: 3 }, { arbitrary: fc.constantFrom(...REPEATED), weight: 1 }),
     error: fc.boolean(),
   });
-  const userTurn = fc.record({ kind: fc.constant('user' as const), text: textOf(20), image: fc.boolean() });
+  const userTurn: fc.Arbitrary<SkeletonTurn> = extras
+    ? fc.record({ kind: fc.constant('user' as const), text: textOf(20), image: fc.boolean(), novel: fc.boolean() })
+    : fc.record({ kind: fc.constant('user' as const), text: textOf(20), image: fc.boolean() });
+  const instruction = fc.record({ kind: fc.constant('instruction' as const), text: textOf(12) });
   const assistantTurn = fc.record({
     kind: fc.constant('assistant' as const),
     text: fc.oneof(fc.constant(''), textOf(20)),
@@ -72,10 +90,16 @@ function skeletonOf(textOf: (max: number) => fc.Arbitrary<string>, task?: fc.Arb
   });
   return fc.record({
     system: fc.array(text(10), { maxLength: 2 }),
-    turns: fc.array(fc.oneof({ arbitrary: assistantTurn, weight: 3 }, { arbitrary: userTurn, weight: 1 }), {
-      minLength: 0,
-      maxLength: 25,
-    }),
+    turns: fc.array(
+      extras
+        ? fc.oneof(
+            { arbitrary: assistantTurn, weight: 3 },
+            { arbitrary: userTurn, weight: 1 },
+            { arbitrary: instruction, weight: 1 },
+          )
+        : fc.oneof({ arbitrary: assistantTurn, weight: 3 }, { arbitrary: userTurn, weight: 1 }),
+      { minLength: 0, maxLength: 25 },
+    ),
     inFlight: fc.option(
       fc
         .array(call, { minLength: 1, maxLength: 3 })
@@ -110,18 +134,15 @@ export function toOpenAIChat(s: Skeleton): unknown[] {
     return ids;
   };
   for (const turn of s.turns) {
+    if (turn.kind === 'instruction') {
+      out.push({ role: 'developer', content: turn.text });
+      continue;
+    }
     if (turn.kind === 'user') {
-      out.push(
-        turn.image
-          ? {
-              role: 'user',
-              content: [
-                { type: 'text', text: turn.text },
-                { type: 'image_url', image_url: { url: `data:image/png;base64,${PNG}`, detail: 'low' } },
-              ],
-            }
-          : { role: 'user', content: turn.text },
-      );
+      const parts: unknown[] = [{ type: 'text', text: turn.text }];
+      if (turn.image) parts.push({ type: 'image_url', image_url: { url: `data:image/png;base64,${PNG}`, detail: 'low' } });
+      if (turn.novel) parts.push({ type: `${FUTURE_TYPE}_part`, payload: turn.text });
+      out.push(parts.length > 1 ? { role: 'user', content: parts } : { role: 'user', content: turn.text });
       continue;
     }
     const ids = assistant(turn, turn.calls);
@@ -147,6 +168,9 @@ export function toAnthropic(s: Skeleton): { system: string | undefined; messages
   let id = 0;
   const messages: { role: string; content: unknown[] }[] = [];
   const push = (role: 'user' | 'assistant', blocks: unknown[]) => {
+    // A system message is followed by an assistant turn.
+    if (role === 'user' && messages[messages.length - 1]?.role === 'system')
+      messages.push({ role: 'assistant', content: [{ type: 'text', text: 'noted' }] });
     const last = messages[messages.length - 1];
     if (last && last.role === role) {
       // Results must stay first: text joins after them; a second result block cannot arise here.
@@ -171,9 +195,18 @@ export function toAnthropic(s: Skeleton): { system: string | undefined; messages
     return ids;
   };
   for (const turn of s.turns) {
+    if (turn.kind === 'instruction') {
+      // After a user turn (or tool results), never first, never two in a row.
+      const last = messages[messages.length - 1];
+      if (last?.role === 'system') continue;
+      if (last?.role !== 'user') push('user', [{ type: 'text', text: 'continue' }]);
+      messages.push({ role: 'system', content: [{ type: 'text', text: turn.text }] });
+      continue;
+    }
     if (turn.kind === 'user') {
       const blocks: unknown[] = [{ type: 'text', text: turn.text }];
       if (turn.image) blocks.push({ type: 'image', source: { type: 'base64', media_type: 'image/png', data: PNG } });
+      if (turn.novel) blocks.push({ type: `${FUTURE_TYPE}_block`, payload: turn.text });
       push('user', blocks);
       continue;
     }
@@ -250,10 +283,15 @@ export function toResponses(s: Skeleton): unknown[] {
     });
   };
   for (const turn of s.turns) {
+    if (turn.kind === 'instruction') {
+      out.push({ type: 'message', role: 'developer', content: [{ type: 'input_text', text: turn.text }] });
+      continue;
+    }
     if (turn.kind === 'user') {
       const content: unknown[] = [{ type: 'input_text', text: turn.text }];
       if (turn.image) content.push({ type: 'input_image', image_url: `data:image/png;base64,${PNG}`, detail: 'low' });
       out.push({ type: 'message', role: 'user', content });
+      if (turn.novel) out.push({ type: `${FUTURE_TYPE}_item`, id: `xf_${++id}`, payload: turn.text });
       continue;
     }
     const ids = response(turn, turn.calls);
@@ -305,9 +343,12 @@ export function toGemini(s: Skeleton, withIds: boolean): { system: Record<string
       functionResponse: { ...(withIds ? { id: ids[k] } : {}), name: c.name, response: { output: c.result } },
     }));
   for (const turn of s.turns) {
+    // Gemini has no instruction inside `contents`: the system prompt is `systemInstruction`.
+    if (turn.kind === 'instruction') continue;
     if (turn.kind === 'user') {
       const parts: unknown[] = [{ text: turn.text }];
       if (turn.image) parts.push({ inlineData: { mimeType: 'image/png', data: PNG } });
+      if (turn.novel) parts.push({ [`${FUTURE_TYPE}Part`]: { payload: turn.text } });
       push('user', parts);
       continue;
     }
@@ -347,6 +388,13 @@ function historiesOf(skeletons: fc.Arbitrary<Skeleton>): Record<GeneratedHistory
 
 /** A history in each supported format, from the same skeletons. */
 export const histories = historiesOf(skeleton);
+
+/**
+ * Histories with instructions inside them (Anthropic `role: "system"` messages, later developer
+ * messages; none in Gemini, which has no such message) and user turns carrying a block, part or
+ * item of a future type (`FUTURE_TYPE`).
+ */
+export const instructedHistories = historiesOf(skeletonOf(text, undefined, true));
 
 /**
  * Histories whose texts (the task, user and assistant text, tool arguments and results) often

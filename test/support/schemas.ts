@@ -3,6 +3,7 @@ import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
+import { FUTURE_TYPE } from './histories.js';
 
 /**
  * The providers' own published request descriptions of one message, as JSON Schemas generated from
@@ -32,11 +33,16 @@ export function providerSchema(format: string): ValidateFunction {
   return validate;
 }
 
-/** Errors of every message that its provider's schema rejects (empty when all are valid). */
+/**
+ * Errors of every message that its provider's schema rejects (empty when all are valid). A message
+ * holding a type of the future (`FUTURE_TYPE` of the generated histories) is one no published
+ * schema can know: it is not checked.
+ */
 export function schemaErrors(format: string, messages: readonly unknown[]): string[] {
   const validate = providerSchema(format);
   const out: string[] = [];
   messages.forEach((m, i) => {
+    if (JSON.stringify(m).includes(FUTURE_TYPE)) return;
     if (!validate(m)) out.push(`messages[${i}]: ${JSON.stringify(validate.errors?.slice(0, 2))}`);
   });
   return out;
