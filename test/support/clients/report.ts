@@ -69,11 +69,31 @@ export function resultTable(report: ClientReport): string {
     return [String(h.request), String(h.messages.length), ...cells];
   });
   const widths = header.map((_, i) => Math.max(...[header, ...rows].map((row) => (row[i] ?? '').length)));
-  const line = (row: string[]) => row.map((cell, i) => cell.padEnd(widths[i] ?? 0)).join('  ');
+  const line = (row: string[]) =>
+    row
+      .map((cell, i) => cell.padEnd(widths[i] ?? 0))
+      .join('  ')
+      .trimEnd();
   return [line(header), ...rows.map(line)].join('\n');
 }
 
-/** The failures of a report, one line each, distinct messages only (the same 400 on every endpoint is one line per endpoint). */
+/**
+ * The failures of a report, one line per distinct problem: the same 400 on every endpoint of
+ * every request is one line naming the requests and endpoints it hit.
+ */
 export function failureLines(report: ClientReport): string[] {
-  return report.results.filter((r) => !r.ok).map((r) => `${r.label}: ${r.problems.join(' | ')}`);
+  const groups = new Map<string, CheckResult[]>();
+  for (const r of report.results.filter((x) => !x.ok)) {
+    const key = r.problems.map((p) => p.replace(`/v1/${r.endpoint}: `, '')).join(' | ');
+    groups.set(key, [...(groups.get(key) ?? []), r]);
+  }
+  return [...groups].map(([problem, results]) => {
+    const requests = [...new Set(results.map((r) => r.request))];
+    const endpoints = [...new Set(results.map((r) => `/v1/${r.endpoint}`))];
+    const where =
+      requests.length * endpoints.length === results.length
+        ? `requests ${requests.join(', ')} × ${endpoints.join(', ')}`
+        : results.map((r) => `request ${r.request} /v1/${r.endpoint}`).join(', ');
+    return `${report.client}@${report.version} ${where}: ${problem}`;
+  });
 }
