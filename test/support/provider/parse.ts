@@ -139,7 +139,7 @@ function header(headers: IncomingHttpHeaders, name: string): string | undefined 
 
 /**
  * The key a conversation's prompts are cached under: the client's own session id where it sends
- * one (`x-claude-code-session-id`, `session_id`/`session-id`, `prompt_cache_key`,
+ * one (`x-claude-code-session-id`, `session_id`/`session-id`, opencode's `x-session-id`, `prompt_cache_key`,
  * `metadata.user_id`), else a hash of the system prompt and the first history item.
  */
 export function conversationKey(wire: Wire, body: JsonObject, headers: IncomingHttpHeaders): string {
@@ -147,6 +147,7 @@ export function conversationKey(wire: Wire, body: JsonObject, headers: IncomingH
     header(headers, 'x-claude-code-session-id') ??
     header(headers, 'session_id') ??
     header(headers, 'session-id') ??
+    header(headers, 'x-session-id') ??
     str(body.prompt_cache_key) ??
     str(asObject(body.metadata)?.user_id);
   if (own !== undefined) return `session:${own}`;
