@@ -1,0 +1,91 @@
+import { asArray, asObject } from './parse.js';
+import type { JsonObject, JsonValue, ModelRequest, Reply, Scenario, ToolSpec } from './types.js';
+
+/** Shell tools by the names clients give them, best first (Claude Code, opencode, Codex, Gemini CLI, others). */
+const SHELL_NAMES = ['Bash', 'bash', 'exec_command', 'shell', 'local_shell', 'run_shell_command', 'shell_command'];
+
+/**
+ * The client's shell tool: one named as a known shell tool (`Bash`, `bash`, `exec_command`, …),
+ * else the first whose name mentions a shell or a command; undefined when it offers none.
+ */
+export function shellTool(tools: readonly ToolSpec[]): ToolSpec | undefined {
+  for (const name of SHELL_NAMES) {
+    const tool = tools.find((t) => t.name === name);
+    if (tool) return tool;
+  }
+  return tools.find((t) => /bash|shell|exec|command/i.test(t.name) && t.kind !== 'custom');
+}
+
+/** A value of the schema's type, as small as it allows (its default, first enum value, minimum). */
+function sampleValue(schema: JsonObject | undefined): JsonValue {
+  if (!schema) return '';
+  if (schema.default !== undefined) return schema.default;
+  const options = asArray(schema.enum);
+  if (options.length > 0) return options[0] ?? '';
+  const type = Array.isArray(schema.type) ? schema.type[0] : schema.type;
+  if (type === 'integer' || type === 'number') return typeof schema.minimum === 'number' ? schema.minimum : 1;
+  if (type === 'boolean') return false;
+  if (type === 'array') return [];
+  if (type === 'object') return {};
+  return '';
+}
+
+/**
+ * Arguments for a shell tool that fit its JSON schema: the command goes into `command` or `cmd`
+ * (a string, or `["bash", "-lc", command]` where the schema wants an array), a `description`
+ * says which step it is, and every other required property gets the smallest value its schema
+ * allows. A schema with none of those names gets the command in its first required string.
+ */
+export function shellArguments(tool: ToolSpec, command: string, step: number): JsonObject {
+  const properties = asObject(tool.schema?.properties) ?? {};
+  const required = new Set(asArray(tool.schema?.required).filter((r): r is string => typeof r === 'string'));
+  const args: JsonObject = {};
+  let placed = false;
+  for (const [key, raw] of Object.entries(properties)) {
+    const prop = asObject(raw);
+    if (/^(command|cmd)$/i.test(key)) {
+      args[key] = prop?.type === 'array' ? ['bash', '-lc', command] : command;
+      placed = true;
+    } else if (key === 'description') args[key] = `Step ${step + 1}: print a long list of numbers`;
+    else if (required.has(key)) args[key] = sampleValue(prop);
+  }
+  if (!placed) {
+    const target = [...required].find((key) => asObject(properties[key])?.type === 'string') ?? 'command';
+    args[target] = command;
+  }
+  return args;
+}
+
+/** Options of the scripted tool-call task. */
+export interface ToolStepsOptions {
+  /** Tool calls before the final answer (default 3). */
+  steps?: number;
+  /** Lines the first step's command prints (default 1500; each later step one more, so no two outputs are equal). */
+  lines?: number;
+  /** The command of each step (default `seq 1 <lines + step>`). */
+  command?: (step: number) => string;
+  /** The final answer (default: how many steps ran). */
+  final?: (request: ModelRequest) => string;
+}
+
+/**
+ * The default scenario: a task of `steps` shell commands with large outputs, then a text answer.
+ * Which step a request is at is the number of tool results already in its history, so the script
+ * needs no state and survives retries. A request that offers no shell tool (a title request) gets
+ * a short text answer.
+ */
+export function toolSteps(options: ToolStepsOptions = {}): Scenario {
+  const steps = options.steps ?? 3;
+  const lines = options.lines ?? 1500;
+  const command = options.command ?? ((step: number) => `seq 1 ${lines + step}`);
+  return (request): Reply => {
+    const tool = shellTool(request.tools);
+    if (!tool) return { text: 'Counting numbers in the shell' };
+    const step = request.toolResults;
+    if (step >= steps) return { text: options.final?.(request) ?? `Done: ran ${steps} commands.` };
+    return {
+      text: `Running step ${step + 1}.`,
+      toolCalls: [{ name: tool.name, input: shellArguments(tool, command(step), step) }],
+    };
+  };
+}
