@@ -10,6 +10,8 @@ export const NEIGHBOUR_NAMES: ReadonlySet<string> = new Set([
   'COMPACTOR_CORPUS_DIR',
   'COMPACTOR_CLIENT_INSTALLED',
   'COMPACTOR_LOAD_SECONDS',
+  'COMPACTOR_CLIENTS_CACHE',
+  'COMPACTOR_SDK_CACHE',
 ]);
 
 /** Levenshtein distance, bounded: names are short (under 40 characters), so the table is small. */
