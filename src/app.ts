@@ -20,6 +20,7 @@ import compactRoute from './routes/compact.js';
 import fitRoute from './routes/fit.js';
 import inspectRoutes from './routes/inspect.js';
 import preparedRoute from './routes/prepared.js';
+import proxyRoutes from './routes/proxy.js';
 import summarizeRoute from './routes/summarize.js';
 import windowRoute from './routes/window.js';
 import { isOperationUrl } from './service/operations.js';
@@ -184,5 +185,6 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   await app.register(artifactRoutes);
   await app.register(preparedRoute);
   await app.register(inspectRoutes);
+  await app.register(proxyRoutes, { config });
   return app;
 }

@@ -21,6 +21,20 @@ const intFromEnv = (min: number, max: number) =>
 /** The first part of Redis keys: letters, digits, `_ . - { }` (braces for a Redis Cluster hash tag). */
 const redisPrefix = z.string().regex(/^[\w{}.-]{1,64}$/, 'expected 1 to 64 letters, digits, _ . - { }');
 
+/** An upstream base: an http(s) URL without credentials, query or fragment, or `off`. */
+const upstream = z
+  .string()
+  .refine((v) => v === 'off' || validUpstream(v), 'expected an http:// or https:// URL (no user, query or fragment), or off');
+
+function validUpstream(value: string): boolean {
+  try {
+    const url = new URL(value);
+    return /^https?:$/.test(url.protocol) && url.username === '' && url.password === '' && url.search === '' && url.hash === '';
+  } catch {
+    return false;
+  }
+}
+
 /** Keys shorter than this are refused: a guessable key is no key. */
 export const API_KEY_MIN_LENGTH = 16;
 
@@ -146,6 +160,27 @@ export const ConfigSchema = z.object({
       return rows;
     })
     .optional(),
+  /** Where the proxy routes forward: a provider's API origin (with a path prefix if any), or `off`. */
+  COMPACTOR_UPSTREAM_ANTHROPIC: upstream.default('https://api.anthropic.com'),
+  COMPACTOR_UPSTREAM_OPENAI: upstream.default('https://api.openai.com'),
+  COMPACTOR_UPSTREAM_GEMINI: upstream.default('https://generativelanguage.googleapis.com'),
+  /** Fit options for proxied requests, a JSON object (`x-compactor-options` overrides per request). */
+  COMPACTOR_PROXY_OPTIONS: z
+    .string()
+    .max(65_536)
+    .transform((text, ctx) => {
+      const value = parseJson(text);
+      if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+        ctx.addIssue({ code: 'custom', message: 'expected a JSON object of fit options' });
+        return z.NEVER;
+      }
+      return value as Record<string, unknown>;
+    })
+    .optional(),
+  /** How long reduction may hold a proxied request before it is forwarded as it is. */
+  COMPACTOR_PROXY_BUDGET_MS: intFromEnv(0, 600_000).default(500),
+  /** How long the proxy waits for an upstream's headers, and between two chunks of its answer. */
+  COMPACTOR_PROXY_TIMEOUT_MS: intFromEnv(1000, 3_600_000).default(600_000),
   /** The summarizer's own prices, JSON `{input, cached_input, output, currency?}` per million tokens. */
   COMPACTOR_SUMMARIZER_PRICING: z
     .string()
@@ -234,6 +269,15 @@ export const CONFIG_DOCS: Record<keyof Config, string> = {
   COMPACTOR_DEADLINE_MS: 'Deadline of one strategy request once received, summarizer calls and retries included',
   COMPACTOR_PRICES_FILE:
     'JSON price file, {"models": [{"prefix", "input", "cached_input", "cache_write"?, "output", "currency"?}]} per million tokens, whose rows replace or extend the built-in table (read at boot; a regular file of at most 1 MiB)',
+  COMPACTOR_UPSTREAM_ANTHROPIC:
+    'Where /anthropic/* forwards (the Anthropic API origin, or another that speaks it); off: the route answers 404',
+  COMPACTOR_UPSTREAM_OPENAI: 'Where /openai/* forwards (the OpenAI API origin, or another that speaks it); off: 404',
+  COMPACTOR_UPSTREAM_GEMINI: 'Where /gemini/* forwards (the Gemini API origin); off: 404',
+  COMPACTOR_PROXY_OPTIONS:
+    'Fit options for proxied requests, a JSON object (x-compactor-options overrides per request); unset: target_fraction 0.5, limit fraction 0.8, the cost policy',
+  COMPACTOR_PROXY_BUDGET_MS:
+    'How long reduction may hold a proxied request before it goes upstream as it is (plus a summarizer call when a reduction is forced)',
+  COMPACTOR_PROXY_TIMEOUT_MS: "How long the proxy waits for an upstream's headers, and between two chunks of its answer",
   COMPACTOR_SUMMARIZER_PRICING:
     'The summarizer\'s prices, JSON {"input", "cached_input", "output", "currency"?} per million tokens; unset: the table\'s row for its model, else the agent\'s prices',
 };

@@ -37,6 +37,11 @@ export type StrategyResponse<Extra> = z.output<z.ZodObject<typeof StrategyRespon
   /** A summary to prepare off the request path, and the prepared one spliced in (fit); not response fields. */
   prepare?: PrepareRequest;
   spliced?: string;
+  /**
+   * For each output message, the input message it is (kept or edited), or -1 for one written anew:
+   * how the proxy keeps a conversation's upstream history in the client's terms. Not a response field.
+   */
+  sources: number[];
   extra: Extra;
 };
 
@@ -198,6 +203,7 @@ export class Compactor {
       usage: withTotal(usage),
       actions: keepAll(h.items.length),
       warnings,
+      sources: req.messages.map((_, i) => i),
       extra,
     });
     strategy.check?.(options, { profile: h.profile, summarizer: this.summarizer });
@@ -246,6 +252,7 @@ export class Compactor {
       usage: withTotal(out.usage),
       actions: applied.actions,
       warnings,
+      sources: dryRun ? req.messages.map((_, i) => i) : applied.sources,
       ...(out.fallback ? { fallback: out.fallback } : {}),
       ...failure,
       extra: out.extra(applied),

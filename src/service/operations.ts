@@ -53,6 +53,8 @@ export interface Outcome {
   /** A summary fit asks to prepare off the request path, and the prepared one it spliced in. */
   prepare?: PrepareRequest;
   spliced?: string;
+  /** For each output message, its input message or -1 (`StrategyResponse.sources`); strategies only. */
+  sources?: number[];
 }
 
 /** One POST endpoint's work, free of HTTP: its schemas and what it runs, typed by its body schema. */
@@ -100,7 +102,7 @@ async function runStrategy<O extends z.ZodObject, E extends object>(
   call: Call,
 ): Promise<Outcome> {
   const answer = await compactor.run(strategy, request, request, call);
-  const { extra, failure, prepare, spliced, ...result } = answer;
+  const { extra, failure, prepare, spliced, sources, ...result } = answer;
   const x: ReportedExtra = extra;
   const dryRun = request.dry_run === true;
   const report: Report = {
@@ -130,6 +132,7 @@ async function runStrategy<O extends z.ZodObject, E extends object>(
   return {
     value: { ...result, ...extra },
     report,
+    sources,
     ...(prepare ? { prepare } : {}),
     ...(spliced ? { spliced } : {}),
   };

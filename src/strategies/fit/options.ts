@@ -88,6 +88,12 @@ export const FitOptions = z.strictObject({
 
 export type FitOptions = z.output<typeof FitOptions>;
 
+/**
+ * The fit options a proxied request takes (`COMPACTOR_PROXY_OPTIONS`, `x-compactor-options`):
+ * fit's own, each optional, and `context_window` over the model table's.
+ */
+export const ProxyOptions = FitOptions.partial().extend({ context_window: z.number().int().positive().optional() });
+
 /** Fit's own response fields. */
 export const FIT_RESPONSE = {
   stages: z.array(StageSchemaValue).describe('each stage, in order: whether it ran and what it left'),

@@ -1,0 +1,32 @@
+import { Readable } from 'node:stream';
+
+/**
+ * A request body read whole, up to `limit` bytes; past it, what was read and the rest of the
+ * stream are given back as one stream, so the body can still go upstream unchanged (the proxy
+ * fails open: a body too large to reduce is forwarded, not refused).
+ */
+export type ReadBody = { readonly whole: Buffer } | { readonly overflow: Readable };
+
+export async function readBody(stream: Readable, limit: number): Promise<ReadBody> {
+  const chunks: Buffer[] = [];
+  let bytes = 0;
+  // One iterator throughout: leaving a `for await` would destroy the stream the rest is read from.
+  const iterator = stream[Symbol.asyncIterator]();
+  for (;;) {
+    const next = await iterator.next();
+    if (next.done) return { whole: Buffer.concat(chunks, bytes) };
+    const chunk = next.value as Buffer;
+    chunks.push(chunk);
+    bytes += chunk.length;
+    if (bytes > limit) break;
+  }
+  async function* rest(): AsyncGenerator<Buffer> {
+    yield* chunks;
+    for (;;) {
+      const next = await iterator.next();
+      if (next.done) return;
+      yield next.value as Buffer;
+    }
+  }
+  return { overflow: Readable.from(rest(), { objectMode: false }) };
+}

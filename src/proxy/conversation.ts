@@ -1,0 +1,236 @@
+import { createHash } from 'node:crypto';
+import type { Caller } from '../service/artifacts.js';
+import type { ArtifactStore } from '../store/types.js';
+
+/**
+ * A conversation's state, kept in the artifact store so that each upstream request is the
+ * previous upstream request plus what the client appended, until fit decides that a new
+ * reduction pays. The client resends its whole history every call; the state says, in the
+ * client's own message indexes, what the proxy sent upstream for the history it had then: runs
+ * of the client's messages (taken as the client sends them now, its cache markers included) and
+ * messages of ours (placeholders, summaries). It is found again by a hash of the client's history
+ * up to that point, so a client that rewrites its past simply finds no state, and starts anew.
+ */
+
+/** One stretch of the upstream history: the client's messages `[from, to)`, or a message of ours. */
+export type Slot =
+  | { readonly run: readonly [number, number] }
+  /** A message of ours; `of`: the client message it was rewritten from (its cache markers follow the client's). */
+  | { readonly ours: unknown; readonly of?: number };
+
+export interface ConversationState {
+  readonly v: 1;
+  /** How many client messages the upstream history stands for. */
+  readonly length: number;
+  readonly upstream: readonly Slot[];
+}
+
+/** What the previous call's answer said: the provider's usage, and how many upstream messages it covers. */
+export interface RecordedUsage {
+  readonly usage: Record<string, unknown>;
+  readonly covered: number;
+}
+
+/** How far back, in client messages, the previous call's history may end: what one turn can add. */
+export const LOOKBACK = 64;
+
+/**
+ * A message's JSON with `cache_control` markers left out: clients move their cache breakpoints
+ * every call (Claude Code and opencode mark the newest messages), and a moved marker is not a
+ * rewritten past. Linear in the message's size.
+ */
+export function normalized(message: unknown): string {
+  const json = JSON.stringify(message) ?? 'null';
+  if (!json.includes('"cache_control"') && !json.includes('"content":[{"type":"text"')) return json;
+  return (
+    JSON.stringify(message, (key, value: unknown) =>
+      key === 'cache_control' ? undefined : key === 'content' ? plain(value) : value,
+    ) ?? 'null'
+  );
+}
+
+/**
+ * Content of one text block is the same as that text: Claude Code sends its system message as a
+ * block (holding the cache breakpoint) on one call and as a string on the next.
+ */
+function plain(content: unknown): unknown {
+  if (!Array.isArray(content) || content.length !== 1) return content;
+  const only = content[0] as { type?: unknown; text?: unknown } | null;
+  if (typeof only !== 'object' || only === null || only.type !== 'text' || typeof only.text !== 'string') return content;
+  const keys = Object.keys(only).filter((k) => k !== 'cache_control');
+  return keys.length === 2 ? only.text : content;
+}
+
+const sha = (text: string): string => createHash('sha256').update(text).digest('hex');
+
+/**
+ * The key of a conversation: the provider, the client's own session id if it sends one, and the
+ * system prompt and first message (so the sub-agents of one session are conversations of their own).
+ */
+export function conversationKey(provider: string, session: string | undefined, system: unknown, first: unknown): string {
+  return sha(JSON.stringify([provider, session ?? null, normalized(system ?? null), normalized(first ?? null)]));
+}
+
+/** `hashes[k]`: the hash of the conversation key and the client's first `k` messages (normalized). */
+export function prefixHashes(key: string, messages: readonly unknown[]): string[] {
+  const out = [key];
+  let h = key;
+  for (const m of messages) {
+    h = createHash('sha256')
+      .update(h)
+      .update('\0')
+      .update(sha(normalized(m)))
+      .digest('hex');
+    out.push(h);
+  }
+  return out;
+}
+
+/** Copies `from`'s cache markers onto `ours` block by block (Anthropic and OpenAI-compatible content arrays). */
+export function followMarkers(ours: unknown, from: unknown): unknown {
+  const mine = (ours as { content?: unknown } | null)?.content;
+  const theirs = (from as { content?: unknown } | null)?.content;
+  if (!Array.isArray(mine)) return ours;
+  let changed = false;
+  const content = mine.map((block, i) => {
+    if (typeof block !== 'object' || block === null) return block;
+    const marker = Array.isArray(theirs) ? (theirs[i] as { cache_control?: unknown } | undefined)?.cache_control : undefined;
+    const had = 'cache_control' in block;
+    if (!had && marker === undefined) return block;
+    changed = true;
+    const { cache_control: _old, ...rest } = block as Record<string, unknown>;
+    return marker === undefined ? rest : { ...rest, cache_control: marker };
+  });
+  return changed ? { ...(ours as object), content } : ours;
+}
+
+/** The upstream history a state stands for, over the client's current messages. */
+export function resolve(upstream: readonly Slot[], messages: readonly unknown[]): unknown[] {
+  const out: unknown[] = [];
+  for (const slot of upstream) {
+    if ('run' in slot) {
+      for (let i = slot.run[0]; i < slot.run[1]; i++) out.push(messages[i]);
+    } else out.push(slot.of !== undefined ? followMarkers(slot.ours, messages[slot.of]) : slot.ours);
+  }
+  return out;
+}
+
+/** Slots of one message each, merged: consecutive client messages become one run. */
+export function compress(slots: readonly Slot[]): Slot[] {
+  const out: Slot[] = [];
+  for (const slot of slots) {
+    const last = out[out.length - 1];
+    if ('run' in slot && last && 'run' in last && last.run[1] === slot.run[0]) {
+      out[out.length - 1] = { run: [last.run[0], slot.run[1]] };
+    } else out.push(slot);
+  }
+  return out;
+}
+
+/** One slot per upstream message (runs expanded). */
+export function expandSlots(upstream: readonly Slot[]): Slot[] {
+  const out: Slot[] = [];
+  for (const slot of upstream) {
+    if ('run' in slot) for (let i = slot.run[0]; i < slot.run[1]; i++) out.push({ run: [i, i + 1] });
+    else out.push(slot);
+  }
+  return out;
+}
+
+/** Whether a state's upstream is the client's history itself, untouched. */
+export function untouched(upstream: readonly Slot[], length: number): boolean {
+  if (length === 0) return upstream.length === 0;
+  const only = upstream[0];
+  return upstream.length === 1 && only !== undefined && 'run' in only && only.run[0] === 0 && only.run[1] === length;
+}
+
+function isState(value: unknown): value is ConversationState {
+  const v = value as Partial<ConversationState> | null;
+  return typeof v === 'object' && v !== null && v.v === 1 && typeof v.length === 'number' && Array.isArray(v.upstream);
+}
+
+/** The store's ids of a conversation's records: its state, and the usage answered, after `k` client messages. */
+const stateId = (caller: Caller, hash: string) => caller.address(`proxy-state\0${hash}`).id;
+const usageId = (caller: Caller, hash: string) => caller.address(`proxy-usage\0${hash}`).id;
+
+export interface Found {
+  /** The client messages the state stands for. */
+  readonly k: number;
+  readonly state: ConversationState;
+  readonly usage: RecordedUsage | undefined;
+}
+
+/**
+ * The state of the longest prefix of the client's history (at most `LOOKBACK` messages back) that
+ * the proxy saw before, with the usage its answer reported; undefined when there is none. One
+ * read of the store; bounded by the caller's signal.
+ */
+export async function findState(
+  store: ArtifactStore,
+  caller: Caller,
+  hashes: readonly string[],
+  now: number,
+): Promise<Found | undefined> {
+  const n = hashes.length - 1;
+  const ks: number[] = [];
+  for (let k = n; k >= Math.max(1, n - LOOKBACK); k--) ks.push(k);
+  const ids = ks.flatMap((k) => [stateId(caller, hashes[k] as string), usageId(caller, hashes[k] as string)]);
+  const found = await store.get(caller.scope, ids, now);
+  for (const k of ks) {
+    const hash = hashes[k] as string;
+    const record = found.get(stateId(caller, hash));
+    if (!record) continue;
+    let state: unknown;
+    try {
+      state = JSON.parse(record.content);
+    } catch {
+      continue;
+    }
+    if (!isState(state) || state.length !== k) continue;
+    const answered = found.get(usageId(caller, hash));
+    let usage: RecordedUsage | undefined;
+    try {
+      usage = answered ? (JSON.parse(answered.content) as RecordedUsage) : undefined;
+    } catch {
+      usage = undefined;
+    }
+    return { k, state, usage };
+  }
+  return undefined;
+}
+
+/** Stores a conversation's state after `state.length` client messages. */
+export async function saveState(
+  store: ArtifactStore,
+  caller: Caller,
+  hash: string,
+  state: ConversationState,
+  ttlSeconds: number,
+  now: number,
+): Promise<void> {
+  const content = JSON.stringify(state);
+  await store.put(
+    caller.scope,
+    [{ id: stateId(caller, hash), kind: 'proxy_state', tool_name: null, content, sha256: sha(content) }],
+    ttlSeconds,
+    now,
+  );
+}
+
+/** Stores the usage the answer to the call after `k` client messages reported. */
+export async function saveUsage(
+  store: ArtifactStore,
+  caller: Caller,
+  hash: string,
+  usage: RecordedUsage,
+  ttlSeconds: number,
+  now: number,
+): Promise<void> {
+  const content = JSON.stringify(usage);
+  await store.put(
+    caller.scope,
+    [{ id: usageId(caller, hash), kind: 'proxy_usage', tool_name: null, content, sha256: sha(content) }],
+    ttlSeconds,
+    now,
+  );
+}

@@ -1,0 +1,251 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import type { Caller } from '../service/artifacts.js';
+import type { Compactor } from '../service/compactor.js';
+import { OPERATIONS, type Outcome } from '../service/operations.js';
+import type { ArtifactStore } from '../store/types.js';
+import type { PreparedContext } from '../strategies/types.js';
+import {
+  type ConversationState,
+  compress,
+  conversationKey,
+  expandSlots,
+  type Found,
+  findState,
+  prefixHashes,
+  type RecordedUsage,
+  resolve,
+  type Slot,
+  untouched,
+} from './conversation.js';
+import { sessionOf } from './headers.js';
+import type { Provider, Reducible } from './providers.js';
+
+/**
+ * One proxied request's reduction: the conversation's state found, the upstream history it
+ * extends to (the previous upstream history plus what the client appended), fit over that with
+ * the usage the last answer reported, and the new state. It knows the service only as a route
+ * does (`OPERATIONS['/v1/fit']`), and nothing of strategies.
+ */
+
+export interface ReduceDeps {
+  readonly compactor: Compactor;
+  readonly store: ArtifactStore;
+  readonly caller: Caller;
+  /** The caller's prepared summaries (fit splices or starts them), and what fit asked to prepare goes back through `after`. */
+  readonly prepared: () => Promise<PreparedContext | undefined>;
+  readonly after: (outcome: Outcome) => Promise<void>;
+  /** Fit options: the configured defaults with the request's `x-compactor-options` over them. */
+  readonly options: Record<string, unknown>;
+  readonly signal: AbortSignal;
+  readonly now: () => number;
+}
+
+/** What to send upstream and what to remember. */
+export interface Reduction {
+  /** The new history to send, or undefined: the client's body goes as it came, byte for byte. */
+  readonly history: unknown[] | undefined;
+  /** `reduced` (fit applied), `kept` (the previous reduction extended), `unchanged` (nothing reduced, ever). */
+  readonly action: 'reduced' | 'kept' | 'unchanged';
+  readonly tokens: { readonly before: number; readonly after: number; readonly saved: number };
+  /** A short id of the conversation, for the response header and the logs. */
+  readonly conversation: string;
+  /** Whether a message already sent upstream changed (the cached prefix breaks). */
+  readonly prefixBreak: boolean;
+  /** The state to store for the client's whole history, under `hash`. */
+  readonly state: ConversationState;
+  readonly hash: string;
+  /** How many upstream messages the answer's usage will cover (the reply included). */
+  readonly covers: number;
+}
+
+/** A refusal to reduce that sends the request on as it came: its reason for `x-compactor: bypass`. */
+export class Bypass extends Error {
+  constructor(readonly reason: string) {
+    super(reason);
+  }
+}
+
+/**
+ * Where the proxy's fit aims when its options do not say: half the window, a reduction forced
+ * past 80% of it (before the agents' own compaction, which Claude Code runs near the window's end).
+ */
+export const PROXY_TARGET = { target_fraction: 0.5 } as const;
+export const PROXY_LIMIT = { limit: { fraction: 0.8 } } as const;
+
+/** The fit request for an upstream history: the body's system and tools counted, the model's window, the last usage. */
+function fitRequest(
+  reducible: Reducible,
+  body: Record<string, unknown>,
+  messages: unknown[],
+  usage: RecordedUsage | undefined,
+  options: Record<string, unknown>,
+): Record<string, unknown> {
+  const [systemField, ...rest] = reducible.system;
+  const system =
+    reducible.format === 'gemini' ? (body.systemInstruction ?? body.system_instruction) : body[systemField as string];
+  const tools = rest.includes('tools') && Array.isArray(body.tools) ? body.tools : undefined;
+  const model = reducible.pathModel ?? (typeof body.model === 'string' ? body.model : undefined);
+  const request: Record<string, unknown> = {
+    ...(options.target_tokens === undefined && options.target_fraction === undefined ? PROXY_TARGET : {}),
+    ...(options.limit === undefined ? PROXY_LIMIT : {}),
+    ...options,
+    messages,
+    format: reducible.format,
+    ...(model ? { model } : {}),
+    ...(typeof system === 'string' || Array.isArray(system) || (typeof system === 'object' && system !== null) ? { system } : {}),
+    ...(tools ? { tools } : {}),
+  };
+  // The usage covers the previous upstream history and the reply: only when those are all here.
+  if (usage && usage.covered <= messages.length) request.usage = { ...usage.usage, messages_covered: usage.covered };
+  return request;
+}
+
+/** The upstream history's slots after fit: kept messages stay what they were (a client run or ours), the rest are ours. */
+function slotsAfter(
+  before: readonly Slot[],
+  output: readonly unknown[],
+  input: readonly unknown[],
+  sources: readonly number[],
+): Slot[] {
+  return output.map((message, j) => {
+    const src = sources[j] ?? -1;
+    const was = src >= 0 ? before[src] : undefined;
+    if (was && message === input[src]) return was;
+    const of = was && 'run' in was ? was.run[0] : was && 'ours' in was ? was.of : undefined;
+    return of === undefined ? { ours: message } : { ours: message, of };
+  });
+}
+
+/** The first upstream position whose message differs between two slot lists (their common length if none). */
+function firstChange(a: readonly Slot[], b: readonly Slot[]): number {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) if (JSON.stringify(a[i]) !== JSON.stringify(b[i])) return i;
+  return n;
+}
+
+/** A request's history extended from its conversation's state: what would go upstream with no new reduction. */
+export interface Extension {
+  readonly history: unknown[];
+  readonly found: Found | undefined;
+  /** The upstream history before fit: the previous one's slots, then the client's appended messages. */
+  readonly before: Slot[];
+  readonly extended: unknown[];
+  readonly key: string;
+  readonly hashes: string[];
+}
+
+/**
+ * Finds the conversation and extends its previous upstream history with what the client appended
+ * since (one bounded read of the store). Throws `Bypass` where the request should go on as it came
+ * (no history, a conversation the server keeps: `previous_response_id`).
+ */
+export async function extend(
+  deps: Pick<ReduceDeps, 'store' | 'caller' | 'now'>,
+  provider: Provider,
+  reducible: Reducible,
+  body: Record<string, unknown>,
+  headers: IncomingHttpHeaders,
+): Promise<Extension> {
+  const history = body[reducible.history];
+  if (!Array.isArray(history) || history.length === 0) throw new Bypass('no_history');
+  if (body.previous_response_id !== undefined && body.previous_response_id !== null) throw new Bypass('previous_response_id');
+  const systemField = reducible.system[0] as string;
+  const key = conversationKey(provider.name, sessionOf(headers, body), body[systemField], history[0]);
+  const hashes = prefixHashes(key, history);
+  const found = await findState(deps.store, deps.caller, hashes, deps.now());
+  const n = history.length;
+  const before: Slot[] = found
+    ? [...expandSlots(found.state.upstream), ...expandSlots([{ run: [found.k, n] }])]
+    : expandSlots([{ run: [0, n] }]);
+  return { history, found, before, extended: resolve(before, history), key, hashes };
+}
+
+/** The reduction that sends the extension as it is (no new reduction: fit deferred, or ran out of time). */
+export function asExtended(x: Extension): Reduction {
+  const n = x.history.length;
+  const upstream = compress(x.before);
+  const same = untouched(upstream, n);
+  return {
+    history: same ? undefined : x.extended,
+    action: same ? 'unchanged' : 'kept',
+    tokens: { before: 0, after: 0, saved: 0 },
+    conversation: x.key.slice(0, 16),
+    prefixBreak: false,
+    state: { v: 1, length: n, upstream },
+    hash: x.hashes[n] as string,
+    covers: x.before.length + 1,
+  };
+}
+
+/**
+ * Lets fit decide over the extended history, with the usage the last answer reported: a new
+ * reduction where it pays (or is forced), else the extension as it is. Throws what the service
+ * throws (a history it refuses, the store down): the caller fails open.
+ */
+export async function decide(
+  deps: ReduceDeps,
+  reducible: Reducible,
+  body: Record<string, unknown>,
+  x: Extension,
+): Promise<Reduction> {
+  const request = fitRequest(reducible, body, x.extended, x.found?.usage, deps.options);
+  const prepared = await deps.prepared();
+  const outcome = await OPERATIONS['/v1/fit'].perform(deps.compactor, request, {
+    signal: deps.signal,
+    caller: deps.caller,
+    prepared,
+  });
+  await deps.after(outcome);
+  const value = outcome.value as {
+    messages: unknown[];
+    applied: boolean;
+    tokens: { before: number; after: number; saved: number };
+  };
+  if (!value.applied) return { ...asExtended(x), tokens: value.tokens };
+  const after = slotsAfter(x.before, value.messages, x.extended, outcome.sources ?? []);
+  const upstream = compress(after);
+  const previous = x.found ? expandSlots(x.found.state.upstream).length : 0;
+  const n = x.history.length;
+  return {
+    history: untouched(upstream, n) ? undefined : resolve(upstream, x.history),
+    action: 'reduced',
+    tokens: value.tokens,
+    conversation: x.key.slice(0, 16),
+    prefixBreak: firstChange(x.before, after) < previous,
+    state: { v: 1, length: n, upstream },
+    hash: x.hashes[n] as string,
+    covers: after.length + 1,
+  };
+}
+
+/**
+ * Whether the extended history is over the limit a forced reduction starts at (the options'
+ * `limit`, else the proxy's default): sending it as it is could not succeed, so a reduction still
+ * under way is worth a summarizer call's wait. False when it cannot be counted.
+ */
+export function overLimit(
+  compactor: Compactor,
+  reducible: Reducible,
+  body: Record<string, unknown>,
+  x: Extension,
+  options: Record<string, unknown>,
+): boolean {
+  const req = fitRequest(reducible, body, x.extended, x.found?.usage, options);
+  try {
+    const counted = compactor.tokens({
+      messages: x.extended,
+      format: reducible.format,
+      ...(req.model ? { model: req.model as string } : {}),
+      ...(req.system !== undefined ? { system: req.system as string } : {}),
+      ...(req.tools ? { tools: req.tools as unknown[] } : {}),
+      ...(typeof req.context_window === 'number' ? { context_window: req.context_window } : {}),
+      ...(req.usage ? { usage: req.usage as Record<string, unknown> } : {}),
+    });
+    const limit = req.limit as { tokens?: number; fraction?: number } | undefined;
+    const window = counted.context_window;
+    const at = limit?.tokens ?? (window ? Math.floor((limit?.fraction ?? PROXY_LIMIT.limit.fraction) * window) : undefined);
+    return at !== undefined && counted.occupancy > at;
+  } catch {
+    return false;
+  }
+}
