@@ -13,7 +13,7 @@ import { geminiWire } from './provider/wire-gemini.js';
 import { chatWire, responsesWire } from './provider/wire-openai.js';
 
 export { redactHeaders, redactSecrets, redactUrl } from './provider/redact.js';
-export { shellArguments, shellTool, type ToolStepsOptions, toolSteps } from './provider/scenario.js';
+export { rememberedSteps, shellArguments, shellTool, type ToolStepsOptions, toolSteps } from './provider/scenario.js';
 export type * from './provider/types.js';
 
 const ENCODERS: Record<Wire, WireEncoder> = {

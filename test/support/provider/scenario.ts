@@ -89,3 +89,22 @@ export function toolSteps(options: ToolStepsOptions = {}): Scenario {
     };
   };
 }
+
+/**
+ * `toolSteps` for a conversation that a proxy reduces: the step is what the conversation has
+ * been through, remembered per conversation (its session id, or first message), not the tool
+ * results still in the request, which a window or a summary takes out. A retry of the same
+ * request gets the same step; a request that answered the last call moves on.
+ */
+export function rememberedSteps(options: ToolStepsOptions = {}): Scenario {
+  const inner = toolSteps(options);
+  const issued = new Map<string, number>();
+  return async (request) => {
+    const known = issued.get(request.conversation) ?? 0;
+    // A history with no tool result yet is a new task (or a title request): it starts at 0.
+    const step = request.toolResults === 0 ? 0 : Math.max(request.toolResults, known);
+    const reply = await inner({ ...request, toolResults: step });
+    if (reply.toolCalls?.length) issued.set(request.conversation, step + 1);
+    return reply;
+  };
+}
