@@ -162,7 +162,17 @@ async function handle(ctx: Context, provider: Provider, request: FastifyRequest,
   const reducible = provider.reducible(request.method, path);
   if (!reducible) {
     ctx.metrics.requests.inc({ provider: provider.name, outcome: 'passthrough' });
-    return forward(ctx, provider, request, reply, target, hasBody ? incoming : undefined, undefined, {}, undefined);
+    return forward(
+      ctx,
+      provider,
+      request,
+      reply,
+      target,
+      hasBody ? incoming : undefined,
+      undefined,
+      compactorHeaders(undefined, undefined),
+      undefined,
+    );
   }
   const read = await readBody(incoming, ctx.config.COMPACTOR_BODY_LIMIT);
   const bypass = (reason: string, body: Buffer | Readable, reduction?: Reduction) => {
