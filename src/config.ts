@@ -282,6 +282,18 @@ export const CONFIG_DOCS: Record<keyof Config, string> = {
     'The summarizer\'s prices, JSON {"input", "cached_input", "output", "currency"?} per million tokens; unset: the table\'s row for its model, else the agent\'s prices',
 };
 
+/**
+ * Whether the summarizer's server is this very service (a proxy base URL exported in the shell
+ * the service starts from): every summary would go through the proxy back into fit.
+ */
+function pointsAtItself(c: Pick<Config, 'OPENAI_BASE_URL' | 'PORT' | 'HOST'>): boolean {
+  if (!c.OPENAI_BASE_URL) return false;
+  const url = new URL(c.OPENAI_BASE_URL);
+  const port = Number(url.port || (url.protocol === 'https:' ? 443 : 80));
+  const local = ['127.0.0.1', 'localhost', '[::1]', '0.0.0.0', c.HOST].includes(url.hostname);
+  return local && port === c.PORT && /^\/(openai|anthropic|gemini)(\/|$)/.test(url.pathname);
+}
+
 /** Thrown at boot when a variable is invalid; its message names every offending variable. */
 export class ConfigError extends Error {
   override name = 'ConfigError';
@@ -319,6 +331,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         `invalid configuration: COMPACTOR_DEADLINE_MS=${c.COMPACTOR_DEADLINE_MS} must exceed the summarizer's worst case, COMPACTOR_SUMMARIZER_TIMEOUT_MS × (COMPACTOR_SUMMARIZER_MAX_RETRIES + 1) + 10 s per retry = ${worst}`,
       );
     }
+  }
+  if (parsed.success && pointsAtItself(parsed.data)) {
+    throw new ConfigError(
+      `invalid configuration: OPENAI_BASE_URL points at this service itself (port ${parsed.data.PORT}): it names the summarizer's server; set the proxy's base URL in the agent's environment only`,
+    );
   }
   if (parsed.success) {
     const c = parsed.data;

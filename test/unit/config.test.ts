@@ -169,3 +169,20 @@ t.test('the prices file: only a regular file under the size limit is read', asyn
   writeFileSync(big, `{"models": [], "pad": "${'x'.repeat(PRICES_FILE_MAX_BYTES)}"}`);
   t.match(refusal({ COMPACTOR_PRICES_FILE: big }), new RegExp(`larger than ${PRICES_FILE_MAX_BYTES} bytes`));
 });
+
+t.test(
+  'the proxy: upstreams are URLs or off, its options a JSON object, and the summarizer never points at the service itself',
+  async (t) => {
+    const c = loadConfig({});
+    t.equal(c.COMPACTOR_UPSTREAM_ANTHROPIC, 'https://api.anthropic.com');
+    t.equal(loadConfig({ COMPACTOR_UPSTREAM_GEMINI: 'off' }).COMPACTOR_UPSTREAM_GEMINI, 'off');
+    t.throws(() => loadConfig({ COMPACTOR_UPSTREAM_OPENAI: 'ftp://x' }), /COMPACTOR_UPSTREAM_OPENAI/);
+    t.throws(() => loadConfig({ COMPACTOR_UPSTREAM_OPENAI: 'https://user:pw@api.openai.com' }), /COMPACTOR_UPSTREAM_OPENAI/);
+    t.same(loadConfig({ COMPACTOR_PROXY_OPTIONS: '{"target_fraction":0.6}' }).COMPACTOR_PROXY_OPTIONS, { target_fraction: 0.6 });
+    t.throws(() => loadConfig({ COMPACTOR_PROXY_OPTIONS: '[1]' }), /COMPACTOR_PROXY_OPTIONS/);
+    const self = { OPENAI_BASE_URL: 'http://127.0.0.1:8080/openai/v1', COMPACTOR_SUMMARIZER_MODEL: 'm' };
+    t.throws(() => loadConfig(self), /points at this service itself/);
+    t.doesNotThrow(() => loadConfig({ ...self, PORT: '9090' }), 'another port is another service');
+    t.doesNotThrow(() => loadConfig({ ...self, OPENAI_BASE_URL: 'http://127.0.0.1:8080/v1' }), 'not a proxy path');
+  },
+);
