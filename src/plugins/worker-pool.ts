@@ -126,15 +126,24 @@ export class WorkerPool {
     return this.pool;
   }
 
-  /** Runs one request on the pool; the body is moved to the worker, not copied. */
-  async run(url: OperationUrl, body: Buffer, request: FastifyRequest, prepared?: PreparedContext): Promise<TaskResult> {
+  /**
+   * Runs one request on the pool; the body is moved to the worker, not copied. `keyDigest`: the
+   * caller's, where it is not the request's validated key (a proxied request's credential).
+   */
+  async run(
+    url: OperationUrl,
+    body: Buffer,
+    request: FastifyRequest,
+    prepared?: PreparedContext,
+    keyDigest?: Uint8Array | null,
+  ): Promise<TaskResult> {
     const pool = this.pool ?? this.start();
     const bytes = new Uint8Array(body.buffer, body.byteOffset, body.byteLength);
     const movable = body.byteOffset === 0 && body.byteLength === body.buffer.byteLength ? bytes : new Uint8Array(bytes);
     const task: Task = {
       url,
       body: movable,
-      keyDigest: request.apiKeyDigest ? new Uint8Array(request.apiKeyDigest) : null,
+      keyDigest: keyDigest !== undefined ? keyDigest : request.apiKeyDigest ? new Uint8Array(request.apiKeyDigest) : null,
       deadlineMs: this.app.deadlineMs,
       requestId: String(request.id),
       ...(prepared ? { prepared } : {}),

@@ -34,6 +34,11 @@ export interface ReduceDeps {
   /** The caller's prepared summaries (fit splices or starts them), and what fit asked to prepare goes back through `after`. */
   readonly prepared: () => Promise<PreparedContext | undefined>;
   readonly after: (outcome: Outcome) => Promise<void>;
+  /**
+   * Runs the fit request as `/v1/fit` would (in line, or on a worker thread for a large history);
+   * `perform` validates it first. Default: in line.
+   */
+  readonly runFit?: (request: Record<string, unknown>, prepared: PreparedContext | undefined) => Promise<Outcome>;
   /** Fit options: the configured defaults with the request's `x-compactor-options` over them. */
   readonly options: Record<string, unknown>;
   readonly signal: AbortSignal;
@@ -190,11 +195,9 @@ export async function decide(
 ): Promise<Reduction> {
   const request = fitRequest(reducible, body, x.extended, x.found?.usage, deps.options);
   const prepared = await deps.prepared();
-  const outcome = await OPERATIONS['/v1/fit'].perform(deps.compactor, request, {
-    signal: deps.signal,
-    caller: deps.caller,
-    prepared,
-  });
+  const outcome = deps.runFit
+    ? await deps.runFit(request, prepared)
+    : await OPERATIONS['/v1/fit'].perform(deps.compactor, request, { signal: deps.signal, caller: deps.caller, prepared });
   await deps.after(outcome);
   const value = outcome.value as {
     messages: unknown[];

@@ -2,6 +2,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { type Config, ConfigError } from '../config.js';
+import { failureError } from '../plugins/worker-pool.js';
 import { readBody } from '../proxy/body.js';
 import { saveState, saveUsage } from '../proxy/conversation.js';
 import { clientResponseHeaders, credentialOf, headerValue, upstreamRequestHeaders } from '../proxy/headers.js';
@@ -11,8 +12,10 @@ import { asExtended, Bypass, decide, type Extension, extend, overLimit, type Red
 import { Upstreams, UpstreamUnreachable } from '../proxy/upstream.js';
 import { UsageTap } from '../proxy/usage-tap.js';
 import type { Caller } from '../service/artifacts.js';
+import { OPERATIONS, type Outcome } from '../service/operations.js';
 import { parseJsonBody } from '../service/request-body.js';
 import { ProxyOptions } from '../strategies/fit/options.js';
+import type { PreparedContext } from '../strategies/types.js';
 
 /**
  * The proxy routes: a drop-in base URL per provider (`/anthropic`, `/openai`, `/gemini`). A model
@@ -130,8 +133,14 @@ export default async function proxyRoutes(app: FastifyInstance, { config }: { co
   });
 }
 
-/** The caller a proxied request speaks for: its Compactor key, else a keyed hash of its provider credential. */
-function callerOf(ctx: Context, provider: Provider, request: FastifyRequest, query: URLSearchParams): Caller | 'refused' {
+/** Who a proxied request speaks for: its Compactor key, else a keyed hash of its provider credential. */
+interface Who {
+  readonly caller: Caller;
+  /** The digest its scope derives from (a worker thread derives the same caller from it). */
+  readonly digest: Uint8Array | null;
+}
+
+function callerOf(ctx: Context, provider: Provider, request: FastifyRequest, query: URLSearchParams): Who | 'refused' {
   const { compactor } = ctx.app;
   if (ctx.keys.length > 0) {
     const given = headerValue(request.headers, 'x-compactor-key');
@@ -139,10 +148,40 @@ function callerOf(ctx: Context, provider: Provider, request: FastifyRequest, que
     const d = digest(given);
     let ok = false;
     for (const key of ctx.keys) ok = timingSafeEqual(d, key) || ok;
-    return ok ? compactor.caller(d) : 'refused';
+    return ok ? { caller: compactor.caller(d), digest: d } : 'refused';
   }
   const credential = credentialOf(provider, request.headers, query);
-  return credential ? compactor.caller(digest(`provider-credential\0${credential}`)) : compactor.caller(null);
+  const d = credential ? digest(`provider-credential\0${credential}`) : null;
+  return { caller: compactor.caller(d), digest: d };
+}
+
+/**
+ * Runs a fit request as the fit route does: in line, or, for a history large enough, on a worker
+ * thread (judged by its bytes, as the route judges a body), so that reading, counting and
+ * rewriting it never stalls the streams of other calls.
+ */
+function fitRunner(ctx: Context, request: FastifyRequest, who: Who) {
+  return async (body: Record<string, unknown>, prepared: PreparedContext | undefined): Promise<Outcome> => {
+    const { app } = ctx;
+    const bytes = Buffer.from(JSON.stringify(body));
+    if (!app.workerPool.accepts(bytes.length)) {
+      return OPERATIONS['/v1/fit'].perform(app.compactor, body, {
+        signal: AbortSignal.timeout(ctx.config.COMPACTOR_DEADLINE_MS),
+        caller: who.caller,
+        prepared,
+      });
+    }
+    const result = await app.workerPool.run('/v1/fit', bytes, request, prepared, who.digest);
+    if (!result.ok) throw failureError(result);
+    const payload = Buffer.from(result.payload.buffer, result.payload.byteOffset, result.payload.byteLength);
+    return {
+      value: JSON.parse(payload.toString('utf8')) as unknown,
+      ...(result.report ? { report: result.report } : {}),
+      ...(result.prepare ? { prepare: result.prepare } : {}),
+      ...(result.spliced ? { spliced: result.spliced } : {}),
+      ...(result.sources ? { sources: result.sources } : {}),
+    };
+  };
 }
 
 async function handle(ctx: Context, provider: Provider, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
@@ -155,8 +194,9 @@ async function handle(ctx: Context, provider: Provider, request: FastifyRequest,
   const target = ctx.upstreams.url(provider.name, rest);
   if (!ctx.upstreams.base(provider.name)) return fail(404, `the ${provider.name} proxy is off on this service`);
   if (!target) return fail(400, 'the request path cannot be forwarded');
-  const caller = callerOf(ctx, provider, request, new URLSearchParams(query));
-  if (caller === 'refused') return fail(401, 'this Compactor needs its key: send x-compactor-key');
+  const who = callerOf(ctx, provider, request, new URLSearchParams(query));
+  if (who === 'refused') return fail(401, 'this Compactor needs its key: send x-compactor-key');
+  const { caller } = who;
   const incoming: Readable = request.body instanceof Readable ? request.body : request.raw;
   const hasBody = !['GET', 'HEAD'].includes(request.method);
   const reducible = provider.reducible(request.method, path);
@@ -194,7 +234,7 @@ async function handle(ctx: Context, provider: Provider, request: FastifyRequest,
   let reduction: Reduction;
   let late: string | undefined;
   try {
-    ({ reduction, late } = await reduceWithin(ctx, provider, reducible, request, json, caller));
+    ({ reduction, late } = await reduceWithin(ctx, provider, reducible, request, json, who));
   } catch (error) {
     return bypass(reasonOf(error), raw);
   }
@@ -231,9 +271,10 @@ async function reduceWithin(
   reducible: Reducible,
   request: FastifyRequest,
   body: Record<string, unknown>,
-  caller: Caller,
+  who: Who,
 ): Promise<{ reduction: Reduction; late: string | undefined }> {
   const { app, config } = ctx;
+  const { caller } = who;
   const options = requestOptions(ctx.defaults, headerValue(request.headers, 'x-compactor-options'));
   const deps = {
     compactor: app.compactor,
@@ -244,6 +285,7 @@ async function reduceWithin(
     options,
     signal: AbortSignal.timeout(config.COMPACTOR_DEADLINE_MS),
     now: Date.now,
+    runFit: fitRunner(ctx, request, who),
   };
   const budget = config.COMPACTOR_PROXY_BUDGET_MS;
   const x: Extension = await within(extend(deps, provider, reducible, body, request.headers), budget);
