@@ -1,5 +1,5 @@
 import type { Readable } from 'node:stream';
-import { Agent, errors, request } from 'undici';
+import { Agent, errors, request } from './undici.js';
 import type { ProviderName } from './providers.js';
 
 /**

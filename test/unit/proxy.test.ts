@@ -196,3 +196,14 @@ t.test('the upstream is configuration only: a path never moves the request to an
   t.equal(PROVIDERS.openai.reducible('GET', '/v1/responses'), undefined);
   t.ok(PROVIDERS.anthropic.reducible('POST', '/v1/messages/count_tokens')?.countOnly);
 });
+
+t.test('loading undici 7 for the proxy leaves Node’s own fetch working (the summarizer’s SDK uses it)', async (t) => {
+  const { createServer } = await import('node:http');
+  const server = createServer((_req, res) => res.end('ok'));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  t.teardown(() => server.close());
+  const { port } = server.address() as { port: number };
+  // Imported above, before any fetch: undici 7 would have installed its agent for Node's fetch.
+  const res = await fetch(`http://127.0.0.1:${port}/`);
+  t.equal(await res.text(), 'ok');
+});
