@@ -203,7 +203,11 @@ t.test('loading undici 7 for the proxy leaves Node’s own fetch working (the su
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
   t.teardown(() => server.close());
   const { port } = server.address() as { port: number };
-  // Imported above, before any fetch: undici 7 would have installed its agent for Node's fetch.
+  // Imported above, before any fetch: undici 7 would have installed its agent for Node's fetch,
+  // which fails on it once a server closes a kept-alive connection (test/system/worker-pool.test.ts).
+  const { Agent } = await import('../../src/proxy/undici.js');
+  const global = (globalThis as Record<symbol, unknown>)[Symbol.for('undici.globalDispatcher.1')];
+  t.notOk(global instanceof Agent, 'the global dispatcher is Node’s own, not undici 7’s');
   const res = await fetch(`http://127.0.0.1:${port}/`);
   t.equal(await res.text(), 'ok');
 });
