@@ -4,9 +4,10 @@ import { pino } from 'pino';
 import t, { type Test } from 'tap';
 import { buildApp } from '../../src/app.js';
 import type { Config } from '../../src/config.js';
-import { build, testConfig } from '../support/app.js';
+import { build, fakeLlm, testConfig } from '../support/app.js';
 import { FakeProvider } from '../support/fake-provider.js';
 import { listen } from '../support/net.js';
+import { conversation, SYSTEM } from '../support/prepared.js';
 import { asObject } from '../support/provider/parse.js';
 
 /**
@@ -241,3 +242,59 @@ t.test('count_tokens counts what would be sent; the store down fails open; no cr
   t.notOk(all.includes('sk-ant-secret-in-logs'), 'the credential is in no log line');
   t.notOk(all.includes('line 1.3'), 'no content is in a log line');
 });
+
+t.test(
+  'prepared summaries through the proxy: made off the request path at the soft point, spliced by the call that needs it',
+  async (t) => {
+    const fake = await new FakeProvider().start();
+    t.teardown(() => fake.stop());
+    const llm = await fakeLlm(t);
+    // The summarizer is slow: a call that waited for it would go past the budget.
+    llm.fallback = () => ({
+      content: '## Goal and constraints\nExplain the modules.\n## Current state\nHalf done.',
+      delayMs: 400,
+    });
+    const app = await build(t, {
+      COMPACTOR_STORE_URL: 'memory:',
+      COMPACTOR_UPSTREAM_OPENAI: fake.url,
+      OPENAI_BASE_URL: llm.url,
+      COMPACTOR_SUMMARIZER_MODEL: 'summarizer-small',
+      COMPACTOR_PREPARE: 'on',
+      COMPACTOR_PROXY_BUDGET_MS: '200',
+      COMPACTOR_PROXY_OPTIONS: JSON.stringify({
+        target_tokens: 3000,
+        policy: 'tokens',
+        summarize: { keep: { messages: 6 } },
+        prepare: { at: { tokens: 1500 } },
+      }),
+    });
+    const { base } = await listen(app);
+    const headers = { authorization: 'Bearer sk-user', 'session-id': 'prepared-1' };
+    const send = async (messages: unknown[]) => {
+      const res = await post(base, '/openai/v1/chat/completions', { model: 'gpt-4o', messages }, headers);
+      await res.text();
+      return String(res.headers.get('x-compactor'));
+    };
+    let history: unknown[] = [SYSTEM, ...conversation(12)];
+    const actions = [await send(history)];
+    // The summary is prepared in the background while the agent goes on.
+    for (let i = 0; i < 100 && llm.requests.length === 0; i++) await new Promise((r) => setTimeout(r, 20));
+    await new Promise((r) => setTimeout(r, 600));
+    for (let turn = 12; turn < 24; turn += 2) {
+      history = [...history, ...conversation(2, turn)];
+      actions.push(await send(history));
+    }
+    const metrics = (await app.inject({ method: 'GET', url: '/metrics' })).body;
+    t.match(
+      metrics,
+      /compactor_prepared_total\{event="spliced"\} [1-9]/,
+      `a prepared summary was spliced (${actions.join(', ')})`,
+    );
+    t.notOk(
+      actions.some((a) => a.includes('reason=budget')),
+      'no call waited past the budget for the summarizer',
+    );
+    t.ok(actions.includes('reduced'), 'and the conversation was reduced');
+    t.ok(llm.requests.length <= 3, `${llm.requests.length} summarizer calls`);
+  },
+);
