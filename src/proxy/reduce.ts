@@ -30,7 +30,10 @@ import type { Provider, Reducible } from './providers.js';
 export interface ReduceDeps {
   readonly compactor: Compactor;
   readonly store: ArtifactStore;
+  /** Who the artifacts and summaries belong to. */
   readonly caller: Caller;
+  /** Who the conversation's state belongs to (never shared between two users of one proxy). */
+  readonly owner: Caller;
   /** The caller's prepared summaries (fit splices or starts them), and what fit asked to prepare goes back through `after`. */
   readonly prepared: () => Promise<PreparedContext | undefined>;
   readonly after: (outcome: Outcome) => Promise<void>;
@@ -145,7 +148,7 @@ export interface Extension {
  * (no history, a conversation the server keeps: `previous_response_id`).
  */
 export async function extend(
-  deps: Pick<ReduceDeps, 'store' | 'caller' | 'now'>,
+  deps: Pick<ReduceDeps, 'store' | 'owner' | 'now'>,
   provider: Provider,
   reducible: Reducible,
   body: Record<string, unknown>,
@@ -157,7 +160,7 @@ export async function extend(
   const systemField = reducible.system[0] as string;
   const key = conversationKey(provider.name, sessionOf(headers, body), body[systemField], history[0]);
   const hashes = prefixHashes(key, history);
-  const found = await findState(deps.store, deps.caller, hashes, deps.now());
+  const found = await findState(deps.store, deps.owner, hashes, deps.now());
   const n = history.length;
   const before: Slot[] = found
     ? [...expandSlots(found.state.upstream), ...expandSlots([{ run: [found.k, n] }])]

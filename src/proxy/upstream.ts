@@ -1,6 +1,6 @@
 import type { Readable } from 'node:stream';
-import { Agent, errors, request } from './undici.js';
 import type { ProviderName } from './providers.js';
+import { Agent, errors, request } from './undici.js';
 
 /**
  * The proxy's HTTP client: undici, one keep-alive pool per upstream origin, timeouts set (never

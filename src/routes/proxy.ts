@@ -133,11 +133,17 @@ export default async function proxyRoutes(app: FastifyInstance, { config }: { co
   });
 }
 
-/** Who a proxied request speaks for: its Compactor key, else a keyed hash of its provider credential. */
+/**
+ * Who a proxied request speaks for. With Compactor's keys, the key owns everything. Without them
+ * (one trust domain, bound to localhost), artifacts and summaries live in the service's one shared
+ * scope, as `/v1` and `/mcp` see them, while the conversation's state belongs to a keyed hash of
+ * the provider credential: two users of one proxy never extend each other's conversation.
+ */
 interface Who {
   readonly caller: Caller;
-  /** The digest its scope derives from (a worker thread derives the same caller from it). */
+  /** The digest the caller's scope derives from (a worker thread derives the same caller from it). */
   readonly digest: Uint8Array | null;
+  readonly owner: Caller;
 }
 
 function callerOf(ctx: Context, provider: Provider, request: FastifyRequest, query: URLSearchParams): Who | 'refused' {
@@ -148,11 +154,13 @@ function callerOf(ctx: Context, provider: Provider, request: FastifyRequest, que
     const d = digest(given);
     let ok = false;
     for (const key of ctx.keys) ok = timingSafeEqual(d, key) || ok;
-    return ok ? { caller: compactor.caller(d), digest: d } : 'refused';
+    if (!ok) return 'refused';
+    const caller = compactor.caller(d);
+    return { caller, digest: d, owner: caller };
   }
   const credential = credentialOf(provider, request.headers, query);
-  const d = credential ? digest(`provider-credential\0${credential}`) : null;
-  return { caller: compactor.caller(d), digest: d };
+  const owner = compactor.caller(credential ? digest(`provider-credential\0${credential}`) : null);
+  return { caller: compactor.caller(null), digest: null, owner };
 }
 
 /**
@@ -196,7 +204,6 @@ async function handle(ctx: Context, provider: Provider, request: FastifyRequest,
   if (!target) return fail(400, 'the request path cannot be forwarded');
   const who = callerOf(ctx, provider, request, new URLSearchParams(query));
   if (who === 'refused') return fail(401, 'this Compactor needs its key: send x-compactor-key');
-  const { caller } = who;
   const incoming: Readable = request.body instanceof Readable ? request.body : request.raw;
   const hasBody = !['GET', 'HEAD'].includes(request.method);
   const reducible = provider.reducible(request.method, path);
@@ -244,8 +251,9 @@ async function handle(ctx: Context, provider: Provider, request: FastifyRequest,
   if (reduction.action === 'reduced')
     ctx.metrics.tokensSaved.inc({ provider: provider.name }, Math.max(0, reduction.tokens.saved));
   if (reduction.prefixBreak) ctx.metrics.prefixBreaks.inc({ provider: provider.name });
-  const record = reducible.countOnly ? undefined : { reduction, caller };
-  if (record) void remember(ctx, () => saveState(ctx.app.store, caller, reduction.hash, reduction.state, ttl(ctx), Date.now()));
+  const record = reducible.countOnly ? undefined : { reduction, owner: who.owner };
+  if (record)
+    void remember(ctx, () => saveState(ctx.app.store, who.owner, reduction.hash, reduction.state, ttl(ctx), Date.now()));
   return forward(ctx, provider, request, reply, target, sent, reducible, compactorHeaders(reduction, late), record);
 }
 
@@ -280,6 +288,7 @@ async function reduceWithin(
     compactor: app.compactor,
     store: app.store,
     caller,
+    owner: who.owner,
     prepared: () => app.preparer.context(caller.scope),
     after: (outcome: Parameters<typeof app.preparer.after>[1]) => app.preparer.after(caller.scope, outcome),
     options,
@@ -321,7 +330,7 @@ async function forward(
   body: Buffer | Readable | undefined,
   reducible: Reducible | undefined,
   headers: Record<string, string>,
-  record: { reduction: Reduction; caller: Caller } | undefined,
+  record: { reduction: Reduction; owner: Caller } | undefined,
 ): Promise<FastifyReply> {
   // A model call's answer is read for its usage: asked for uncompressed.
   const set: Record<string, string> = reducible ? { 'accept-encoding': 'identity' } : {};
@@ -360,7 +369,7 @@ function tapUsage(
   ctx: Context,
   provider: Provider,
   answer: Awaited<ReturnType<Upstreams['send']>>,
-  record: { reduction: Reduction; caller: Caller },
+  record: { reduction: Reduction; owner: Caller },
 ): void {
   const encoding = String(answer.headers['content-encoding'] ?? 'identity').toLowerCase();
   if (encoding !== 'identity') return;
@@ -370,9 +379,9 @@ function tapUsage(
     const usage = tap.end();
     ctx.metrics.usageRead.inc({ provider: provider.name, found: usage ? 'yes' : 'no' });
     if (!usage) return;
-    const { reduction, caller } = record;
+    const { reduction, owner } = record;
     void remember(ctx, () =>
-      saveUsage(ctx.app.store, caller, reduction.hash, { usage, covered: reduction.covers }, ttl(ctx), Date.now()),
+      saveUsage(ctx.app.store, owner, reduction.hash, { usage, covered: reduction.covers }, ttl(ctx), Date.now()),
     );
   });
 }
