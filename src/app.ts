@@ -19,6 +19,7 @@ import artifactRoutes from './routes/artifacts.js';
 import compactRoute from './routes/compact.js';
 import fitRoute from './routes/fit.js';
 import inspectRoutes from './routes/inspect.js';
+import mcpRoutes from './routes/mcp.js';
 import preparedRoute from './routes/prepared.js';
 import proxyRoutes from './routes/proxy.js';
 import summarizeRoute from './routes/summarize.js';
@@ -186,5 +187,6 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   await app.register(preparedRoute);
   await app.register(inspectRoutes);
   await app.register(proxyRoutes, { config });
+  await app.register(mcpRoutes, { config });
   return app;
 }

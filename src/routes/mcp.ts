@@ -1,0 +1,93 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { createRequire } from 'node:module';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { Counter } from 'prom-client';
+import type { Config } from '../config.js';
+import { CompactorError } from '../errors.js';
+import { mcpServer, type RecallDeps } from '../mcp/server.js';
+import type { Caller } from '../service/artifacts.js';
+
+const { version } = createRequire(import.meta.url)('../../package.json') as { version: string };
+const digest = (text: string) => createHash('sha256').update(text).digest();
+
+/**
+ * `/mcp`: an MCP server (streamable HTTP, stateless: each POST is answered on its own) on the
+ * service's own port, so that the agents people run (Claude Code, Codex, opencode, the OpenAI
+ * Agents SDK) can recall what Compactor cleared. Under the service's auth: with keys, the
+ * Compactor key in `Authorization: Bearer` or `x-compactor-key`; none on the embedded default.
+ * Tenant-scoped exactly like `/v1/artifacts`.
+ */
+export default async function mcpRoutes(app: FastifyInstance, { config }: { config: Config }): Promise<void> {
+  const keys = (config.COMPACTOR_API_KEYS ?? []).map(digest);
+  const calls = new Counter({
+    name: 'compactor_mcp_calls_total',
+    help: 'MCP tool calls by tool and outcome (recall: ok, not_found, bad_offset; search: found, none, bad_query)',
+    labelNames: ['tool', 'outcome'],
+    registers: [app.metrics.registry],
+  });
+
+  /** The caller of a request: its key's, or the shared scope when the service has none. */
+  const callerOf = (request: FastifyRequest): Caller => {
+    if (keys.length === 0) return app.compactor.caller(null);
+    const bearer = /^Bearer[ \t]+(\S.*)$/i.exec(String(request.headers.authorization ?? ''))?.[1]?.trim();
+    const given =
+      bearer ?? (typeof request.headers['x-compactor-key'] === 'string' ? request.headers['x-compactor-key'] : undefined);
+    if (!given) throw new CompactorError('CMP_ERR_AUTH_REQUIRED', 'send Authorization: Bearer <key> or x-compactor-key');
+    const d = digest(given);
+    let ok = false;
+    for (const key of keys) ok = timingSafeEqual(d, key) || ok;
+    if (!ok) throw new CompactorError('CMP_ERR_AUTH_INVALID', 'the API key is not valid');
+    return app.compactor.caller(d);
+  };
+
+  app.route({
+    method: ['GET', 'POST', 'DELETE'],
+    url: '/mcp',
+    schema: {
+      tags: ['mcp'],
+      summary: 'MCP server: recall and search what Compactor cleared (streamable HTTP)',
+      description:
+        "An MCP server over streamable HTTP (stateless: POST JSON-RPC, answered as JSON) with two tools: `recall(id, offset?, max_tokens?)`, the original of an artifact byte-exact, paged; `search(query, regex?, conversation?)`, the ids of the originals that match, with the matching lines. Under the service's auth; the caller's own artifacts only. GET (a server-sent stream) and DELETE (a session) answer 405: nothing is kept between calls.",
+      hide: false,
+    },
+    handler: async (request, reply) => {
+      const caller = callerOf(request);
+      if (request.method !== 'POST') {
+        return reply
+          .code(405)
+          .header('allow', 'POST')
+          .type('application/json')
+          .send({
+            jsonrpc: '2.0',
+            error: { code: -32000, message: 'this MCP server is stateless: POST each message' },
+            id: null,
+          });
+      }
+      const deps: RecallDeps = {
+        caller,
+        artifact: (id, c) => app.compactor.artifact(id, c),
+        ...(app.hasDecorator('artifactSearch') ? { search: app.artifactSearch } : {}),
+        ttlSeconds: config.COMPACTOR_ARTIFACT_TTL_SECONDS,
+        count: (tool, outcome) => calls.inc({ tool, outcome }),
+      };
+      const server = mcpServer(deps, version);
+      const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+      reply.raw.once('close', () => {
+        void transport.close();
+        void server.close();
+      });
+      await server.connect(transport);
+      reply.hijack();
+      await transport.handleRequest(request.raw, reply.raw, request.body);
+      return reply;
+    },
+  });
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Searches a caller's originals (the MCP `search` tool), where the store can list them. */
+    artifactSearch: NonNullable<RecallDeps['search']>;
+  }
+}

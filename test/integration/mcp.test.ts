@@ -1,0 +1,173 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { FastifyInstance } from 'fastify';
+import t, { type Test } from 'tap';
+import { build } from '../support/app.js';
+import { listen } from '../support/net.js';
+
+/**
+ * `/mcp` through the MCP SDK's own client (streamable HTTP): the tools listed, originals recalled
+ * byte-exact in every format and kind, paging, another key's and an unknown id explained.
+ */
+
+const big = (tag: string) => Array.from({ length: 600 }, (_, i) => `${tag} line ${i}: src/pkg/mod_${i}.py ok`).join('\n');
+
+async function client(t: Test, base: string, headers: Record<string, string> = {}): Promise<Client> {
+  const c = new Client({ name: 'compactor-test', version: '1.0.0' });
+  await c.connect(new StreamableHTTPClientTransport(new URL(`${base}/mcp`), { requestInit: { headers } }));
+  t.teardown(() => c.close());
+  return c;
+}
+
+const textOf = (result: unknown): string => (result as { content: { text: string }[] }).content[0]?.text ?? '';
+
+async function compacted(app: FastifyInstance, body: Record<string, unknown>, headers: Record<string, string> = {}) {
+  const res = await app.inject({
+    method: 'POST',
+    url: '/v1/compact',
+    payload: { keep_tool_uses: 0, min_tokens: 1, ...body },
+    headers,
+  });
+  const json = res.json() as { artifacts: { id: string; kind: string }[]; messages: unknown[] };
+  return json;
+}
+
+t.test('the tools, and the originals of cleared tool results in every format, byte-exact', async (t) => {
+  const app = await build(t, { COMPACTOR_STORE_URL: 'memory:' });
+  const { base } = await listen(app);
+  const mcp = await client(t, base);
+  const tools = await mcp.listTools();
+  t.same(tools.tools.map((x) => x.name).sort(), ['recall', 'search']);
+  t.match(
+    tools.tools.find((x) => x.name === 'recall')?.description,
+    /art_/,
+    'the recall description tells a model what an id looks like',
+  );
+
+  const histories: [string, unknown[], string][] = [
+    [
+      'openai-chat',
+      [
+        { role: 'user', content: 'go' },
+        {
+          role: 'assistant',
+          content: null,
+          tool_calls: [{ id: 'c1', type: 'function', function: { name: 'read_file', arguments: '{"path":"a.py"}' } }],
+        },
+        { role: 'tool', tool_call_id: 'c1', content: big('chat') },
+        { role: 'assistant', content: 'done' },
+      ],
+      big('chat'),
+    ],
+    [
+      'anthropic',
+      [
+        { role: 'user', content: 'go' },
+        { role: 'assistant', content: [{ type: 'tool_use', id: 'tu1', name: 'Bash', input: { command: 'ls' } }] },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'tu1', content: big('anthropic') }] },
+        { role: 'assistant', content: 'done' },
+      ],
+      big('anthropic'),
+    ],
+    [
+      'openai-responses',
+      [
+        { role: 'user', content: 'go' },
+        { type: 'function_call', call_id: 'c1', name: 'exec_command', arguments: '{"cmd":"ls"}' },
+        { type: 'function_call_output', call_id: 'c1', output: big('responses') },
+        { role: 'assistant', content: 'done' },
+      ],
+      big('responses'),
+    ],
+    [
+      'gemini',
+      [
+        { role: 'user', parts: [{ text: 'go' }] },
+        { role: 'model', parts: [{ functionCall: { name: 'ls', args: {} } }] },
+        { role: 'user', parts: [{ functionResponse: { name: 'ls', response: { output: big('gemini') } } }] },
+        { role: 'model', parts: [{ text: 'done' }] },
+      ],
+      big('gemini'),
+    ],
+  ];
+  for (const [format, messages, original] of histories) {
+    const out = await compacted(app, { messages, format });
+    const id = out.artifacts[0]?.id as string;
+    t.ok(id, `${format}: an artifact`);
+    t.match(JSON.stringify(out.messages), id, `${format}: the placeholder names it`);
+    const result = await mcp.callTool({ name: 'recall', arguments: { id, max_tokens: 100_000 } });
+    const body = textOf(result).split('--- original ---\n')[1] ?? '';
+    t.equal(body, original, `${format}: recalled byte-exact`);
+    t.match(textOf(result), /tool_result/, `${format}: says what it was`);
+  }
+});
+
+t.test('paging, a summarized range, an unknown id and another key’s id', async (t) => {
+  const app = await build(t, { COMPACTOR_STORE_URL: 'memory:', COMPACTOR_API_KEYS: 'key-one-0123456789,key-two-0123456789' });
+  const { base } = await listen(app);
+  const one = await client(t, base, { authorization: 'Bearer key-one-0123456789' });
+  const out = await compacted(
+    app,
+    {
+      format: 'openai-chat',
+      messages: [
+        { role: 'user', content: 'go' },
+        {
+          role: 'assistant',
+          content: null,
+          tool_calls: [{ id: 'c1', type: 'function', function: { name: 'cat', arguments: '{}' } }],
+        },
+        { role: 'tool', tool_call_id: 'c1', content: big('paged') },
+        { role: 'assistant', content: 'done' },
+      ],
+    },
+    { authorization: 'Bearer key-one-0123456789' },
+  );
+  const id = out.artifacts[0]?.id as string;
+  let offset = 0;
+  let whole = '';
+  for (let pages = 0; pages < 100; pages++) {
+    const page = textOf(await one.callTool({ name: 'recall', arguments: { id, offset, max_tokens: 1000 } }));
+    const [, rest = ''] = page.split('--- original ---\n');
+    const next = /offset (\d+) ---$/.exec(rest);
+    whole += next ? rest.slice(0, rest.lastIndexOf('\n--- more:')) : rest;
+    if (!next) break;
+    offset = Number(next[1]);
+  }
+  t.equal(whole, big('paged'), 'the pages put together are the original');
+
+  const unknown = await one.callTool({ name: 'recall', arguments: { id: 'art_000000000000000000000000' } });
+  t.equal((unknown as { isError?: boolean }).isError, true, 'an unknown id is an error the model can read');
+  t.match(textOf(unknown), /expired|another key/, 'and says why it may be');
+  const two = await client(t, base, { 'x-compactor-key': 'key-two-0123456789' });
+  const theirs = await two.callTool({ name: 'recall', arguments: { id } });
+  t.equal((theirs as { isError?: boolean }).isError, true, 'another key’s id is unknown to this key');
+  t.notMatch(textOf(theirs), 'paged line', 'and nothing of it shows');
+
+  const refused = await fetch(`${base}/mcp`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+  });
+  t.equal(refused.status, 401, 'no key, no tools');
+
+  const summarized = await app.inject({
+    method: 'POST',
+    url: '/v1/summarize',
+    headers: { authorization: 'Bearer key-one-0123456789' },
+    payload: {
+      format: 'openai-chat',
+      keep: { messages: 1 },
+      messages: [
+        { role: 'user', content: 'the task: fix src/app.ts' },
+        { role: 'assistant', content: `I read src/app.ts and found the bug at line 42. ${'Then I read more of it. '.repeat(80)}` },
+        { role: 'user', content: `good, now the tests ${'please '.repeat(60)}` },
+        { role: 'assistant', content: 'The tests pass.' },
+      ],
+    },
+  });
+  const rangeId = (summarized.json() as { summary: { id: string } }).summary.id;
+  const range = textOf(await one.callTool({ name: 'recall', arguments: { id: rangeId } }));
+  t.match(range, /summary_range/, 'a summarized range says what it is');
+  t.match(range, /line 42/, 'and renders the messages it replaced');
+});
