@@ -3021,6 +3021,85 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/mcp": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * MCP server: recall and search what Compactor cleared (streamable HTTP)
+         * @description An MCP server over streamable HTTP (stateless: POST JSON-RPC, answered as JSON) with two tools: `recall(id, offset?, max_tokens?)`, the original of an artifact byte-exact, paged; `search(query, regex?, conversation?)`, the ids of the originals that match, with the matching lines. Under the service's auth; the caller's own artifacts only. GET (a server-sent stream) and DELETE (a session) answer 405: nothing is kept between calls.
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        put?: never;
+        /**
+         * MCP server: recall and search what Compactor cleared (streamable HTTP)
+         * @description An MCP server over streamable HTTP (stateless: POST JSON-RPC, answered as JSON) with two tools: `recall(id, offset?, max_tokens?)`, the original of an artifact byte-exact, paged; `search(query, regex?, conversation?)`, the ids of the originals that match, with the matching lines. Under the service's auth; the caller's own artifacts only. GET (a server-sent stream) and DELETE (a session) answer 405: nothing is kept between calls.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        /**
+         * MCP server: recall and search what Compactor cleared (streamable HTTP)
+         * @description An MCP server over streamable HTTP (stateless: POST JSON-RPC, answered as JSON) with two tools: `recall(id, offset?, max_tokens?)`, the original of an artifact byte-exact, paged; `search(query, regex?, conversation?)`, the ids of the originals that match, with the matching lines. Under the service's auth; the caller's own artifacts only. GET (a server-sent stream) and DELETE (a session) answer 405: nothing is kept between calls.
+         */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
