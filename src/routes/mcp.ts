@@ -49,7 +49,7 @@ export default async function mcpRoutes(app: FastifyInstance, { config }: { conf
       summary: 'MCP server: recall and search what Compactor cleared (streamable HTTP)',
       description:
         "An MCP server over streamable HTTP (stateless: POST JSON-RPC, answered as JSON) with two tools: `recall(id, offset?, max_tokens?)`, the original of an artifact byte-exact, paged; `search(query, regex?, conversation?)`, the ids of the originals that match, with the matching lines. Under the service's auth; the caller's own artifacts only. GET (a server-sent stream) and DELETE (a session) answer 405: nothing is kept between calls.",
-      hide: false,
+      hide: true,
     },
     handler: async (request, reply) => {
       const caller = callerOf(request);
