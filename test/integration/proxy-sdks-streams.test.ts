@@ -1,5 +1,12 @@
+import { connect } from 'node:net';
+import { pino } from 'pino';
 import t, { type Test } from 'tap';
+import { buildApp } from '../../src/app.js';
+import { openStore } from '../../src/store/index.js';
+import type { ArtifactStore } from '../../src/store/types.js';
+import { testConfig } from '../support/app.js';
 import type { RecordedRequest, Reply } from '../support/fake-provider.js';
+import { listen } from '../support/net.js';
 import {
   anthropic,
   anthropicTurn,
@@ -11,12 +18,12 @@ import {
   proxied,
   responsesTurn,
 } from '../support/sdk-calls.js';
-import { eventually, stand } from '../support/sdk-stand.js';
+import { eventually, fake, stand } from '../support/sdk-stand.js';
 
 /**
  * Streams through the proxy with the official SDKs: a client that aborts mid-stream (an
  * AbortController) ends the upstream request, whether the answer is long or stalled, and so does
- * one that leaves before the headers; and an answer streams
+ * one that leaves before the headers or while the proxy is still reducing; and an answer streams
  * (the client reads its first events while the provider is still writing). No speed is asserted:
  * a hang detector (`eventually`, 30 s) fails a proxy that holds the upstream request open (its
  * own timeout here is the default ten minutes).
@@ -120,3 +127,54 @@ t.test(
     t.ok(await eventually(() => upstream.modelRequests()[0]?.timing.finishMs !== undefined), 'and the provider finished');
   },
 );
+
+/** A memory store whose reads wait until `release` (a store that stalls while the proxy reduces). */
+async function stallingStore(t: Test): Promise<{ store: ArtifactStore; release: () => void }> {
+  const inner = await openStore('memory:');
+  let release = () => {};
+  const gate = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  const store: ArtifactStore = Object.create(inner, {
+    get: { value: async (...args: Parameters<ArtifactStore['get']>) => gate.then(() => inner.get(...args)) },
+  });
+  t.teardown(async () => {
+    release();
+    await inner.close();
+  });
+  return { store, release };
+}
+
+t.test('a client that leaves while the proxy still reduces (a stalled store): nothing is held upstream', async (t) => {
+  const upstream = await fake(t, () => ({ delayMs: 120_000, text: 'late' }));
+  const { store } = await stallingStore(t);
+  const config = testConfig({
+    COMPACTOR_STORE_URL: 'memory:',
+    COMPACTOR_UPSTREAM_ANTHROPIC: upstream.url,
+    COMPACTOR_PROXY_BUDGET_MS: '1500',
+  });
+  const app = await buildApp(config, { logger: pino({ level: 'silent' }), store });
+  let open = true;
+  t.teardown(() => (open ? app.close() : undefined));
+  const { port } = await listen(app);
+  const body = JSON.stringify({ ...anthropicTurn, stream: true });
+  const socket = connect(port, '127.0.0.1');
+  socket.on('error', () => {});
+  socket.write(
+    `POST /anthropic/v1/messages HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\nx-api-key: sk-ant-test\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+  );
+  // Gone while the proxy waits on the store; past the budget, the proxy goes on to forward.
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  socket.destroy();
+  const bypassed = async () =>
+    /reason="budget"[^\n]* 1/.test(await app.metrics.registry.getSingleMetricAsString('compactor_proxy_bypass_total'));
+  t.ok(await eventually(bypassed), 'the budget passed (a bypass)');
+  // The proxy's upstream pool closes once its requests have ended: one held open would hold it (two minutes here).
+  const ended = await Promise.race([
+    app.close().then(() => true),
+    new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 30_000).unref()),
+  ]);
+  open = false;
+  t.ok(ended, 'the proxy let go of the request: no upstream request held open');
+  t.ok(upstream.modelRequests().every(closed), 'any request that reached the provider was closed');
+});
