@@ -128,26 +128,35 @@ t.test(
   },
 );
 
-/** A memory store whose reads wait until `release` (a store that stalls while the proxy reduces). */
-async function stallingStore(t: Test): Promise<{ store: ArtifactStore; release: () => void }> {
+/** A memory store whose reads wait until the test ends (a store that stalls while the proxy reduces); `reading` resolves at the first. */
+async function stallingStore(t: Test): Promise<{ store: ArtifactStore; reading: Promise<void> }> {
   const inner = await openStore('memory:');
   let release = () => {};
+  let entered = () => {};
   const gate = new Promise<void>((resolve) => {
     release = resolve;
   });
+  const reading = new Promise<void>((resolve) => {
+    entered = resolve;
+  });
   const store: ArtifactStore = Object.create(inner, {
-    get: { value: async (...args: Parameters<ArtifactStore['get']>) => gate.then(() => inner.get(...args)) },
+    get: {
+      value: async (...args: Parameters<ArtifactStore['get']>) => {
+        entered();
+        return gate.then(() => inner.get(...args));
+      },
+    },
   });
   t.teardown(async () => {
     release();
     await inner.close();
   });
-  return { store, release };
+  return { store, reading };
 }
 
 t.test('a client that leaves while the proxy still reduces (a stalled store): nothing is held upstream', async (t) => {
   const upstream = await fake(t, () => ({ delayMs: 120_000, text: 'late' }));
-  const { store } = await stallingStore(t);
+  const { store, reading } = await stallingStore(t);
   const config = testConfig({
     COMPACTOR_STORE_URL: 'memory:',
     COMPACTOR_UPSTREAM_ANTHROPIC: upstream.url,
@@ -164,7 +173,7 @@ t.test('a client that leaves while the proxy still reduces (a stalled store): no
     `POST /anthropic/v1/messages HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\nx-api-key: sk-ant-test\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
   );
   // Gone while the proxy waits on the store; past the budget, the proxy goes on to forward.
-  await new Promise((resolve) => setTimeout(resolve, 100));
+  await reading;
   socket.destroy();
   const bypassed = async () =>
     /reason="budget"[^\n]* 1/.test(await app.metrics.registry.getSingleMetricAsString('compactor_proxy_bypass_total'));
