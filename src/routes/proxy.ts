@@ -341,6 +341,8 @@ async function forward(
   reply.raw.once('close', () => {
     if (!reply.raw.writableFinished) abort.abort();
   });
+  // A client that left while its request was reduced: its `close` has passed; nothing goes upstream.
+  if (reply.raw.destroyed) abort.abort();
   const started = performance.now();
   let answer: Awaited<ReturnType<Upstreams['send']>>;
   try {

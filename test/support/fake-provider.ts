@@ -61,6 +61,19 @@ function drained(res: ServerResponse): Promise<void> {
   });
 }
 
+/** Waits `ms`, or less when the response closes first (a client or a proxy that gave up): no timer outlives its answer. */
+function pause(res: ServerResponse, ms: number): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      res.off('close', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    res.on('close', done);
+  });
+}
+
 /**
  * A fake model provider speaking real HTTP on 127.0.0.1: the Anthropic Messages API (with
  * `count_tokens`), OpenAI Responses and Chat Completions, and Gemini `generateContent` /
@@ -146,6 +159,9 @@ export class FakeProvider {
       timing: { bodyMs: performance.now() - start },
     };
     this.requests.push(record);
+    res.on('finish', () => {
+      record.timing.finishMs = performance.now() - start;
+    });
     res.on('close', () => {
       record.timing.endMs = performance.now() - start;
     });
@@ -173,7 +189,7 @@ export class FakeProvider {
       return;
     }
     const reply = this.queue.shift() ?? (await this.scenario(request));
-    if (reply.delayMs) await new Promise((resolve) => setTimeout(resolve, reply.delayMs));
+    if (reply.delayMs) await pause(res, reply.delayMs);
     if (res.destroyed) return;
     const requestId = { [encoder.requestIdHeader]: `req_fake_${record.seq}` };
     if (reply.fault?.kind === 'status') {

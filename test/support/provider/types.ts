@@ -116,8 +116,12 @@ export interface RecordedRequest {
   endpoint: Endpoint;
   /** `Date.now()` when the request arrived. */
   receivedAt: number;
-  /** Milliseconds after arrival: body read, headers sent, answer ended (set as they happen). */
-  timing: { bodyMs: number; headersMs?: number; endMs?: number };
+  /**
+   * Milliseconds after arrival, set as they happen: body read, headers sent, the answer's last
+   * byte written (`finishMs`: absent when it was cut or never ended), the response closed
+   * (`endMs`: finished, or closed by the other side).
+   */
+  timing: { bodyMs: number; headersMs?: number; finishMs?: number; endMs?: number };
   status?: number;
   usage?: UsageFigures;
   cache?: CacheReport;
