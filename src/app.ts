@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { Socket } from 'node:net';
 import { createRequire } from 'node:module';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
@@ -132,8 +133,18 @@ function answerHooks(app: FastifyInstance): void {
   });
   app.addHook('onRequest', missingHost);
   let draining = false;
+  // Connections that never sent a byte: Node closes only idle ones (after a request) when the server
+  // closes, so a client's spare connection (Node's own fetch opens one after a stream is aborted)
+  // would hold the close open until the headers timeout.
+  const unused = new Set<Socket>();
+  app.server.on('connection', (socket: Socket) => {
+    unused.add(socket);
+    socket.once('close', () => unused.delete(socket));
+  });
+  app.server.on('request', (request: { socket: Socket }) => unused.delete(request.socket));
   app.addHook('preClose', async () => {
     draining = true;
+    for (const socket of unused) socket.destroy();
   });
   app.addHook('onSend', async (_request, reply) => {
     if (draining) reply.header('connection', 'close');

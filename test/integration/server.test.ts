@@ -346,3 +346,25 @@ t.test('a request whose client leaves while it waits for its turn is not run, an
     'no error lines',
   );
 });
+
+t.test('closing does not wait for a connection that never sent a request (a client’s spare connection)', async (t) => {
+  const { connect } = await import('node:net');
+  const { buildApp } = await import('../../src/app.js');
+  const { testConfig } = await import('../support/app.js');
+  const { listen } = await import('../support/net.js');
+  const { pino } = await import('pino');
+  const app = await buildApp(testConfig({ COMPACTOR_STORE_URL: 'memory:' }), { logger: pino({ level: 'silent' }) });
+  const { port } = await listen(app);
+  const spare = connect(port, '127.0.0.1');
+  await new Promise((resolve) => spare.once('connect', resolve));
+  const gone = new Promise((resolve) => spare.once('close', resolve));
+  let closed = false;
+  const closing = app.close().then(() => {
+    closed = true;
+  });
+  // Node would keep it until its headers timeout (60 s here); a generous hang detector, not a speed test.
+  await Promise.race([closing, new Promise((resolve) => setTimeout(resolve, 30_000))]);
+  t.ok(closed, 'the app closed while the spare connection was open');
+  await gone;
+  t.pass('and the spare connection was closed');
+});
