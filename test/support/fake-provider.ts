@@ -238,6 +238,7 @@ function answerFor(request: ModelRequest, reply: Reply, usage: UsageFigures): An
       name: call.name,
       input: call.input,
       custom: request.tools.some((t) => t.name === call.name && t.kind === 'custom'),
+      search: request.wire === 'openai-responses' && request.tools.some((t) => t.name === call.name && t.kind === 'tool_search'),
     })),
     usage,
   };

@@ -20,7 +20,12 @@ export interface AgentContext {
   codexConfig?: string;
   /** opencode: merged (deeply) into `opencode.json` (e.g. `provider.anthropic.options.headers`). */
   opencodeConfig?: JsonObject;
+  /** An MCP server (streamable HTTP) the agent connects to as `compactor`, its tools allowed. */
+  mcpUrl?: string;
 }
+
+/** The MCP tools of Compactor's server as Claude Code names them (`mcp__<server>__<tool>`). */
+export const CLAUDE_MCP_TOOLS = ['mcp__compactor__recall', 'mcp__compactor__search'];
 
 /** How to start one agent: its arguments and the environment it needs beyond the runner's own. */
 export interface AgentSetup {
@@ -72,7 +77,9 @@ const claudeCode: Agent = {
       DISABLE_AUTOUPDATER: '1',
     };
     if (ctx.model) env.ANTHROPIC_MODEL = ctx.model;
-    return { args: ['-p', ctx.prompt, '--allowedTools', 'Bash Read'], env };
+    const allowed = ['Bash', 'Read', ...(ctx.mcpUrl ? CLAUDE_MCP_TOOLS : [])].join(' ');
+    const mcp = ctx.mcpUrl ? ['--mcp-config', JSON.stringify({ mcpServers: { compactor: { type: 'http', url: ctx.mcpUrl } } })] : [];
+    return { args: ['-p', ctx.prompt, '--allowedTools', allowed, ...mcp], env };
   },
 };
 
@@ -93,6 +100,7 @@ const codex: Agent = {
       `base_url = ${JSON.stringify(`${trimSlash(ctx.baseUrl)}/v1`)}`,
       'env_key = "OPENAI_API_KEY"',
       'wire_api = "responses"',
+      ...(ctx.mcpUrl ? ['', '[mcp_servers.compactor]', `url = ${JSON.stringify(ctx.mcpUrl)}`] : []),
       ctx.codexConfig ?? '',
     ].join('\n');
     await writeFile(join(codexHome, 'config.toml'), `${toml}\n`);

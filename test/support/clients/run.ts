@@ -29,6 +29,8 @@ export interface RunOptions {
   model?: string;
   codexConfig?: string;
   opencodeConfig?: JsonObject;
+  /** An MCP server the agent connects to as `compactor` (see `AgentContext.mcpUrl`). */
+  mcpUrl?: string;
   /**
    * Default true: proxy variables point at a closed local port and exempt only the base URL's
    * host, so anything but the base URL fails fast instead of reaching the network.
@@ -107,6 +109,7 @@ export async function runClient(name: ClientName, options: RunOptions): Promise<
       ...(options.model === undefined ? {} : { model: options.model }),
       ...(options.codexConfig === undefined ? {} : { codexConfig: options.codexConfig }),
       ...(options.opencodeConfig === undefined ? {} : { opencodeConfig: options.opencodeConfig }),
+      ...(options.mcpUrl === undefined ? {} : { mcpUrl: options.mcpUrl }),
     });
     const env = { ...baseEnv(home, options.baseUrl, options.offline ?? true), ...setup.env, ...options.env };
     const started = performance.now();

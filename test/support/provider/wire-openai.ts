@@ -40,6 +40,11 @@ function outputItems(a: Answer, marked: boolean): JsonObject[] {
     items.push({ id: `msg_${a.id}`, type: 'message', status: 'completed', role: 'assistant', content });
   }
   for (const call of a.toolCalls) {
+    if (call.search) {
+      // Codex's tool discovery: the client runs the search and answers with a tool_search_output.
+      items.push({ id: `tsc_${call.id}`, type: 'tool_search_call', status: 'completed', call_id: call.id, execution: 'client', arguments: call.input });
+      continue;
+    }
     items.push(
       call.custom
         ? {
@@ -89,6 +94,8 @@ function* responsesStream(a: Answer): Generator<StreamEvent> {
       }
       yield whole('response.output_text.done', { item_id, output_index, content_index: 0, text: TEXT, logprobs: [] });
       yield whole('response.content_part.done', { item_id, output_index, content_index: 0, part: { ...part, text: TEXT } });
+    } else if (item.type === 'tool_search_call') {
+      yield event('response.output_item.added', { output_index, item: { ...item, status: 'in_progress' } });
     } else {
       const custom = item.type === 'custom_tool_call';
       const text = String(custom ? item.input : item.arguments);

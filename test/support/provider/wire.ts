@@ -7,7 +7,8 @@ export interface Answer {
   id: string;
   model: string;
   text: TextSource | undefined;
-  toolCalls: { id: string; name: string; input: JsonObject; custom: boolean }[];
+  /** `custom`: a Responses custom tool; `search`: a Responses client-run `tool_search` (a `tool_search_call` item). */
+  toolCalls: { id: string; name: string; input: JsonObject; custom: boolean; search?: boolean }[];
   usage: UsageFigures;
 }
 
