@@ -13,7 +13,15 @@ import { geminiWire } from './provider/wire-gemini.js';
 import { chatWire, responsesWire } from './provider/wire-openai.js';
 
 export { redactHeaders, redactSecrets, redactUrl } from './provider/redact.js';
-export { rememberedSteps, shellArguments, shellTool, type ToolStepsOptions, toolSteps } from './provider/scenario.js';
+export {
+  type RecallState,
+  recallSteps,
+  rememberedSteps,
+  shellArguments,
+  shellTool,
+  type ToolStepsOptions,
+  toolSteps,
+} from './provider/scenario.js';
 export type * from './provider/types.js';
 
 const ENCODERS: Record<Wire, WireEncoder> = {
@@ -236,6 +244,7 @@ function answerFor(request: ModelRequest, reply: Reply, usage: UsageFigures): An
     toolCalls: (reply.toolCalls ?? []).map((call, i) => ({
       id: call.id ?? `${prefix}${request.seq}_${i}`,
       name: call.name,
+      ...(call.namespace ? { namespace: call.namespace } : {}),
       input: call.input,
       custom: request.tools.some((t) => t.name === call.name && t.kind === 'custom'),
       search: request.wire === 'openai-responses' && request.tools.some((t) => t.name === call.name && t.kind === 'tool_search'),

@@ -78,7 +78,9 @@ const claudeCode: Agent = {
     };
     if (ctx.model) env.ANTHROPIC_MODEL = ctx.model;
     const allowed = ['Bash', 'Read', ...(ctx.mcpUrl ? CLAUDE_MCP_TOOLS : [])].join(' ');
-    const mcp = ctx.mcpUrl ? ['--mcp-config', JSON.stringify({ mcpServers: { compactor: { type: 'http', url: ctx.mcpUrl } } })] : [];
+    const mcp = ctx.mcpUrl
+      ? ['--mcp-config', JSON.stringify({ mcpServers: { compactor: { type: 'http', url: ctx.mcpUrl } } })]
+      : [];
     return { args: ['-p', ctx.prompt, '--allowedTools', allowed, ...mcp], env };
   },
 };

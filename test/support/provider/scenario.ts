@@ -108,3 +108,58 @@ export function rememberedSteps(options: ToolStepsOptions = {}): Scenario {
     return reply;
   };
 }
+
+/** Where a recall scenario stands: the id it asked for, once it did. */
+export interface RecallState {
+  recalled?: string;
+  /** The request (its `seq`) whose answer called the recall tool. */
+  calledAt?: number;
+}
+
+/** A recall tool the request offers: Claude Code lists `mcp__compactor__recall` once loaded; Codex loads `recall` in a namespace. */
+function recallTool(request: ModelRequest): { name: string; namespace?: string } | undefined {
+  const listed = request.tools.find((t) => /(^|__)recall$/.test(t.name));
+  if (listed) return { name: listed.name };
+  for (const item of request.history) {
+    const it = asObject(item);
+    if (it?.type !== 'tool_search_output') continue;
+    for (const raw of asArray(it.tools)) {
+      const space = asObject(raw);
+      const inner = asArray(space?.tools).map(asObject);
+      if (space?.type === 'namespace' && inner.some((t) => t?.name === 'recall'))
+        return { name: 'recall', namespace: String(space.name) };
+      if (space?.name === 'recall') return { name: 'recall' };
+    }
+  }
+  return undefined;
+}
+
+/**
+ * `rememberedSteps`, then, once the request holds a placeholder's artifact id and the client
+ * offers Compactor's MCP tools: the tool loaded if it is deferred (Claude Code's `ToolSearch`,
+ * Codex's client-run `tool_search`), the recall tool called with that id, and a final answer once
+ * its result is in. `state` says which id was recalled, by which request's answer.
+ */
+export function recallSteps(options: ToolStepsOptions, state: RecallState): Scenario {
+  const inner = rememberedSteps(options);
+  let searched = false;
+  return async (request): Promise<Reply> => {
+    if (state.recalled) return { text: `Recalled ${state.recalled}: done.` };
+    const id = /art_[0-9a-f]{24}/.exec(JSON.stringify(request.history))?.[0];
+    const tool = recallTool(request);
+    if (id && tool) {
+      state.recalled = id;
+      state.calledAt = request.seq;
+      return { text: 'Recalling the original.', toolCalls: [{ ...tool, input: { id } }] };
+    }
+    const search = request.tools.find((t) => t.name === 'ToolSearch' || t.kind === 'tool_search');
+    if (id && search && !searched && JSON.stringify(request.body).includes('mcp__compactor')) {
+      searched = true;
+      const claude: JsonObject = { query: 'select:mcp__compactor__recall' };
+      const codex: JsonObject = { query: 'compactor recall', limit: 8 };
+      const input = search.name === 'ToolSearch' ? claude : codex;
+      return { text: 'Loading the recall tool.', toolCalls: [{ name: search.name, input }] };
+    }
+    return inner(request);
+  };
+}

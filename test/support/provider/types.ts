@@ -44,6 +44,8 @@ export interface ModelRequest {
 /** A tool call the fake model makes. `input` is the arguments object (for a Responses custom tool, `{input: "…"}`). */
 export interface ToolCall {
   name: string;
+  /** Responses: the namespace of a tool loaded by a tool search (Codex's MCP tools: `mcp__<server>`). */
+  namespace?: string;
   input: JsonObject;
   /** Default: derived from the request's position. */
   id?: string;

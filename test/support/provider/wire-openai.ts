@@ -42,7 +42,14 @@ function outputItems(a: Answer, marked: boolean): JsonObject[] {
   for (const call of a.toolCalls) {
     if (call.search) {
       // Codex's tool discovery: the client runs the search and answers with a tool_search_output.
-      items.push({ id: `tsc_${call.id}`, type: 'tool_search_call', status: 'completed', call_id: call.id, execution: 'client', arguments: call.input });
+      items.push({
+        id: `tsc_${call.id}`,
+        type: 'tool_search_call',
+        status: 'completed',
+        call_id: call.id,
+        execution: 'client',
+        arguments: call.input,
+      });
       continue;
     }
     items.push(
@@ -61,6 +68,7 @@ function outputItems(a: Answer, marked: boolean): JsonObject[] {
             status: 'completed',
             call_id: call.id,
             name: call.name,
+            ...(call.namespace ? { namespace: call.namespace } : {}),
             arguments: JSON.stringify(call.input),
           },
     );

@@ -8,7 +8,7 @@ export interface Answer {
   model: string;
   text: TextSource | undefined;
   /** `custom`: a Responses custom tool; `search`: a Responses client-run `tool_search` (a `tool_search_call` item). */
-  toolCalls: { id: string; name: string; input: JsonObject; custom: boolean; search?: boolean }[];
+  toolCalls: { id: string; name: string; namespace?: string; input: JsonObject; custom: boolean; search?: boolean }[];
   usage: UsageFigures;
 }
 
