@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import type { Socket } from 'node:net';
 import { createRequire } from 'node:module';
+import type { Socket } from 'node:net';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import { type Logger, pino } from 'pino';

@@ -234,3 +234,25 @@ export async function saveUsage(
     now,
   );
 }
+
+/**
+ * Records which artifacts a conversation's upstream history names (its placeholders and
+ * summaries), in the scope its artifacts live in: what the MCP `search` tool's `conversation`
+ * filter reads. One small record per reduction.
+ */
+export async function saveIndex(
+  store: ArtifactStore,
+  caller: Caller,
+  conversation: string,
+  upstream: readonly Slot[],
+  ttlSeconds: number,
+  now: number,
+): Promise<void> {
+  const ids = new Set<string>();
+  for (const slot of upstream)
+    if ('ours' in slot) for (const id of JSON.stringify(slot.ours).match(/art_[0-9a-f]{24}/g) ?? []) ids.add(id);
+  if (ids.size === 0) return;
+  const content = JSON.stringify({ conversation, ids: [...ids] });
+  const { id, sha256 } = caller.address(`proxy-conversation\0${content}`);
+  await store.put(caller.scope, [{ id, kind: 'proxy_conversation', tool_name: null, content, sha256 }], ttlSeconds, now);
+}

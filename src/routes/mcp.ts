@@ -5,6 +5,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Counter } from 'prom-client';
 import type { Config } from '../config.js';
 import { CompactorError } from '../errors.js';
+import { artifactSearch } from '../mcp/search.js';
 import { mcpServer, type RecallDeps } from '../mcp/server.js';
 import type { Caller } from '../service/artifacts.js';
 
@@ -26,6 +27,8 @@ export default async function mcpRoutes(app: FastifyInstance, { config }: { conf
     labelNames: ['tool', 'outcome'],
     registers: [app.metrics.registry],
   });
+
+  const search = artifactSearch(app.store, Date.now);
 
   /** The caller of a request: its key's, or the shared scope when the service has none. */
   const callerOf = (request: FastifyRequest): Caller => {
@@ -67,7 +70,7 @@ export default async function mcpRoutes(app: FastifyInstance, { config }: { conf
       const deps: RecallDeps = {
         caller,
         artifact: (id, c) => app.compactor.artifact(id, c),
-        ...(app.hasDecorator('artifactSearch') ? { search: app.artifactSearch } : {}),
+        search,
         ttlSeconds: config.COMPACTOR_ARTIFACT_TTL_SECONDS,
         count: (tool, outcome) => calls.inc({ tool, outcome }),
       };
@@ -83,11 +86,4 @@ export default async function mcpRoutes(app: FastifyInstance, { config }: { conf
       return reply;
     },
   });
-}
-
-declare module 'fastify' {
-  interface FastifyInstance {
-    /** Searches a caller's originals (the MCP `search` tool), where the store can list them. */
-    artifactSearch: NonNullable<RecallDeps['search']>;
-  }
 }

@@ -4,7 +4,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { type Config, ConfigError } from '../config.js';
 import { failureError } from '../plugins/worker-pool.js';
 import { readBody } from '../proxy/body.js';
-import { saveState, saveUsage } from '../proxy/conversation.js';
+import { saveIndex, saveState, saveUsage } from '../proxy/conversation.js';
 import { clientResponseHeaders, credentialOf, headerValue, upstreamRequestHeaders } from '../proxy/headers.js';
 import { type ProxyMetrics, proxyMetrics } from '../proxy/metrics.js';
 import { PROVIDERS, type Provider, type Reducible } from '../proxy/providers.js';
@@ -254,6 +254,10 @@ async function handle(ctx: Context, provider: Provider, request: FastifyRequest,
   const record = reducible.countOnly ? undefined : { reduction, owner: who.owner };
   if (record)
     void remember(ctx, () => saveState(ctx.app.store, who.owner, reduction.hash, reduction.state, ttl(ctx), Date.now()));
+  if (record && reduction.action === 'reduced') {
+    const { conversation, state } = reduction;
+    void remember(ctx, () => saveIndex(ctx.app.store, who.caller, conversation, state.upstream, ttl(ctx), Date.now()));
+  }
   return forward(ctx, provider, request, reply, target, sent, reducible, compactorHeaders(reduction, late), record);
 }
 

@@ -5,6 +5,7 @@ import {
   checkFits,
   contentBytes,
   type NewArtifact,
+  type RecentLimit,
   type StoreOptions,
   type StoreUsage,
 } from './types.js';
@@ -96,6 +97,22 @@ export class MemoryStore implements ArtifactStore {
       if (!entry || entry.artifact.expires_at <= now) continue;
       if (use) entry = this.use(key, entry, now + use.ttlSeconds * 1000);
       out.set(id, entry.artifact);
+    }
+    return out;
+  }
+
+  async recent(scope: string, kinds: readonly string[], now: number, limit: RecentLimit): Promise<Artifact[]> {
+    const wanted = new Set(kinds);
+    const out: Artifact[] = [];
+    let bytes = 0;
+    // The map holds the least recently used first: walk it from its end.
+    const all = [...this.entries.entries()];
+    for (let i = all.length - 1; i >= 0 && out.length < limit.count; i--) {
+      const [key, entry] = all[i] as [string, Entry];
+      if (!key.startsWith(`${scope}\0`) || entry.artifact.expires_at <= now || !wanted.has(entry.artifact.kind)) continue;
+      if (bytes + entry.bytes > limit.bytes && out.length > 0) break;
+      bytes += entry.bytes;
+      out.push(entry.artifact);
     }
     return out;
   }

@@ -1,7 +1,7 @@
 import { Redis, type Result } from 'ioredis';
 import { classifyRedis } from './redis-faults.js';
 import { PUT_SCRIPT, USE_SCRIPT } from './redis-scripts.js';
-import type { Artifact, ArtifactStore, ArtifactUse, NewArtifact, StoreOptions, StoreUsage } from './types.js';
+import type { Artifact, ArtifactStore, ArtifactUse, NewArtifact, RecentLimit, StoreOptions, StoreUsage } from './types.js';
 import { checkFits, contentBytes } from './types.js';
 
 declare module 'ioredis' {
@@ -85,6 +85,32 @@ export class RedisStore implements ArtifactStore {
     const [evicted, total] = await this.run('write', () => this.client.compactorPut(...args));
     this.evicted += Number(evicted);
     this.bytes = Number(total);
+  }
+
+  /**
+   * The most recently used members of the shared LRU index that are this scope's (at most 16
+   * times `limit.count` members are looked at, so a busy Redis is read in bounded time), read in
+   * one MGET.
+   */
+  async recent(scope: string, kinds: readonly string[], now: number, limit: RecentLimit): Promise<Artifact[]> {
+    if (kinds.length === 0 || limit.count <= 0) return [];
+    const wanted = new Set(kinds);
+    const members = await this.run('read', () => this.client.zrevrange(`${this.prefix}lru`, 0, limit.count * 16 - 1));
+    const own = members.filter((m) => m.startsWith(`${scope}:`)).slice(0, limit.count * 4);
+    if (own.length === 0) return [];
+    const values = await this.run('read', () => this.client.mget(...own.map((m) => `${this.prefix}art:${m}`)));
+    const out: Artifact[] = [];
+    let bytes = 0;
+    for (const value of values) {
+      if (value === null) continue;
+      const artifact = JSON.parse(value) as Artifact;
+      if (artifact.expires_at <= now || !wanted.has(artifact.kind)) continue;
+      const size = contentBytes(artifact);
+      if ((bytes + size > limit.bytes && out.length > 0) || out.length >= limit.count) break;
+      bytes += size;
+      out.push(artifact);
+    }
+    return out;
   }
 
   async get(scope: string, ids: readonly string[], now: number, use?: ArtifactUse): Promise<Map<string, Artifact>> {

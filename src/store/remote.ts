@@ -1,8 +1,8 @@
 import type { MessagePort } from 'node:worker_threads';
-import type { Artifact, ArtifactStore, ArtifactUse, NewArtifact, StoreUsage } from './types.js';
+import type { Artifact, ArtifactStore, ArtifactUse, NewArtifact, RecentLimit, StoreUsage } from './types.js';
 import { StoreCapacityError, StoreFailedError, StoreUnavailableError } from './types.js';
 
-type Method = 'put' | 'get' | 'secret' | 'ping' | 'probe';
+type Method = 'put' | 'get' | 'recent' | 'secret' | 'ping' | 'probe';
 
 interface StoreRequest {
   id: number;
@@ -53,6 +53,8 @@ export function serveStore(port: MessagePort, store: ArtifactStore): void {
           return store.put(a as string, b as NewArtifact[], c as number, d as number);
         case 'get':
           return store.get(a as string, b as string[], c as number, d as ArtifactUse | undefined);
+        case 'recent':
+          return store.recent(a as string, b as string[], c as number, d as RecentLimit);
         case 'secret':
           return store.secret(a as string);
         case 'probe':
@@ -103,6 +105,10 @@ export class RemoteStore implements ArtifactStore {
 
   put(scope: string, artifacts: readonly NewArtifact[], ttlSeconds: number, now: number): Promise<void> {
     return this.call('put', [scope, artifacts, ttlSeconds, now]);
+  }
+
+  recent(scope: string, kinds: readonly string[], now: number, limit: RecentLimit): Promise<Artifact[]> {
+    return this.call('recent', [scope, kinds, now, limit]);
   }
 
   get(scope: string, ids: readonly string[], now: number, use?: ArtifactUse): Promise<Map<string, Artifact>> {

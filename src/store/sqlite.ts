@@ -11,6 +11,7 @@ import {
   checkFits,
   contentBytes,
   type NewArtifact,
+  type RecentLimit,
   type StoreOptions,
   type StoreUsage,
 } from './types.js';
@@ -183,6 +184,31 @@ export class SqliteStore implements ArtifactStore {
     }
     if (use && out.size > 0) this.refresh(scope, out, now, use);
     return out;
+  }
+
+  async recent(scope: string, kinds: readonly string[], now: number, limit: RecentLimit): Promise<Artifact[]> {
+    if (kinds.length === 0 || limit.count <= 0) return [];
+    try {
+      // The sizes first (the rows' first pages), then the contents of those that fit the budget.
+      const rows = this.db
+        .prepare(
+          `SELECT a.id, a.bytes FROM artifact_use u JOIN scoped_artifacts a ON a.scope = u.scope AND a.id = u.id
+           WHERE u.scope = ? AND a.expires_at > ? AND a.kind IN (${placeholders(kinds.length)})
+           ORDER BY u.last_used DESC LIMIT ?`,
+        )
+        .all(scope, now, ...kinds, limit.count) as { id: string; bytes: number }[];
+      const ids: string[] = [];
+      let bytes = 0;
+      for (const row of rows) {
+        if (bytes + row.bytes > limit.bytes && ids.length > 0) break;
+        bytes += row.bytes;
+        ids.push(row.id);
+      }
+      const found = await this.get(scope, ids, now);
+      return ids.map((id) => found.get(id)).filter((a): a is Artifact => a !== undefined);
+    } catch (error) {
+      throw classifySqlite('read', error);
+    }
   }
 
   /**

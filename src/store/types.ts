@@ -46,6 +46,12 @@ export interface StoreOptions {
   readonly mustExist?: boolean;
 }
 
+/** How much one listing of a scope's artifacts may read. */
+export interface RecentLimit {
+  readonly count: number;
+  readonly bytes: number;
+}
+
 /**
  * A read that is a use (`GET /v1/artifacts/{id}`, `expand`, a summary-cache hit): the artifacts
  * found become the most recently used, and live at least `ttlSeconds / 2` more (extended to a
@@ -82,6 +88,12 @@ export interface ArtifactStore {
    * store that cannot write right now still answers the read.
    */
   get(scope: string, ids: readonly string[], now: number, use?: ArtifactUse): Promise<Map<string, Artifact>>;
+  /**
+   * The live artifacts of `scope` of the given kinds, most recently used first, until `limit.count`
+   * artifacts or `limit.bytes` of content: what a search of the caller's originals reads (the MCP
+   * `search` tool). Not a use: nothing is refreshed.
+   */
+  recent(scope: string, kinds: readonly string[], now: number, limit: RecentLimit): Promise<Artifact[]>;
   /**
    * The installation's secret, which keys artifact ids and scopes: the one stored already, else
    * `candidate`, stored now. Replicas sharing a store agree on it; it survives restarts.

@@ -297,6 +297,9 @@ t.test('a store that cannot be reached is a 503, and window still works', async 
     get: async () => {
       throw new StoreUnavailableError('down');
     },
+    recent: async () => {
+      throw new StoreUnavailableError('down');
+    },
     ping: async () => false,
     probe: async () => {},
     usage: () => null,
@@ -329,6 +332,7 @@ t.test('a store that fails for good is a 500 naming the problem, without retry-a
       throw new StoreFailedError('sqlite write failed: SQLITE_READONLY', 'is read-only (its file or folder cannot be written)');
     },
     get: async () => new Map(),
+    recent: async () => [],
     ping: async () => true,
     probe: async () => {
       if (probeFails)

@@ -160,7 +160,10 @@ t.test('paging, a summarized range, an unknown id and another key’s id', async
       keep: { messages: 1 },
       messages: [
         { role: 'user', content: 'the task: fix src/app.ts' },
-        { role: 'assistant', content: `I read src/app.ts and found the bug at line 42. ${'Then I read more of it. '.repeat(80)}` },
+        {
+          role: 'assistant',
+          content: `I read src/app.ts and found the bug at line 42. ${'Then I read more of it. '.repeat(80)}`,
+        },
         { role: 'user', content: `good, now the tests ${'please '.repeat(60)}` },
         { role: 'assistant', content: 'The tests pass.' },
       ],
@@ -170,4 +173,108 @@ t.test('paging, a summarized range, an unknown id and another key’s id', async
   const range = textOf(await one.callTool({ name: 'recall', arguments: { id: rangeId } }));
   t.match(range, /summary_range/, 'a summarized range says what it is');
   t.match(range, /line 42/, 'and renders the messages it replaced');
+});
+
+t.test('search: exact text and RE2 expressions over the caller’s originals; a path a summary dropped is found', async (t) => {
+  const app = await build(t, { COMPACTOR_STORE_URL: 'memory:' });
+  const { base } = await listen(app);
+  const mcp = await client(t, base);
+  // A summarized range that mentions more paths than a summary keeps: some are dropped from it.
+  const paths = Array.from({ length: 400 }, (_, i) => `vendor/deep/lib${i}/parser_v${i}.c`);
+  const summarized = await app.inject({
+    method: 'POST',
+    url: '/v1/summarize',
+    payload: {
+      format: 'openai-chat',
+      keep: { messages: 1 },
+      messages: [
+        { role: 'user', content: 'the task' },
+        { role: 'assistant', content: paths.map((p, i) => `The crash ${i} comes from ${p} line ${i + 1000}.`).join('\n') },
+        { role: 'user', content: 'and then?' },
+        { role: 'assistant', content: 'Then we stopped.' },
+      ],
+    },
+  });
+  const summary = summarized.json() as { summary: { id: string; text: string } };
+  const dropped = paths.findLast((p) => !summary.summary.text.includes(p)) as string;
+  t.ok(dropped, `the summary dropped some paths (${dropped})`);
+  const out = await compacted(app, {
+    format: 'openai-chat',
+    messages: [
+      { role: 'user', content: 'go' },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [{ id: 'c1', type: 'function', function: { name: 'grep', arguments: '{}' } }],
+      },
+      { role: 'tool', tool_call_id: 'c1', content: `${big('grep')}\nERROR E4711: disk quota exceeded on /srv/data` },
+      { role: 'assistant', content: 'done' },
+    ],
+  });
+  const found = textOf(await mcp.callTool({ name: 'search', arguments: { query: dropped } }));
+  t.match(found, summary.summary.id, 'the summarized range is found by a path its summary dropped');
+  t.match(found, `comes from ${dropped} line`, 'with the matching line');
+  const regex = textOf(await mcp.callTool({ name: 'search', arguments: { query: 'E\\d{4}: disk', regex: true } }));
+  t.match(regex, out.artifacts[0]?.id as string, 'a regular expression finds the cleared tool result');
+  t.match(regex, 'ERROR E4711: disk quota exceeded on /srv/data');
+  const none = await mcp.callTool({ name: 'search', arguments: { query: 'nowhere-to-be-found' } });
+  t.match(textOf(none), /No original matches/);
+  const bad = await mcp.callTool({ name: 'search', arguments: { query: '(a', regex: true } });
+  t.equal((bad as { isError?: boolean }).isError, true, 'a pattern RE2 refuses is an error the model can read');
+  // Backtracking engines take exponential time on this; RE2 is linear.
+  const evil = await mcp.callTool({ name: 'search', arguments: { query: '(a+)+$', regex: true } });
+  t.notOk((evil as { isError?: boolean }).isError, 'a pathological pattern is answered');
+  const metrics = (await app.inject({ method: 'GET', url: '/metrics' })).body;
+  t.match(metrics, /compactor_mcp_calls_total\{tool="search",outcome="found"\} [2-9]/);
+});
+
+t.test('search within one conversation of the proxy (its x-compactor-conversation id)', async (t) => {
+  const { FakeProvider } = await import('../support/fake-provider.js');
+  const fake = await new FakeProvider().start();
+  t.teardown(() => fake.stop());
+  const app = await build(t, {
+    COMPACTOR_STORE_URL: 'memory:',
+    COMPACTOR_UPSTREAM_ANTHROPIC: fake.url,
+    COMPACTOR_PROXY_BUDGET_MS: '30000',
+    COMPACTOR_PROXY_OPTIONS: JSON.stringify({
+      context_window: 100_000,
+      target_tokens: 8000,
+      limit: { tokens: 9000 },
+      policy: 'tokens',
+      // Compaction alone (no window): the placeholders stay in the conversation.
+      compact: { keep_tool_uses: 0 },
+    }),
+  });
+  const { base } = await listen(app);
+  const conversations: string[] = [];
+  for (const task of ['first task', 'second task']) {
+    const messages: unknown[] = [{ role: 'user', content: task }];
+    for (let s = 0; s < 4; s++) {
+      messages.push({
+        role: 'assistant',
+        content: [{ type: 'tool_use', id: `t${s}`, name: 'Bash', input: { command: `cat ${s}` } }],
+      });
+      messages.push({
+        role: 'user',
+        content: [{ type: 'tool_result', tool_use_id: `t${s}`, content: `${big(task)}\nmarker-${task}-${s}` }],
+      });
+    }
+    const res = await fetch(`${base}/anthropic/v1/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': 'sk-ant-x' },
+      body: JSON.stringify({ model: 'claude-opus-4-8', max_tokens: 100, messages }),
+    });
+    await res.text();
+    t.equal(res.headers.get('x-compactor'), 'reduced', `${task}: reduced`);
+    conversations.push(String(res.headers.get('x-compactor-conversation')));
+  }
+  const mcp = await client(t, base);
+  const everywhere = textOf(await mcp.callTool({ name: 'search', arguments: { query: 'marker-', max_results: 50 } }));
+  t.match(everywhere, 'marker-first task');
+  t.match(everywhere, 'marker-second task');
+  const one = textOf(
+    await mcp.callTool({ name: 'search', arguments: { query: 'marker-', conversation: conversations[0], max_results: 50 } }),
+  );
+  t.match(one, 'marker-first task', 'its own originals');
+  t.notMatch(one, 'marker-second task', 'not the other conversation’s');
 });
