@@ -57,8 +57,11 @@ export default fp<GuardOptions>(
     app.addHook('onRoute', (route) => {
       const api = route.url.startsWith('/v1/');
       route.config = { ...route.config, api };
+      // The proxy and /mcp check the key themselves (the proxy in x-compactor-key, since its
+      // Authorization is the provider's), whatever the scope.
+      const own = route.url === '/mcp' || /^\/(anthropic|openai|gemini)\//.test(route.url);
       for (const method of [route.method].flat())
-        table.push({ method, url: route.url, protected: api || options.scope === 'all' });
+        table.push({ method, url: route.url, protected: api || options.scope === 'all' || (own && keys.length > 0) });
     });
     const guarded = (request: FastifyRequest) => options.scope === 'all' || isApiRequest(request);
 

@@ -199,11 +199,12 @@ async function handle(ctx: Context, provider: Provider, request: FastifyRequest,
     reply.code(status).headers(headers).type('application/json').send(provider.error(status, message));
   const rest = (request.raw.url ?? '/').slice(provider.prefix.length) || '/';
   const [path = '/', query = ''] = rest.split('?', 2);
+  // The key first: without it, a caller learns nothing, not even which proxies are on.
+  const who = callerOf(ctx, provider, request, new URLSearchParams(query));
+  if (who === 'refused') return fail(401, 'this Compactor needs its key: send x-compactor-key');
   const target = ctx.upstreams.url(provider.name, rest);
   if (!ctx.upstreams.base(provider.name)) return fail(404, `the ${provider.name} proxy is off on this service`);
   if (!target) return fail(400, 'the request path cannot be forwarded');
-  const who = callerOf(ctx, provider, request, new URLSearchParams(query));
-  if (who === 'refused') return fail(401, 'this Compactor needs its key: send x-compactor-key');
   const incoming: Readable = request.body instanceof Readable ? request.body : request.raw;
   const hasBody = !['GET', 'HEAD'].includes(request.method);
   const reducible = provider.reducible(request.method, path);

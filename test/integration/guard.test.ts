@@ -108,7 +108,14 @@ const concrete = (url: string) => url.replace(/:[^/]+/g, 'art_000000000000000000
 
 t.test('every route the app serves, with and without a key, decided on the route matched', async (t) => {
   for (const scope of ['api', 'all'] as const) {
-    const app = await build(t, { COMPACTOR_API_KEYS: 'key-one-0123456789', COMPACTOR_AUTH_SCOPE: scope });
+    // Upstreams off: the proxy routes still answer (with the provider's error), but never dial out.
+    const app = await build(t, {
+      COMPACTOR_API_KEYS: 'key-one-0123456789',
+      COMPACTOR_AUTH_SCOPE: scope,
+      COMPACTOR_UPSTREAM_ANTHROPIC: 'off',
+      COMPACTOR_UPSTREAM_OPENAI: 'off',
+      COMPACTOR_UPSTREAM_GEMINI: 'off',
+    });
     t.ok(app.routeTable.length >= 12, `${app.routeTable.length} routes registered`);
     for (const route of app.routeTable) {
       const url = concrete(route.url);
@@ -118,12 +125,16 @@ t.test('every route the app serves, with and without a key, decided on the route
       const keyed = await app.inject({
         method,
         url,
-        headers: { authorization: 'Bearer key-one-0123456789' },
+        // The proxy reads its key from x-compactor-key (its Authorization is the provider's).
+        headers: { authorization: 'Bearer key-one-0123456789', 'x-compactor-key': 'key-one-0123456789' },
         ...(payload ? { payload } : {}),
       });
       t.equal(
         route.protected,
-        scope === 'all' || route.url.startsWith('/v1/'),
+        scope === 'all' ||
+          route.url.startsWith('/v1/') ||
+          route.url === '/mcp' ||
+          /^\/(anthropic|openai|gemini)\//.test(route.url),
         `${method} ${route.url} protected as its scope says`,
       );
       if (route.protected) t.equal(bare.statusCode, 401, `${scope}: ${method} ${route.url} without a key`);
