@@ -20,6 +20,7 @@ const HOME = {
   errors: 'docs/api.md',
   codes: 'docs/api.md',
   configuration: 'docs/configuration.md',
+  metrics: 'docs/operations.md',
   endpoints: 'README.md',
 } as const;
 const errorsDoc = readDoc(HOME.errors);
@@ -147,6 +148,7 @@ t.test('each table lives in one file, the one named in HOME', async (t) => {
     ['| `reason` | what it means | what to do |', HOME.codes],
     ['| variable | meaning | default |', HOME.configuration],
     ['| endpoint | what it does |', HOME.endpoints],
+    ['| metric | type | labels | what it counts |', HOME.metrics],
   ];
   for (const [header, home] of headers) {
     t.equal(docWith(header), home, `${header} is in ${home}`);
@@ -205,4 +207,16 @@ t.test('the README is a front page: short, with the quick start and the links in
   t.match(readme, /npm ci && npm run build && npm start/);
   t.match(readme, /npm ci && npm test/);
   for (const file of DOC_FILES.filter((f) => f !== 'README.md')) t.match(readme, `](${file})`, `the README links ${file}`);
+});
+
+t.test(`every metric the service registers is in ${HOME.metrics}'s table, and the table lists no other`, async (t) => {
+  const text = sources(join(root, 'src'))
+    .map((f) => readFileSync(f, 'utf8'))
+    .join('\n');
+  // Counters, gauges and histograms by name (`name: 'compactor_…'`), and the plugin's stat gauges.
+  const registered = new Set([...text.matchAll(/(?:name: |stat\()'(compactor_[a-z_]+)'/g)].map((m) => m[1] as string));
+  const rows = codeTable(HOME.metrics, '| metric | type | labels | what it counts |');
+  for (const name of registered) t.ok(rows.has(name), `${name} is documented`);
+  for (const name of rows.keys()) t.ok(registered.has(name), `${name} is registered`);
+  t.ok(registered.size >= 20, `${registered.size} metrics`);
 });
