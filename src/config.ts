@@ -35,6 +35,9 @@ function validUpstream(value: string): boolean {
   }
 }
 
+/** A DNS name (letters, digits, `-`, dot-separated labels), or `.name` for its subdomains. */
+const HOST_NAME = /^\.?[a-z0-9_]([a-z0-9_-]{0,62})(\.[a-z0-9_]([a-z0-9_-]{0,62}))*$/;
+
 /** Keys shorter than this are refused: a guessable key is no key. */
 export const API_KEY_MIN_LENGTH = 16;
 
@@ -134,6 +137,25 @@ export const ConfigSchema = z.object({
     })
     .optional(),
   COMPACTOR_AUTH_SCOPE: z.enum(['api', 'all']).default('api'),
+  /** Host names served besides IP addresses and single-label names (`*`: any; `.example.com`: its subdomains). */
+  COMPACTOR_ALLOWED_HOSTS: z
+    .string()
+    .transform((v, ctx) => {
+      const names = v
+        .split(',')
+        .map((n) => n.trim().toLowerCase())
+        .filter(Boolean);
+      const bad = names.find((n) => !(n === '*' || HOST_NAME.test(n)));
+      if (names.length === 0 || bad !== undefined) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `${bad === undefined ? 'lists no name' : `${JSON.stringify(bad.slice(0, 80))} is not a host name`}; expected a comma list of names (no scheme or port), .suffix for subdomains, or *`,
+        });
+        return z.NEVER;
+      }
+      return names;
+    })
+    .optional(),
   COMPACTOR_RATE_LIMIT: intFromEnv(0, 1_000_000).default(0),
   COMPACTOR_MAX_EVENT_LOOP_DELAY_MS: intFromEnv(0, 60_000).default(1000),
   COMPACTOR_MAX_QUEUE_WAIT_MS: intFromEnv(0, 600_000).default(5000),
@@ -255,6 +277,8 @@ export const CONFIG_DOCS: Record<keyof Config, string> = {
   COMPACTOR_API_KEYS:
     'Comma list of keys of at least 16 characters; when set, requests need Authorization: Bearer <key> (never logged)',
   COMPACTOR_AUTH_SCOPE: 'api: keys guard /v1/* only; all: health, metrics and docs too',
+  COMPACTOR_ALLOWED_HOSTS:
+    'Comma list of host names the service answers for besides IP addresses, localhost and other one-label names (.example.com: its subdomains; *: any); others get 421. Checked without COMPACTOR_API_KEYS, or whenever set (DNS rebinding)',
   COMPACTOR_RATE_LIMIT: 'Requests per minute per client on /v1/* (0 = off)',
   COMPACTOR_MAX_EVENT_LOOP_DELAY_MS: 'Above this event-loop delay, answer 503 with retry-after instead of queueing (0 = off)',
   COMPACTOR_MAX_QUEUE_WAIT_MS:
