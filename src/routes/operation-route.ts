@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { z } from 'zod';
+import { reserveMore } from '../plugins/admission.js';
 import { failureError, RawBody } from '../plugins/worker-pool.js';
 import { Problem } from '../schemas/common.js';
 import type { Operation, OperationUrl } from '../service/operations.js';
@@ -56,6 +57,7 @@ export function operationRoute<Body extends z.ZodType, Response extends z.ZodTyp
         signal: AbortSignal.timeout(app.deadlineMs),
         caller,
         prepared,
+        reserve: (bytes) => reserveMore(request, bytes),
       });
       request.report = outcome.report;
       await app.preparer.after(caller.scope, outcome);
