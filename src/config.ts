@@ -167,6 +167,8 @@ export const ConfigSchema = z.object({
   COMPACTOR_MAX_INFLIGHT_BYTES: intFromEnv(0, 64 * 1024 * 1024 * 1024).default(64 * 1024 * 1024),
   /** Most messages one request may hold; past it, 413 (0: no cap). */
   COMPACTOR_MAX_MESSAGES: intFromEnv(0, 100_000_000).default(100_000),
+  /** Most bytes of originals one expand may restore; past it, 413 (unset: COMPACTOR_BODY_LIMIT; 0: no cap). */
+  COMPACTOR_EXPAND_MAX_BYTES: intFromEnv(0, 64 * 1024 * 1024 * 1024).optional(),
   /** Deadline of one strategy request once received (summarizer calls included). */
   COMPACTOR_DEADLINE_MS: intFromEnv(1000, 3_600_000).default(120_000),
   /** A JSON price file whose rows replace or extend the built-in price table (read at boot). */
@@ -290,6 +292,8 @@ export const CONFIG_DOCS: Record<keyof Config, string> = {
     'Request weight worked on at once: body bytes plus 160 per message and 16 per other JSON object or array; a request past it gets 503 with retry-after, one heavier alone 413 (0 = no limit; at least COMPACTOR_BODY_LIMIT). Size memory as about 7 times this, plus 150 MiB, plus 200 MiB per worker',
   COMPACTOR_MAX_MESSAGES:
     'Most messages (items of the history array) one request may hold; more gets 413 CMP_ERR_REQUEST_TOO_MANY_MESSAGES (0 = no cap)',
+  COMPACTOR_EXPAND_MAX_BYTES:
+    'Most bytes of originals one /v1/expand may restore (they also count against COMPACTOR_MAX_INFLIGHT_BYTES); more gets 413 CMP_ERR_EXPAND_TOO_LARGE (unset = COMPACTOR_BODY_LIMIT: a round trip gives back what one request could send; 0 = no cap)',
   COMPACTOR_DEADLINE_MS: 'Deadline of one strategy request once received, summarizer calls and retries included',
   COMPACTOR_PRICES_FILE:
     'JSON price file, {"models": [{"prefix", "input", "cached_input", "cache_write"?, "output", "currency"?}]} per million tokens, whose rows replace or extend the built-in table (read at boot; a regular file of at most 1 MiB)',

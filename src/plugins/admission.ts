@@ -42,6 +42,19 @@ export function weightOf(request: FastifyRequest): number {
   return weights.get(request) ?? 0;
 }
 
+/** Each admitted `/v1` request's way to reserve more weight (`reserveMore`). */
+const reservers = new WeakMap<FastifyRequest, (bytes: number) => void>();
+
+/**
+ * Counts `bytes` more against the in-flight limit for a request already admitted: what it will
+ * produce beyond its body (an expand's restored originals). Throws 503 `CMP_ERR_OVERLOADED` with
+ * `retry-after` when the weight in flight would pass the limit (one request alone always runs);
+ * released with the rest of its weight. Does nothing without a limit or outside `/v1`.
+ */
+export function reserveMore(request: FastifyRequest, bytes: number): void {
+  reservers.get(request)?.(bytes);
+}
+
 const reserved = Symbol('admission.reserved');
 type Tracked = FastifyRequest & { [reserved]?: number };
 
@@ -121,6 +134,7 @@ export default fp<AdmissionOptions>(
 
     app.addHook('onRequest', async (request, reply) => {
       if (!isApiRequest(request)) return;
+      reservers.set(request, (bytes) => reserve(request as Tracked, reply, bytes));
       const length = Number(request.headers['content-length']);
       if (Number.isFinite(length) && length > 0) reserve(request as Tracked, reply, length);
     });

@@ -57,6 +57,8 @@ export interface CompactorOptions {
   store?: ArtifactStore;
   /** How long offloaded originals live (default 7 days). */
   artifactTtlSeconds?: number;
+  /** Most bytes of originals one expand restores (`COMPACTOR_EXPAND_MAX_BYTES`); 0 or unset: no cap. */
+  expandMaxBytes?: number;
   logger?: CompactorLogger;
   /** The clock, in milliseconds since the epoch. */
   now?: () => number;
@@ -105,6 +107,7 @@ export class Compactor {
     this.artifacts = new ArtifactService({
       store: options.store,
       ttlSeconds: options.artifactTtlSeconds ?? 7 * 24 * 3600,
+      expandMaxBytes: options.expandMaxBytes ?? 0,
       logger: options.logger,
       now: options.now ?? Date.now,
     });
@@ -129,6 +132,7 @@ export class Compactor {
    * from the request's own `artifacts` (what `store: "inline"` returned), and names the ones that are not.
    * An inline `content` nested deeper than `MAX_DEPTH` is a 400 `CMP_ERR_REQUEST_TOO_DEEP` naming
    * it: it is hashed and restored, both recursive (no original the service returned is that deep).
+   * `reserve` counts the bytes it restores against the in-flight limit (where the HTTP layer has one).
    */
   async expand(
     req: {
@@ -137,12 +141,13 @@ export class Compactor {
       artifacts?: { id: string; content?: unknown }[] | undefined;
     },
     caller: Caller = this.shared,
+    reserve?: (bytes: number) => void,
   ): Promise<ExpandResult & { format: string }> {
     const { format } = parseHistory(req);
     req.artifacts?.forEach((a, i) => {
       checkDepth(a.content, `artifacts[${i}].content`);
     });
-    return { ...(await this.artifacts.expand(caller, format, req.messages, req.artifacts)), format: format.name };
+    return { ...(await this.artifacts.expand(caller, format, req.messages, req.artifacts, reserve)), format: format.name };
   }
 
   /** `GET /v1/artifacts/{id}`: one of the caller's originals; 404 when unknown, expired or another's. */

@@ -19,6 +19,11 @@ export interface Call {
   readonly caller: Caller;
   /** The caller's prepared summaries, where the service makes them (fit only). */
   readonly prepared?: PreparedContext | undefined;
+  /**
+   * Counts bytes the call will produce beyond its body (an expand's restored originals) against
+   * the in-flight limit; throws 503 past it. Only where the HTTP layer admits it (the main thread).
+   */
+  readonly reserve?: ((bytes: number) => void) | undefined;
 }
 
 /**
@@ -196,7 +201,7 @@ export const OPERATIONS = {
     value: c.validate(body),
   })),
   '/v1/expand': operation('/v1/expand', ExpandRequest, ExpandResponse, async (c, body, call) => ({
-    value: await c.expand(body, call.caller),
+    value: await c.expand(body, call.caller, call.reserve),
   })),
 };
 
