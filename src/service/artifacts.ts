@@ -156,6 +156,20 @@ export class ArtifactService {
   }
 
   /**
+   * Claims `id` for the caller, once across threads and replicas (`ArtifactStore.claim`), for the
+   * artifacts' TTL. Without a store, or while it cannot answer, every call claims it: a bill is
+   * not dropped for an outage (the preparer's own index still bills a summary once in sequence).
+   */
+  async claim(caller: Caller, id: string): Promise<boolean> {
+    if (!this.options.store) return true;
+    try {
+      return await this.options.store.claim(caller.scope, id, this.options.ttlSeconds, this.options.now());
+    } catch {
+      return true;
+    }
+  }
+
+  /**
    * Restores every placeholder whose artifact is known, from the request's own `artifacts` (what
    * `store: "inline"` returned; each checked against the id the caller's addresser gives its
    * content) or from the caller's part of the store; what it restores is weighed first (`weigher`).

@@ -17,6 +17,7 @@ import type { ArtifactStore } from '../store/types.js';
 import {
   type BilledUsage,
   keepAll,
+  NO_BILLED,
   type PreparedContext,
   type PrepareRequest,
   type Strategy,
@@ -236,14 +237,20 @@ export class Compactor {
       ...(signal ? { signal } : {}),
       ...(prepared ? { prepared } : {}),
     });
-    const warnings = [...h.warnings, ...out.warnings, ...(dryRun ? [] : await this.cacheQuietly(caller, out.bestEffort))];
+    const billed = await this.billOnce(caller, out);
+    const warnings = [
+      ...h.warnings,
+      ...out.warnings,
+      ...billed.warnings,
+      ...(dryRun ? [] : await this.cacheQuietly(caller, out.bestEffort)),
+    ];
     const failure = {
       ...(out.failure ? { failure: out.failure } : {}),
       ...(out.prepare && !dryRun ? { prepare: out.prepare } : {}),
       ...(out.spliced ? { spliced: out.spliced } : {}),
     };
     if (out.reason || !out.plan)
-      return { ...unchanged(out.reason ?? 'nothing_to_reduce', warnings, out.extra(undefined), out.usage), ...failure };
+      return { ...unchanged(out.reason ?? 'nothing_to_reduce', warnings, out.extra(undefined), billed.usage), ...failure };
     const applied = applyPlan(h, out.plan, (m) => this.counter.countMessage(h.format, h.profile, m));
     this.checkOutput(strategy.kind, h.format, applied.messages);
     if (!dryRun) await this.artifacts.persist(caller, applied.offload);
@@ -254,7 +261,7 @@ export class Compactor {
       applied: !dryRun,
       ...(dryRun ? { reason: 'dry_run' } : {}),
       tokens: tokens(saved),
-      usage: withTotal(out.usage),
+      usage: withTotal(billed.usage),
       actions: applied.actions,
       warnings,
       sources: dryRun ? req.messages.map((_, i) => i) : applied.sources,
@@ -265,6 +272,32 @@ export class Compactor {
   }
 
   /** Writes the summary-cache entries a strategy made, if the store answers; a warning when it does not. */
+  /**
+   * A prepared summary spliced in is billed to one response: the first to claim it in the store.
+   * Concurrent responses all read it unbilled from the index; the others take its usage out of
+   * their totals (`usage.prepared` all 0) and say so.
+   */
+  private async billOnce(
+    caller: Caller,
+    out: StrategyResult<unknown>,
+  ): Promise<{ usage: BilledUsage | undefined; warnings: Warning[] }> {
+    const { usage, spliced } = out;
+    const made = usage?.prepared;
+    if (!usage || !made || !spliced || made.calls === 0 || (await this.artifacts.claim(caller, `prepared:${spliced}`))) {
+      return { usage, warnings: [] };
+    }
+    const rest = {
+      input_tokens: usage.input_tokens - made.input_tokens,
+      output_tokens: usage.output_tokens - made.output_tokens,
+      cached_input_tokens: usage.cached_input_tokens - made.cached_input_tokens,
+      calls: usage.calls - made.calls,
+    };
+    return {
+      usage: { ...rest, model: rest.calls > 0 ? usage.model : null, prepared: withTotal({ ...NO_BILLED, model: made.model }) },
+      warnings: [{ code: 'prepared_already_billed', message: `the prepared summary ${spliced} was billed to another response` }],
+    };
+  }
+
   private async cacheQuietly(caller: Caller, entries: StrategyResult<unknown>['bestEffort']): Promise<Warning[]> {
     if (!entries || !(await this.artifacts.persistQuietly(caller, entries))) return [];
     return [{ code: 'cache_not_written', message: 'the summary cache could not be written: the store did not answer' }];
