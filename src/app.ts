@@ -17,14 +17,11 @@ import swaggerPlugin from './plugins/swagger.js';
 import { answerWireEdges, clientErrorHandler, frameworkErrors, missingHost } from './plugins/wire-errors.js';
 import workerPoolPlugin, { RawBody } from './plugins/worker-pool.js';
 import artifactRoutes from './routes/artifacts.js';
-import compactRoute from './routes/compact.js';
-import fitRoute from './routes/fit.js';
 import inspectRoutes from './routes/inspect.js';
 import mcpRoutes from './routes/mcp.js';
 import preparedRoute from './routes/prepared.js';
 import proxyRoutes from './routes/proxy.js';
-import summarizeRoute from './routes/summarize.js';
-import windowRoute from './routes/window.js';
+import strategyRoutes from './routes/strategies.js';
 import { isOperationUrl } from './service/operations.js';
 import { parseJsonBody } from './service/request-body.js';
 import type { ArtifactStore } from './store/types.js';
@@ -96,8 +93,8 @@ function serverOptions(config: Config, logger: FastifyBaseLogger) {
 
 /**
  * JSON bodies: parsed here, or, when heavy (bytes, or the weight admission counted: messages and
- * objects), left raw for a worker thread that parses, validates
- * and runs them (offload.ts); the validators let a raw body through to that worker.
+ * objects), left raw for a worker thread that parses, validates and runs them (`operationRoute`,
+ * `worker.ts`); the validators let a raw body through to that worker.
  */
 function handleBodies(app: FastifyInstance): void {
   app.removeAllContentTypeParsers();
@@ -161,6 +158,8 @@ async function registerPlugins(app: FastifyInstance, config: Config, deps: AppDe
     scope: config.COMPACTOR_AUTH_SCOPE,
     rateLimit: config.COMPACTOR_RATE_LIMIT,
     maxEventLoopDelay: config.COMPACTOR_MAX_EVENT_LOOP_DELAY_MS,
+    allowedHosts: config.COMPACTOR_ALLOWED_HOSTS,
+    bindHost: config.HOST,
   });
   await app.register(swaggerPlugin, { version });
   await app.register(metricsPlugin);
@@ -193,7 +192,7 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   handleBodies(app);
   answerHooks(app);
   await registerPlugins(app, config, deps);
-  for (const route of [windowRoute, compactRoute, summarizeRoute, fitRoute]) await app.register(route);
+  await app.register(strategyRoutes);
   await app.register(artifactRoutes);
   await app.register(preparedRoute);
   await app.register(inspectRoutes);

@@ -22,6 +22,8 @@ export const WARNINGS = {
     "the summarizer failed and `on_failure` let the request go on: the message is the failure's error code and what happened",
   dry_run_estimate:
     "a dry run's `tokens.after` assumes the summary takes its whole `summarizer.max_tokens` budget (the artifact trail's size is not estimated)",
+  prepared_already_billed:
+    'fit: the prepared summary spliced in was billed to another response that spliced it at the same moment; this one is not billed for it (`usage.prepared` is all 0)',
   cache_not_written:
     'the summary was written but could not be cached (the store did not answer); the next identical request pays for it again',
   instruction_kept:

@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { z } from 'zod';
+import { reserveMore } from '../plugins/admission.js';
 import { failureError, RawBody } from '../plugins/worker-pool.js';
 import { Problem } from '../schemas/common.js';
 import type { Operation, OperationUrl } from '../service/operations.js';
@@ -41,24 +42,29 @@ export function operationRoute<Body extends z.ZodType, Response extends z.ZodTyp
     handler: async (request, reply) => {
       const { body } = request;
       const caller = app.compactor.caller(request.apiKeyDigest);
-      const prepared = op.url === '/v1/fit' ? await app.preparer.context(caller.scope) : undefined;
       if (body instanceof RawBody) {
-        const result = await app.workerPool.run(op.url, body.bytes, request, prepared);
-        if (!result.ok) throw failureError(result);
-        request.report = result.report;
-        await app.preparer.after(caller.scope, result);
+        const result = await op.around(app.preparer, caller.scope, async (prepared) => {
+          const done = await app.workerPool.run(op.url, body.bytes, request, prepared);
+          if (!done.ok) throw failureError(done);
+          request.report = done.report;
+          return done;
+        });
         return reply
           .type('application/json; charset=utf-8')
           .send(Buffer.from(result.payload.buffer, result.payload.byteOffset, result.payload.byteLength));
       }
       // Checked in preValidation (a body object is never undefined).
-      const outcome = await op.run(app.compactor, checked.get(request) ?? op.check(body), {
-        signal: AbortSignal.timeout(app.deadlineMs),
-        caller,
-        prepared,
+      const input = checked.get(request) ?? op.check(body);
+      const outcome = await op.around(app.preparer, caller.scope, async (prepared) => {
+        const done = await op.run(app.compactor, input, {
+          signal: AbortSignal.timeout(app.deadlineMs),
+          caller,
+          prepared,
+          reserve: (bytes) => reserveMore(request, bytes),
+        });
+        request.report = done.report;
+        return done;
       });
-      request.report = outcome.report;
-      await app.preparer.after(caller.scope, outcome);
       return outcome.value;
     },
   });

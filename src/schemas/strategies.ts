@@ -1,12 +1,6 @@
 import { z } from 'zod';
-import { STRATEGIES, type StrategyKind } from '../strategies/registry.js';
+import { STRATEGIES, STRATEGY_KINDS, type StrategyKind } from '../strategies/registry.js';
 import { HistoryFields, StrategyResponseFields } from './common.js';
-
-/** What a strategy's endpoint is made of: its options and its own response fields. */
-interface Declared<Options extends z.ZodRawShape, Response extends z.ZodRawShape> {
-  readonly options: z.ZodObject<Options, z.core.$strict>;
-  readonly response: Response;
-}
 
 /** What each strategy endpoint's 200 answer is (its response schema's description). */
 const RETURNS: Record<StrategyKind, string> = {
@@ -17,6 +11,12 @@ const RETURNS: Record<StrategyKind, string> = {
     "The history with its older range replaced by a summary, in the request's format: the summary (`summary`), what happened to each message, occupancy before and after, and the summarizer's bill.",
   fit: "The history brought under the target in the request's format (or unchanged, with `reason` and `call_again_at`, when no reduction pays yet): each stage, what happened to each message, and the cost decision.",
 };
+
+/** What a strategy's endpoint is made of: its options and its own response fields. */
+interface Declared<Options extends z.ZodRawShape = z.ZodRawShape, Response extends z.ZodRawShape = z.ZodRawShape> {
+  readonly options: z.ZodObject<Options, z.core.$strict>;
+  readonly response: Response;
+}
 
 const titled = (kind: string): string => kind.charAt(0).toUpperCase() + kind.slice(1);
 
@@ -37,18 +37,15 @@ function endpointSchemas<Options extends z.ZodRawShape, Response extends z.ZodRa
   };
 }
 
+/** A strategy endpoint's schemas, typed by its strategy's options and response fields. */
+export type StrategySchemas<K extends StrategyKind> = ReturnType<
+  typeof endpointSchemas<Registry[K]['options']['shape'], Registry[K]['response']>
+>;
 type Registry = typeof STRATEGIES;
-/** Every strategy endpoint's schemas, by kind, each typed by its strategy's options and response fields. */
-export const STRATEGY_SCHEMAS = {
-  window: endpointSchemas('window', STRATEGIES.window),
-  compact: endpointSchemas('compact', STRATEGIES.compact),
-  summarize: endpointSchemas('summarize', STRATEGIES.summarize),
-  fit: endpointSchemas('fit', STRATEGIES.fit),
-};
 
-/** A strategy endpoint's request body, as a client writes it. */
-export type StrategyRequest<K extends StrategyKind> = z.input<z.ZodObject<typeof HistoryFields>> &
-  z.input<Registry[K]['options']>;
-/** A strategy endpoint's response body. */
-export type StrategyAnswer<K extends StrategyKind> = z.output<z.ZodObject<typeof StrategyResponseFields>> &
-  z.output<z.ZodObject<Registry[K]['response']>>;
+/** Every strategy endpoint's schemas, by kind. */
+export const STRATEGY_SCHEMAS = Object.fromEntries(
+  STRATEGY_KINDS.map((kind) => [kind, endpointSchemas(kind, STRATEGIES[kind] as Declared)]),
+) as {
+  [K in StrategyKind]: StrategySchemas<K>;
+};

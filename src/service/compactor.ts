@@ -17,6 +17,7 @@ import type { ArtifactStore } from '../store/types.js';
 import {
   type BilledUsage,
   keepAll,
+  NO_BILLED,
   type PreparedContext,
   type PrepareRequest,
   type Strategy,
@@ -57,6 +58,8 @@ export interface CompactorOptions {
   store?: ArtifactStore;
   /** How long offloaded originals live (default 7 days). */
   artifactTtlSeconds?: number;
+  /** Most bytes of originals one expand restores (`COMPACTOR_EXPAND_MAX_BYTES`); 0 or unset: no cap. */
+  expandMaxBytes?: number;
   logger?: CompactorLogger;
   /** The clock, in milliseconds since the epoch. */
   now?: () => number;
@@ -105,6 +108,7 @@ export class Compactor {
     this.artifacts = new ArtifactService({
       store: options.store,
       ttlSeconds: options.artifactTtlSeconds ?? 7 * 24 * 3600,
+      expandMaxBytes: options.expandMaxBytes ?? 0,
       logger: options.logger,
       now: options.now ?? Date.now,
     });
@@ -129,6 +133,7 @@ export class Compactor {
    * from the request's own `artifacts` (what `store: "inline"` returned), and names the ones that are not.
    * An inline `content` nested deeper than `MAX_DEPTH` is a 400 `CMP_ERR_REQUEST_TOO_DEEP` naming
    * it: it is hashed and restored, both recursive (no original the service returned is that deep).
+   * `reserve` counts the bytes it restores against the in-flight limit (where the HTTP layer has one).
    */
   async expand(
     req: {
@@ -137,12 +142,13 @@ export class Compactor {
       artifacts?: { id: string; content?: unknown }[] | undefined;
     },
     caller: Caller = this.shared,
+    reserve?: (bytes: number) => void,
   ): Promise<ExpandResult & { format: string }> {
     const { format } = parseHistory(req);
     req.artifacts?.forEach((a, i) => {
       checkDepth(a.content, `artifacts[${i}].content`);
     });
-    return { ...(await this.artifacts.expand(caller, format, req.messages, req.artifacts)), format: format.name };
+    return { ...(await this.artifacts.expand(caller, format, req.messages, req.artifacts, reserve)), format: format.name };
   }
 
   /** `GET /v1/artifacts/{id}`: one of the caller's originals; 404 when unknown, expired or another's. */
@@ -231,14 +237,20 @@ export class Compactor {
       ...(signal ? { signal } : {}),
       ...(prepared ? { prepared } : {}),
     });
-    const warnings = [...h.warnings, ...out.warnings, ...(dryRun ? [] : await this.cacheQuietly(caller, out.bestEffort))];
+    const billed = await this.billOnce(caller, out);
+    const warnings = [
+      ...h.warnings,
+      ...out.warnings,
+      ...billed.warnings,
+      ...(dryRun ? [] : await this.cacheQuietly(caller, out.bestEffort)),
+    ];
     const failure = {
       ...(out.failure ? { failure: out.failure } : {}),
       ...(out.prepare && !dryRun ? { prepare: out.prepare } : {}),
       ...(out.spliced ? { spliced: out.spliced } : {}),
     };
     if (out.reason || !out.plan)
-      return { ...unchanged(out.reason ?? 'nothing_to_reduce', warnings, out.extra(undefined), out.usage), ...failure };
+      return { ...unchanged(out.reason ?? 'nothing_to_reduce', warnings, out.extra(undefined), billed.usage), ...failure };
     const applied = applyPlan(h, out.plan, (m) => this.counter.countMessage(h.format, h.profile, m));
     this.checkOutput(strategy.kind, h.format, applied.messages);
     if (!dryRun) await this.artifacts.persist(caller, applied.offload);
@@ -249,7 +261,7 @@ export class Compactor {
       applied: !dryRun,
       ...(dryRun ? { reason: 'dry_run' } : {}),
       tokens: tokens(saved),
-      usage: withTotal(out.usage),
+      usage: withTotal(billed.usage),
       actions: applied.actions,
       warnings,
       sources: dryRun ? req.messages.map((_, i) => i) : applied.sources,
@@ -260,6 +272,32 @@ export class Compactor {
   }
 
   /** Writes the summary-cache entries a strategy made, if the store answers; a warning when it does not. */
+  /**
+   * A prepared summary spliced in is billed to one response: the first to claim it in the store.
+   * Concurrent responses all read it unbilled from the index; the others take its usage out of
+   * their totals (`usage.prepared` all 0) and say so.
+   */
+  private async billOnce(
+    caller: Caller,
+    out: StrategyResult<unknown>,
+  ): Promise<{ usage: BilledUsage | undefined; warnings: Warning[] }> {
+    const { usage, spliced } = out;
+    const made = usage?.prepared;
+    if (!usage || !made || !spliced || made.calls === 0 || (await this.artifacts.claim(caller, `prepared:${spliced}`))) {
+      return { usage, warnings: [] };
+    }
+    const rest = {
+      input_tokens: usage.input_tokens - made.input_tokens,
+      output_tokens: usage.output_tokens - made.output_tokens,
+      cached_input_tokens: usage.cached_input_tokens - made.cached_input_tokens,
+      calls: usage.calls - made.calls,
+    };
+    return {
+      usage: { ...rest, model: rest.calls > 0 ? usage.model : null, prepared: withTotal({ ...NO_BILLED, model: made.model }) },
+      warnings: [{ code: 'prepared_already_billed', message: `the prepared summary ${spliced} was billed to another response` }],
+    };
+  }
+
   private async cacheQuietly(caller: Caller, entries: StrategyResult<unknown>['bestEffort']): Promise<Warning[]> {
     if (!entries || !(await this.artifacts.persistQuietly(caller, entries))) return [];
     return [{ code: 'cache_not_written', message: 'the summary cache could not be written: the store did not answer' }];

@@ -141,7 +141,7 @@ export interface StrategyResult<Extra> {
  * (an unknown option is an error, never dropped: parsed alone, nested in fit, or as request
  * fields) whose fields join the common request fields in the endpoint's schema, as `response`'s
  * join the common response fields; `idle` gives the extra fields for a response where the strategy
- * did not run (below the trigger). Its endpoint's schemas are made from these; its route (`routes/{kind}.ts`) describes it.
+ * did not run (below the trigger). Its endpoint's schemas are made from these; its route (`routes/strategies.ts`) describes it.
  */
 export interface Strategy<Options extends z.ZodObject, Extra, Response extends z.ZodRawShape = z.ZodRawShape> {
   readonly kind: string;
