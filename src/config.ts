@@ -65,7 +65,7 @@ function validRedisUrl(value: string): boolean {
 /**
  * The environment the service reads, parsed once at boot. This is the only module that reads
  * `process.env`; everything else receives a `Config`. Names are part of the public contract
- * (API.md, "Configuration names").
+ * (docs/configuration.md, "Configuration names").
  */
 export const ConfigSchema = z.object({
   HOST: z.string().min(1).default('127.0.0.1'),
@@ -245,7 +245,7 @@ function readPriceFile(path: string): PriceRow[] | string {
 
 export type Config = z.output<typeof ConfigSchema>;
 
-/** Every variable with its one-line meaning, in the order `.env.example` and the README list them. */
+/** Every variable with its one-line meaning, in the order `.env.example` and docs/configuration.md list them. */
 export const CONFIG_DOCS: Record<keyof Config, string> = {
   HOST: 'Listen address (the container image sets 0.0.0.0)',
   PORT: 'Listen port',

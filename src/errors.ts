@@ -1,6 +1,6 @@
 /**
  * Every error the service can answer with, made once: a stable `CMP_ERR_<AREA>_<WHAT>` code, its
- * HTTP status and a short title. Codes are never reused or renamed; the README documents each one
+ * HTTP status and a short title. Codes are never reused or renamed; docs/api.md documents each one
  * and a test keeps that table, this catalogue and the thrown errors in sync.
  */
 export const ERRORS = {

@@ -2,7 +2,7 @@ import { z } from 'zod';
 
 /**
  * Every warning a response can carry, made once: a stable snake_case code and what it means.
- * Codes are never reused or renamed; the README's troubleshooting table shows each one with this
+ * Codes are never reused or renamed; docs/api.md's troubleshooting table shows each one with this
  * same text (a test keeps them in sync), and the OpenAPI document lists them (`WarningCode`).
  */
 export const WARNINGS = {
@@ -38,7 +38,7 @@ export const WARNINGS = {
 
 /**
  * Every `reason` a response (or one of fit's stages) gives for changing nothing, made once, as the
- * warnings are: the README's troubleshooting table shows each with this text and what to do.
+ * warnings are: docs/api.md's troubleshooting table shows each with this text and what to do.
  */
 export const REASONS = {
   below_trigger:

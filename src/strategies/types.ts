@@ -137,7 +137,7 @@ export interface StrategyResult<Extra> {
 }
 
 /**
- * One strategy, one file, one registry line (ARCHITECTURE.md). `options` is a strict zod object
+ * One strategy, one file, one registry line (docs/architecture.md, rule 4). `options` is a strict zod object
  * (an unknown option is an error, never dropped: parsed alone, nested in fit, or as request
  * fields) whose fields join the common request fields in the endpoint's schema, as `response`'s
  * join the common response fields; `idle` gives the extra fields for a response where the strategy

@@ -122,7 +122,7 @@ function deferred(
 }
 
 /**
- * Fit under `policy: cost` (STRATEGIES.md, "Cost"). Above `limit` a reduction is forced: compact
+ * Fit under `policy: cost` (docs/strategies.md, "Cost"). Above `limit` a reduction is forced: compact
  * everything clearable, summarize if still above the target, window as the last resort. Under
  * the limit, at any occupancy, the candidates (compaction clearing all it may; that plus a summary
  * when compaction leaves the history above the target) are priced with the prompt cache in view,
