@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import t from 'tap';
+import { REQUEST_EXAMPLES } from '../../src/schemas/examples/requests.js';
 import { build } from '../support/app.js';
 
 const committed = JSON.parse(readFileSync(new URL('../../openapi/openapi.json', import.meta.url), 'utf8'));
@@ -44,5 +45,35 @@ t.test('the committed openapi/openapi.json is what the app serves (run `npm run 
       if (path.startsWith('/v1/')) t.same(op.security, [{ bearerAuth: [] }, {}], `${method} ${path} names the bearer scheme`);
       else t.equal(op.security, undefined, `${method} ${path} is open on the default scope`);
     }
+  }
+});
+
+t.test('every answer reads verdict first: documented and sent in that order, the long arrays last', async (t) => {
+  const app = await build(t);
+  const served = (await app.inject({ method: 'GET', url: '/openapi.json' })).json();
+  for (const kind of ['window', 'compact', 'summarize', 'fit']) {
+    const title = `${kind.charAt(0).toUpperCase()}${kind.slice(1)}Response`;
+    const documented = Object.keys(served.components.schemas[title].properties);
+    t.same(documented.slice(0, 2), ['applied', 'reason'], `${title} documents applied and reason first`);
+    t.same(documented.slice(-2), ['actions', 'messages'], `${title} documents actions and messages last`);
+    const example = Object.values(REQUEST_EXAMPLES[`/v1/${kind}`] ?? {})[0];
+    const res = await app.inject({ method: 'POST', url: `/v1/${kind}`, payload: example?.value as object });
+    t.equal(res.statusCode, 200);
+    const sent = Object.keys(JSON.parse(res.body));
+    t.same(
+      sent,
+      documented.filter((key) => sent.includes(key)),
+      `POST /v1/${kind} sends its fields in the documented order`,
+    );
+  }
+  const fit = Object.keys(served.components.schemas.FitResponse.properties);
+  t.same(fit.slice(0, 5), ['applied', 'reason', 'cost', 'call_again_at', 'tokens'], "fit's verdict and its cost come first");
+  for (const [title, first, last] of [
+    ['TokensResponse', 'total', 'messages'],
+    ['ExpandResponse', 'restored', 'messages'],
+    ['Artifact', 'id', 'content'],
+  ] as const) {
+    const keys = Object.keys(served.components.schemas[title].properties);
+    t.same([keys[0], keys.at(-1)], [first, last], `${title}: ${first} first, ${last} last`);
   }
 });
