@@ -159,7 +159,7 @@ async function registerPlugins(app: FastifyInstance, config: Config, deps: AppDe
     rateLimit: config.COMPACTOR_RATE_LIMIT,
     maxEventLoopDelay: config.COMPACTOR_MAX_EVENT_LOOP_DELAY_MS,
   });
-  await app.register(swaggerPlugin, { version });
+  await app.register(swaggerPlugin, { version, apiKeys: config.COMPACTOR_API_KEYS !== undefined });
   await app.register(metricsPlugin);
   await app.register(queuePlugin, { maxWaitMs: config.COMPACTOR_MAX_QUEUE_WAIT_MS });
   await app.register(admissionPlugin, {

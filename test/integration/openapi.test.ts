@@ -39,10 +39,17 @@ t.test('the committed openapi/openapi.json is what the app serves (run `npm run 
     const responses = served.paths[path].post.responses;
     t.ok(responses['502'] && responses['503'] && responses['504'], `${path} documents the summarizer's 502, 503 and 504`);
   }
+  t.equal(served.components.securitySchemes, undefined, 'a service without keys names no scheme (no Authorize button)');
+  t.notMatch(JSON.stringify(served.paths), /"security"/, 'nor any lock');
+});
+
+t.test('with keys configured, /v1 operations name the bearer scheme (the Authorize button and the locks)', async (t) => {
+  const app = await build(t, { COMPACTOR_API_KEYS: 'openapi-test-key-0123456789' });
+  const served = (await app.inject({ method: 'GET', url: '/openapi.json' })).json();
   t.equal(served.components.securitySchemes.bearerAuth.scheme, 'bearer', 'the document says how to authenticate');
   for (const [path, methods] of Object.entries(served.paths as Record<string, Record<string, { security?: unknown }>>)) {
     for (const [method, op] of Object.entries(methods)) {
-      if (path.startsWith('/v1/')) t.same(op.security, [{ bearerAuth: [] }, {}], `${method} ${path} names the bearer scheme`);
+      if (path.startsWith('/v1/')) t.same(op.security, [{ bearerAuth: [] }], `${method} ${path} needs the bearer scheme`);
       else t.equal(op.security, undefined, `${method} ${path} is open on the default scope`);
     }
   }
