@@ -84,3 +84,9 @@ t.test('every answer reads verdict first: documented and sent in that order, the
     t.same([keys[0], keys.at(-1)], [first, last], `${title}: ${first} first, ${last} last`);
   }
 });
+
+t.test("fit's description opens with two plain sentences: what it does, and how to call it", async (t) => {
+  const [opening = ''] = committed.paths['/v1/fit'].post.description.split('\n\n');
+  t.equal(opening.match(/[.!?](\s|$)/g)?.length, 2, 'two sentences');
+  t.notMatch(opening, /[`(=]/, 'no code, no asides, no options');
+});
