@@ -161,7 +161,7 @@ async function registerPlugins(app: FastifyInstance, config: Config, deps: AppDe
     allowedHosts: config.COMPACTOR_ALLOWED_HOSTS,
     bindHost: config.HOST,
   });
-  await app.register(swaggerPlugin, { version });
+  await app.register(swaggerPlugin, { version, apiKeys: config.COMPACTOR_API_KEYS !== undefined });
   await app.register(metricsPlugin);
   await app.register(queuePlugin, { maxWaitMs: config.COMPACTOR_MAX_QUEUE_WAIT_MS });
   await app.register(admissionPlugin, {

@@ -40,37 +40,36 @@ function problemJson(document: Document): Document {
   return document;
 }
 
+const BEARER = {
+  type: 'http',
+  scheme: 'bearer',
+  description:
+    'An API key from `COMPACTOR_API_KEYS`, sent as `Authorization: Bearer <key>`. Needed on `/v1/*` (on every path with `COMPACTOR_AUTH_SCOPE=all`). Each key sees only the artifacts and cached summaries it made.',
+} as const;
+
 /**
- * `/v1` operations name the bearer scheme, with an empty alternative: keys are needed only when
- * the service has `COMPACTOR_API_KEYS` set (and, with `COMPACTOR_AUTH_SCOPE=all`, everywhere).
+ * With keys configured, `/v1` operations name the bearer scheme (Swagger UI's Authorize button and
+ * locks); without, the service is open and the document names none.
  */
-function security(document: Document): Document {
-  const paths = (document as { paths?: Record<string, Record<string, { security?: unknown }>> }).paths;
-  for (const [path, methods] of Object.entries(paths ?? {})) {
+function security(document: Document, keys: boolean): Document {
+  if (!keys) return document;
+  const doc = document as { paths?: Record<string, Record<string, { security?: unknown }>>; components?: object };
+  doc.components = { ...doc.components, securitySchemes: { bearerAuth: BEARER } };
+  for (const [path, methods] of Object.entries(doc.paths ?? {})) {
     if (!path.startsWith('/v1/')) continue;
-    for (const operation of Object.values(methods)) operation.security = [{ bearerAuth: [] }, {}];
+    for (const operation of Object.values(methods)) operation.security = [{ bearerAuth: [] }];
   }
   return document;
 }
 
 /** The OpenAPI 3.1 document generated from the route schemas, Swagger UI at `/docs`. */
 export default fp(
-  async (app: FastifyInstance, options: { version: string }) => {
+  async (app: FastifyInstance, options: { version: string; apiKeys: boolean }) => {
     const recorded = loadRecordedExamples();
     await app.register(swagger, {
       openapi: {
         openapi: '3.1.0',
         info: { title: 'Compactor', version: options.version, description: API_DESCRIPTION },
-        components: {
-          securitySchemes: {
-            bearerAuth: {
-              type: 'http',
-              scheme: 'bearer',
-              description:
-                'An API key from `COMPACTOR_API_KEYS`, sent as `Authorization: Bearer <key>`. Needed on `/v1/*` when keys are configured (on every path with `COMPACTOR_AUTH_SCOPE=all`); a service without keys is open and should listen on localhost only. Each key sees only the artifacts and cached summaries it made.',
-            },
-          },
-        },
         tags: [
           { name: 'strategies', description: 'Reduce a history' },
           { name: 'inspect', description: 'Count and check a history' },
@@ -78,7 +77,8 @@ export default fp(
         ],
       },
       transform: createJsonSchemaTransform({ zodToJsonConfig }),
-      transformObject: (input) => withExamples(security(problemJson(oneComponentPerSchema(transformObject(input)))), recorded),
+      transformObject: (input) =>
+        withExamples(security(problemJson(oneComponentPerSchema(transformObject(input))), options.apiKeys), recorded),
     });
     await app.register(swaggerUi, { routePrefix: '/docs' });
     app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());

@@ -18,6 +18,19 @@ interface Declared<Options extends z.ZodRawShape = z.ZodRawShape, Response exten
   readonly response: Response;
 }
 
+/**
+ * The order a response's fields are read in (and serialized: the serializer follows the schema):
+ * the verdict first, then the strategy's own details, then the arrays as long as the history.
+ */
+const FIRST = ['applied', 'reason', 'cost', 'call_again_at', 'tokens', 'target', 'usage', 'warnings', 'fallback', 'format'];
+const LAST = ['actions', 'messages'];
+const rank = (key: string): number =>
+  FIRST.includes(key) ? FIRST.indexOf(key) - FIRST.length : LAST.includes(key) ? 1 + LAST.indexOf(key) : 0;
+
+function readingOrder<Shape extends z.ZodRawShape>(shape: Shape): Shape {
+  return Object.fromEntries(Object.entries(shape).sort(([a], [b]) => rank(a) - rank(b))) as Shape;
+}
+
 const titled = (kind: string): string => kind.charAt(0).toUpperCase() + kind.slice(1);
 
 /**
@@ -32,7 +45,7 @@ function endpointSchemas<Options extends z.ZodRawShape, Response extends z.ZodRa
   return {
     request: z.strictObject({ ...HistoryFields, ...strategy.options.shape }).meta({ id: `${titled(kind)}Request` }),
     response: z
-      .object({ ...StrategyResponseFields, ...strategy.response })
+      .object(readingOrder({ ...StrategyResponseFields, ...strategy.response }))
       .meta({ id: `${titled(kind)}Response`, description: RETURNS[kind] }),
   };
 }
