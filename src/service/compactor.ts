@@ -18,7 +18,6 @@ import {
   type BilledUsage,
   keepAll,
   type PreparedContext,
-  type PrepareRequest,
   type Strategy,
   type StrategyResult,
   withTotal,
@@ -30,13 +29,15 @@ import type { TokenCounter } from '../tokens/counter.js';
 import { ArtifactService, type ArtifactView, type Caller } from './artifacts.js';
 import { checkParallel, type HistoryInput, parseHistory, prepareRequest, triggered } from './request-history.js';
 
+/** What a strategy's result carries beyond the generic fields (fit's `FitResult`: a summary to prepare, the one spliced in). */
+export type Beyond<R> = Partial<Omit<R, keyof StrategyResult<unknown>>>;
+
 /** A strategy endpoint's answer: the contract's common response fields, with the strategy's own fields in `extra`. */
-export type StrategyResponse<Extra> = z.output<z.ZodObject<typeof StrategyResponseFields>> & {
+export type StrategyResponse<Extra, R = StrategyResult<Extra>> = z.output<z.ZodObject<typeof StrategyResponseFields>> & {
   /** The error code of a summarizer failure the strategy recovered from; for the metrics, not a response field. */
   failure?: ErrorCode;
-  /** A summary to prepare off the request path, and the prepared one spliced in (fit); not response fields. */
-  prepare?: PrepareRequest;
-  spliced?: string;
+  /** What the strategy asks of the service off the request path (`Beyond`), handed on as it is; not response fields. */
+  after: Beyond<R>;
   /**
    * For each output message, the input message it is (kept or edited), or -1 for one written anew:
    * how the proxy keeps a conversation's upstream history in the client's terms. Not a response field.
@@ -44,6 +45,12 @@ export type StrategyResponse<Extra> = z.output<z.ZodObject<typeof StrategyRespon
   sources: number[];
   extra: Extra;
 };
+
+/** What `out` carries beyond the generic result fields. */
+function beyond<R extends StrategyResult<unknown>>(out: R): Beyond<R> {
+  const { plan, warnings, reason, bestEffort, usage, fallback, failure, extra, ...rest } = out;
+  return rest;
+}
 
 /** Logs what happened, never what was said: counts, codes and rule names only. */
 export interface CompactorLogger {
@@ -178,12 +185,12 @@ export class Compactor {
    * Runs a strategy: trigger check, the strategy itself, then the format's rules over its output.
    * An output that breaks a rule is never returned (500 `CMP_ERR_INTERNAL_INVALID_OUTPUT`).
    */
-  async run<O extends z.ZodObject, E>(
-    strategy: Strategy<O, E>,
+  async run<O extends z.ZodObject, E, R extends StrategyResult<E>>(
+    strategy: Strategy<O, E, z.ZodRawShape, R>,
     req: HistoryInput,
     options: z.output<O>,
     call: RunOptions = {},
-  ): Promise<StrategyResponse<E>> {
+  ): Promise<StrategyResponse<E, R>> {
     const { signal, prepared } = call;
     const caller = call.caller ?? this.shared;
     const h = prepareRequest(req, this.counter);
@@ -194,7 +201,7 @@ export class Compactor {
       counting: h.counting,
       tokenizer: h.profile.tokenizer,
     });
-    const unchanged = (reason: ReasonCode, warnings: Warning[], extra: E, usage?: BilledUsage): StrategyResponse<E> => ({
+    const unchanged = (reason: ReasonCode, warnings: Warning[], extra: E, usage?: BilledUsage): StrategyResponse<E, R> => ({
       messages: req.messages,
       format: h.format.name,
       applied: false,
@@ -204,6 +211,7 @@ export class Compactor {
       actions: keepAll(h.items.length),
       warnings,
       sources: req.messages.map((_, i) => i),
+      after: {},
       extra,
     });
     strategy.check?.(options, { profile: h.profile, summarizer: this.summarizer });
@@ -232,13 +240,10 @@ export class Compactor {
       ...(prepared ? { prepared } : {}),
     });
     const warnings = [...h.warnings, ...out.warnings, ...(dryRun ? [] : await this.cacheQuietly(caller, out.bestEffort))];
-    const failure = {
-      ...(out.failure ? { failure: out.failure } : {}),
-      ...(out.prepare && !dryRun ? { prepare: out.prepare } : {}),
-      ...(out.spliced ? { spliced: out.spliced } : {}),
-    };
+    // Not response fields: the failure the metrics count, and what the strategy asks of the service.
+    const internal = { ...(out.failure ? { failure: out.failure } : {}), after: beyond(out) };
     if (out.reason || !out.plan)
-      return { ...unchanged(out.reason ?? 'nothing_to_reduce', warnings, out.extra(undefined), out.usage), ...failure };
+      return { ...unchanged(out.reason ?? 'nothing_to_reduce', warnings, out.extra(undefined), out.usage), ...internal };
     const applied = applyPlan(h, out.plan, (m) => this.counter.countMessage(h.format, h.profile, m));
     this.checkOutput(strategy.kind, h.format, applied.messages);
     if (!dryRun) await this.artifacts.persist(caller, applied.offload);
@@ -254,7 +259,7 @@ export class Compactor {
       warnings,
       sources: dryRun ? req.messages.map((_, i) => i) : applied.sources,
       ...(out.fallback ? { fallback: out.fallback } : {}),
-      ...failure,
+      ...internal,
       extra: out.extra(applied),
     };
   }

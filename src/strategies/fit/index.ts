@@ -52,7 +52,7 @@ async function run(h: PreparedHistory, o: FitOptions, ctx: StrategyContext): Pro
   return withPrepare(c, acc, result);
 }
 
-export const fitStrategy: Strategy<typeof FitOptions, FitExtra, typeof FIT_RESPONSE> = {
+export const fitStrategy: Strategy<typeof FitOptions, FitExtra, typeof FIT_RESPONSE, FitResult> = {
   kind: 'fit',
   options: FitOptions,
   response: FIT_RESPONSE,

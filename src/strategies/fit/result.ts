@@ -3,14 +3,19 @@ import { type CostReport, costReport, nothingEstimate } from '../../cost/model.j
 import type { Applied } from '../../history/plan/apply.js';
 import { plannedUsage, pricedResult } from '../priced.js';
 import type { SummarizeExtra } from '../summarize/index.js';
-import { NO_BILLED, type StrategyResult, withTotal } from '../types.js';
+import { NO_BILLED, type PrepareRequest, type StrategyResult, withTotal } from '../types.js';
 import type { FitContext } from './context.js';
 import type { Deferral } from './decide.js';
 import type { FitExtra } from './options.js';
 import type { Pipeline } from './pipeline.js';
 
-/** Fit's answer. */
-export type FitResult = StrategyResult<FitExtra>;
+/** Fit's answer: a strategy's, and what the service does off the request path (not response fields; never in a dry run). */
+export interface FitResult extends StrategyResult<FitExtra> {
+  /** A summary to prepare off the request path. */
+  prepare?: PrepareRequest;
+  /** The prepared summary this result spliced in: its id, for the service to count and bill once. */
+  spliced?: string;
+}
 
 /** How a fit ended: its decision and the occupancy to call again at; without a plan, why and at what cost. */
 export interface Ending {
