@@ -19,7 +19,6 @@ import {
   keepAll,
   NO_BILLED,
   type PreparedContext,
-  type PrepareRequest,
   type Strategy,
   type StrategyResult,
   withTotal,
@@ -31,13 +30,15 @@ import type { TokenCounter } from '../tokens/counter.js';
 import { ArtifactService, type ArtifactView, type Caller } from './artifacts.js';
 import { checkParallel, type HistoryInput, parseHistory, prepareRequest, triggered } from './request-history.js';
 
+/** What a strategy's result carries beyond the generic fields (fit's `FitResult`: a summary to prepare, the one spliced in). */
+export type Beyond<R> = Partial<Omit<R, keyof StrategyResult<unknown>>>;
+
 /** A strategy endpoint's answer: the contract's common response fields, with the strategy's own fields in `extra`. */
-export type StrategyResponse<Extra> = z.output<z.ZodObject<typeof StrategyResponseFields>> & {
+export type StrategyResponse<Extra, R = StrategyResult<Extra>> = z.output<z.ZodObject<typeof StrategyResponseFields>> & {
   /** The error code of a summarizer failure the strategy recovered from; for the metrics, not a response field. */
   failure?: ErrorCode;
-  /** A summary to prepare off the request path, and the prepared one spliced in (fit); not response fields. */
-  prepare?: PrepareRequest;
-  spliced?: string;
+  /** What the strategy asks of the service off the request path (`Beyond`), handed on as it is; not response fields. */
+  after: Beyond<R>;
   /**
    * For each output message, the input message it is (kept or edited), or -1 for one written anew:
    * how the proxy keeps a conversation's upstream history in the client's terms. Not a response field.
@@ -45,6 +46,18 @@ export type StrategyResponse<Extra> = z.output<z.ZodObject<typeof StrategyRespon
   sources: number[];
   extra: Extra;
 };
+
+/** What `out` carries beyond the generic result fields. */
+function beyond<R extends StrategyResult<unknown>>(out: R): Beyond<R> {
+  const { plan, warnings, reason, bestEffort, usage, fallback, failure, extra, ...rest } = out;
+  return rest;
+}
+
+/** The prepared summary a result spliced in (fit's), if any. */
+function splicedOf(after: object): string | undefined {
+  const { spliced } = after as { spliced?: unknown };
+  return typeof spliced === 'string' ? spliced : undefined;
+}
 
 /** Logs what happened, never what was said: counts, codes and rule names only. */
 export interface CompactorLogger {
@@ -184,12 +197,12 @@ export class Compactor {
    * Runs a strategy: trigger check, the strategy itself, then the format's rules over its output.
    * An output that breaks a rule is never returned (500 `CMP_ERR_INTERNAL_INVALID_OUTPUT`).
    */
-  async run<O extends z.ZodObject, E>(
-    strategy: Strategy<O, E>,
+  async run<O extends z.ZodObject, E, R extends StrategyResult<E>>(
+    strategy: Strategy<O, E, z.ZodRawShape, R>,
     req: HistoryInput,
     options: z.output<O>,
     call: RunOptions = {},
-  ): Promise<StrategyResponse<E>> {
+  ): Promise<StrategyResponse<E, R>> {
     const { signal, prepared } = call;
     const caller = call.caller ?? this.shared;
     const h = prepareRequest(req, this.counter);
@@ -200,7 +213,7 @@ export class Compactor {
       counting: h.counting,
       tokenizer: h.profile.tokenizer,
     });
-    const unchanged = (reason: ReasonCode, warnings: Warning[], extra: E, usage?: BilledUsage): StrategyResponse<E> => ({
+    const unchanged = (reason: ReasonCode, warnings: Warning[], extra: E, usage?: BilledUsage): StrategyResponse<E, R> => ({
       messages: req.messages,
       format: h.format.name,
       applied: false,
@@ -210,6 +223,7 @@ export class Compactor {
       actions: keepAll(h.items.length),
       warnings,
       sources: req.messages.map((_, i) => i),
+      after: {},
       extra,
     });
     strategy.check?.(options, { profile: h.profile, summarizer: this.summarizer });
@@ -237,20 +251,17 @@ export class Compactor {
       ...(signal ? { signal } : {}),
       ...(prepared ? { prepared } : {}),
     });
-    const billed = await this.billOnce(caller, out);
+    const internal = { ...(out.failure ? { failure: out.failure } : {}), after: beyond(out) };
+    const billed = await this.billOnce(caller, out.usage, splicedOf(internal.after));
     const warnings = [
       ...h.warnings,
       ...out.warnings,
       ...billed.warnings,
       ...(dryRun ? [] : await this.cacheQuietly(caller, out.bestEffort)),
     ];
-    const failure = {
-      ...(out.failure ? { failure: out.failure } : {}),
-      ...(out.prepare && !dryRun ? { prepare: out.prepare } : {}),
-      ...(out.spliced ? { spliced: out.spliced } : {}),
-    };
+    // Not response fields: the failure the metrics count, and what the strategy asks of the service.
     if (out.reason || !out.plan)
-      return { ...unchanged(out.reason ?? 'nothing_to_reduce', warnings, out.extra(undefined), billed.usage), ...failure };
+      return { ...unchanged(out.reason ?? 'nothing_to_reduce', warnings, out.extra(undefined), billed.usage), ...internal };
     const applied = applyPlan(h, out.plan, (m) => this.counter.countMessage(h.format, h.profile, m));
     this.checkOutput(strategy.kind, h.format, applied.messages);
     if (!dryRun) await this.artifacts.persist(caller, applied.offload);
@@ -266,7 +277,7 @@ export class Compactor {
       warnings,
       sources: dryRun ? req.messages.map((_, i) => i) : applied.sources,
       ...(out.fallback ? { fallback: out.fallback } : {}),
-      ...failure,
+      ...internal,
       extra: out.extra(applied),
     };
   }
@@ -279,9 +290,9 @@ export class Compactor {
    */
   private async billOnce(
     caller: Caller,
-    out: StrategyResult<unknown>,
+    usage: BilledUsage | undefined,
+    spliced: string | undefined,
   ): Promise<{ usage: BilledUsage | undefined; warnings: Warning[] }> {
-    const { usage, spliced } = out;
     const made = usage?.prepared;
     if (!usage || !made || !spliced || made.calls === 0 || (await this.artifacts.claim(caller, `prepared:${spliced}`))) {
       return { usage, warnings: [] };
