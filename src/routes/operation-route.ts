@@ -10,6 +10,16 @@ export const SUMMARIZER_PROBLEMS = { 502: Problem, 504: Problem };
 /** What a strategy that offloads originals to the store may answer besides: originals larger than its cap. */
 export const STORE_PROBLEMS = { 507: Problem };
 
+/**
+ * Whether a fit body may prepare or splice (what `preparing` decides in the strategy): not with
+ * `prepare.enabled: false` nor in a dry run, so that such a call never waits for Redis. A body
+ * left raw for a worker thread is not read here: it may.
+ */
+function mayPrepare(body: unknown): boolean {
+  const b = body as { prepare?: { enabled?: boolean }; dry_run?: boolean } | undefined;
+  return b?.prepare?.enabled !== false && b?.dry_run !== true;
+}
+
 /** How a POST endpoint describes itself in the OpenAPI document. */
 export interface RouteDocs {
   tags: string[];
@@ -41,11 +51,13 @@ export function operationRoute<Body extends z.ZodType, Response extends z.ZodTyp
     handler: async (request, reply) => {
       const { body } = request;
       const caller = app.compactor.caller(request.apiKeyDigest);
-      const prepared = op.url === '/v1/fit' ? await app.preparer.context(caller.scope) : undefined;
+      const prepared =
+        op.url === '/v1/fit' && mayPrepare(checked.get(request)) ? await app.preparer.context(caller.scope) : undefined;
       if (body instanceof RawBody) {
         const result = await app.workerPool.run(op.url, body.bytes, request, prepared);
         if (!result.ok) throw failureError(result);
         request.report = result.report;
+        // The payload is serialized already: a summary that could not be queued is logged by the preparer.
         await app.preparer.after(caller.scope, result);
         return reply
           .type('application/json; charset=utf-8')
@@ -58,7 +70,8 @@ export function operationRoute<Body extends z.ZodType, Response extends z.ZodTyp
         prepared,
       });
       request.report = outcome.report;
-      await app.preparer.after(caller.scope, outcome);
+      const late = await app.preparer.after(caller.scope, outcome);
+      if (late.length > 0) (outcome.value as { warnings?: unknown[] }).warnings?.push(...late);
       return outcome.value;
     },
   });
