@@ -11,6 +11,9 @@ const EXAMPLES_CONFIG = {
   LOG_LEVEL: 'silent',
   COMPACTOR_STORE_URL: 'memory:',
   COMPACTOR_ARTIFACT_SECRET: 'openapi-examples-0123456789abcdef0123456789',
+  // A busy machine must not make the recording fail: no load shedding here.
+  COMPACTOR_MAX_EVENT_LOOP_DELAY_MS: '0',
+  COMPACTOR_MAX_QUEUE_WAIT_MS: '0',
 };
 const config = () => loadConfig(EXAMPLES_CONFIG);
 

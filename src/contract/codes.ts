@@ -26,6 +26,8 @@ export const WARNINGS = {
     'fit: the prepared summary spliced in was billed to another response that spliced it at the same moment; this one is not billed for it (`usage.prepared` is all 0)',
   cache_not_written:
     'the summary was written but could not be cached (the store did not answer); the next identical request pays for it again',
+  prepared_unavailable:
+    'fit went on without prepared summaries: their index or job queue (Redis) did not answer in time, so none was spliced in and none was asked for (or the one asked for was not queued); the next call tries again',
   instruction_kept:
     'a system or developer message inside the history is kept where it stands, with the turn it follows (like the head): the summary covers only the messages before it, and what follows it is kept as it came',
   unknown_part_type:

@@ -37,6 +37,11 @@ export interface BullJobQueueOptions<Data, Result> {
   readonly stalledIntervalMs?: number;
   /** Takeovers a job may have before it fails (a job that kills its replica fails): 1 by default. */
   readonly maxStalledCount?: number;
+  /**
+   * How long `add` and `state` (and each Redis command they send) may take before they reject, so
+   * that a Redis that hangs (paused, a full network buffer) never holds a request: 2,000 by default.
+   */
+  readonly commandTimeoutMs?: number;
   /** `close`'s default deadline for running jobs: 10,000 by default. */
   readonly closeDeadlineMs?: number;
   /** false: this replica adds and reads jobs but runs none (no worker). Default true. */
@@ -57,6 +62,7 @@ export const bullDefaults = {
   lockDurationMs: 20_000,
   stalledIntervalMs: 10_000,
   maxStalledCount: 1,
+  commandTimeoutMs: 2000,
   closeDeadlineMs: 10_000,
 } as const;
 

@@ -2,7 +2,15 @@ import { randomUUID } from 'node:crypto';
 import { type Job, Queue, QueueEvents, UnrecoverableError, WaitingError, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { type BullJobQueueOptions, bullDefaults, bullJobId, type Envelope, stateOf } from './bullmq-options.js';
-import { type JobClock, type JobQueue, JobQueueClosedError, type JobState, PermanentJobError, systemClock } from './types.js';
+import {
+  type JobClock,
+  type JobQueue,
+  JobQueueClosedError,
+  JobQueueUnavailableError,
+  type JobState,
+  PermanentJobError,
+  systemClock,
+} from './types.js';
 import { messageOf, tell, Waiters } from './waiters.js';
 
 /** How long each Redis-side step of `close` may take after the jobs' deadline (Redis may be down). */
@@ -23,8 +31,9 @@ const CLOSE_GRACE_MS = 2000;
  * `close` stops fetching jobs and lets running ones finish until the deadline; a job still running
  * then is moved back to wait (its processor's signal aborted) so that another replica runs it at
  * once; if even that fails, its lock expires and the stalled check hands it over. No job is lost.
- * With Redis unreachable, `add`, `state` and `wait` reject (after one reconnection attempt) and
- * `close` gives up on each Redis step after 2 s: it resolves within its deadline and 4 s.
+ * With Redis unreachable or hung, `add`, `state` and `wait` reject (`JobQueueUnavailableError`, or
+ * the connection's error) within `commandTimeoutMs`, and `close` gives up on each Redis step after
+ * 2 s: it resolves within its deadline and 4 s.
  */
 export class BullJobQueue<Data, Result> implements JobQueue<Data, Result> {
   private readonly queue: Queue<Envelope<Data>, Result>;
@@ -36,6 +45,8 @@ export class BullJobQueue<Data, Result> implements JobQueue<Data, Result> {
   private readonly aborted = new AbortController();
   private readonly clock: JobClock;
   private closing: Promise<void> | undefined;
+  /** The bound on `add` and `state` (`commandTimeoutMs`). */
+  private readonly timeoutMs: number;
 
   /** @throws RangeError for a concurrency, attempts or TTL that is not a positive integer; TypeError for a bad URL */
   constructor(private readonly options: BullJobQueueOptions<Data, Result>) {
@@ -47,11 +58,17 @@ export class BullJobQueue<Data, Result> implements JobQueue<Data, Result> {
       if (!Number.isInteger(value) || value < 1) throw new RangeError(`${name} must be a positive integer`);
     }
     this.clock = options.clock ?? systemClock;
+    this.timeoutMs = options.commandTimeoutMs ?? bullDefaults.commandTimeoutMs;
     this.waiters = new Waiters(this.clock);
     const prefix = options.prefix ?? bullDefaults.prefix;
     const name = options.name ?? bullDefaults.name;
     const onError = (error: unknown): void => options.onError?.(error);
-    const commands = new Redis(options.url, { ...options.redisOptions, maxRetriesPerRequest: 1 });
+    // Only the commands connection has a command timeout: the blocking reads wait on purpose.
+    const commands = new Redis(options.url, {
+      commandTimeout: this.timeoutMs,
+      ...options.redisOptions,
+      maxRetriesPerRequest: 1,
+    });
     const blocking = new Redis(options.url, { ...options.redisOptions, maxRetriesPerRequest: null });
     for (const client of [commands, blocking]) client.on('error', onError);
     this.clients = [commands, blocking];
@@ -67,16 +84,18 @@ export class BullJobQueue<Data, Result> implements JobQueue<Data, Result> {
     const jobId = bullJobId(id);
     const o = this.options;
     const age = { age: o.ttlSeconds };
-    await this.queue.add(
-      'job',
-      { id, data, nonce },
-      {
-        jobId,
-        attempts: o.attempts ?? bullDefaults.attempts,
-        backoff: { type: 'exponential', delay: o.backoffMs ?? bullDefaults.backoffMs },
-        removeOnComplete: age,
-        removeOnFail: age,
-      },
+    await this.bounded('add', () =>
+      this.queue.add(
+        'job',
+        { id, data, nonce },
+        {
+          jobId,
+          attempts: o.attempts ?? bullDefaults.attempts,
+          backoff: { type: 'exponential', delay: o.backoffMs ?? bullDefaults.backoffMs },
+          removeOnComplete: age,
+          removeOnFail: age,
+        },
+      ),
     );
     const [job, state] = await this.read(jobId);
     tell(o.listener, job?.data.nonce === nonce ? 'added' : 'deduped');
@@ -92,10 +111,30 @@ export class BullJobQueue<Data, Result> implements JobQueue<Data, Result> {
    * The job and its state. Two reads, so the state is read first: the job read after it is at
    * least as new (a `failed` state then always finds its error, a `ready` one its result).
    */
-  private async read(jobId: string): Promise<[Job<Envelope<Data>, Result> | undefined, JobState<Result> | undefined]> {
-    const bullState = await this.queue.getJobState(jobId);
-    const job = await this.queue.getJob(jobId);
-    return [job, job ? stateOf(job, bullState) : undefined];
+  private read(jobId: string): Promise<[Job<Envelope<Data>, Result> | undefined, JobState<Result> | undefined]> {
+    return this.bounded('read', async () => {
+      const bullState = await this.queue.getJobState(jobId);
+      const job = await this.queue.getJob(jobId);
+      return [job, job ? stateOf(job, bullState) : undefined];
+    });
+  }
+
+  /**
+   * `op` within `timeoutMs`, else a rejection: BullMQ may send several commands for one call, or
+   * wait for its connection first, and a hung Redis answers none of them.
+   */
+  private async bounded<T>(what: string, op: () => Promise<T>): Promise<T> {
+    let cancel = (): void => {};
+    const late = new Promise<never>((_, reject) => {
+      cancel = this.clock.after(this.timeoutMs, () =>
+        reject(new JobQueueUnavailableError(`the job queue's ${what} got no answer from Redis within ${this.timeoutMs} ms`)),
+      );
+    });
+    try {
+      return await Promise.race([op(), late]);
+    } finally {
+      cancel();
+    }
   }
 
   wait(id: string, ms: number, signal?: AbortSignal): Promise<JobState<Result> | undefined> {

@@ -12,6 +12,7 @@ export {
   type JobProcessor,
   type JobQueue,
   JobQueueClosedError,
+  JobQueueUnavailableError,
   type JobRecords,
   type JobState,
   type JobStatus,

@@ -56,6 +56,11 @@ export class JobQueueClosedError extends Error {
   }
 }
 
+/** The backing store did not answer in time (a hung Redis): the call may be retried. */
+export class JobQueueUnavailableError extends Error {
+  override name = 'JobQueueUnavailableError';
+}
+
 /** What a `JobListener` is told, once per occurrence, by the replica where it happened. */
 export type JobEvent = 'added' | 'deduped' | 'started' | 'completed' | 'failed' | 'retried' | 'stalled';
 

@@ -43,7 +43,7 @@ export function operationRoute<Body extends z.ZodType, Response extends z.ZodTyp
       const { body } = request;
       const caller = app.compactor.caller(request.apiKeyDigest);
       if (body instanceof RawBody) {
-        const result = await op.around(app.preparer, caller.scope, async (prepared) => {
+        const result = await op.around(app.preparer, caller.scope, undefined, async (prepared) => {
           const done = await app.workerPool.run(op.url, body.bytes, request, prepared);
           if (!done.ok) throw failureError(done);
           request.report = done.report;
@@ -55,7 +55,7 @@ export function operationRoute<Body extends z.ZodType, Response extends z.ZodTyp
       }
       // Checked in preValidation (a body object is never undefined).
       const input = checked.get(request) ?? op.check(body);
-      const outcome = await op.around(app.preparer, caller.scope, async (prepared) => {
+      const outcome = await op.around(app.preparer, caller.scope, input, async (prepared) => {
         const done = await op.run(app.compactor, input, {
           signal: AbortSignal.timeout(app.deadlineMs),
           caller,

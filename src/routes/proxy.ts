@@ -295,7 +295,10 @@ async function reduceWithin(
     caller,
     owner: who.owner,
     prepared: () => app.preparer.context(caller.scope),
-    after: (outcome: Parameters<typeof app.preparer.after>[1]) => app.preparer.after(caller.scope, outcome),
+    // The proxy forwards the provider's answer as it is: a prepared summary not queued is only logged (by the preparer).
+    after: async (outcome: Parameters<typeof app.preparer.after>[1]) => {
+      await app.preparer.after(caller.scope, outcome);
+    },
     options,
     signal: AbortSignal.timeout(config.COMPACTOR_DEADLINE_MS),
     now: Date.now,

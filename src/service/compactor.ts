@@ -96,6 +96,22 @@ export interface RunOptions {
 }
 
 /**
+ * The prepared summaries a run is given: none while they are unavailable (their Redis did not
+ * answer), and then a `prepared_unavailable` warning when the run would have used them (fit's
+ * `prepare.enabled`, else the service's default; never in a dry run).
+ */
+function offeredPrepared(
+  offered: PreparedContext | undefined,
+  options: unknown,
+  dryRun: boolean,
+): { prepared: PreparedContext | undefined; warnings: Warning[] } {
+  if (!offered?.unavailable) return { prepared: offered, warnings: [] };
+  const asked = (options as { prepare?: { enabled?: boolean } } | undefined)?.prepare?.enabled;
+  const wanted = !dryRun && (asked ?? offered.byDefault);
+  return { prepared: undefined, warnings: wanted ? [{ code: 'prepared_unavailable', message: offered.unavailable }] : [] };
+}
+
+/**
  * The service core, free of HTTP: reads a request's history (detect, parse, check, count), runs a
  * strategy, validates what it produced and reports tokens and actions. Routes call into it.
  */
@@ -203,9 +219,11 @@ export class Compactor {
     options: z.output<O>,
     call: RunOptions = {},
   ): Promise<StrategyResponse<E, R>> {
-    const { signal, prepared } = call;
+    const { signal } = call;
     const caller = call.caller ?? this.shared;
     const h = prepareRequest(req, this.counter);
+    const { prepared, warnings: offline } = offeredPrepared(call.prepared, options, req.dry_run === true);
+    const early = offline.length > 0 ? [...h.warnings, ...offline] : h.warnings;
     const tokens = (saved: number) => ({
       before: h.occupancy,
       after: h.occupancy - saved,
@@ -235,7 +253,7 @@ export class Compactor {
       model: req.model,
       markers: caller.markers,
     };
-    if (!triggered(req, h)) return unchanged('below_trigger', h.warnings, strategy.idle(h, options, cost));
+    if (!triggered(req, h)) return unchanged('below_trigger', early, strategy.idle(h, options, cost));
 
     const dryRun = req.dry_run === true;
     const out = await strategy.run(h, options, {
@@ -254,7 +272,7 @@ export class Compactor {
     const internal = { ...(out.failure ? { failure: out.failure } : {}), after: beyond(out) };
     const billed = await this.billOnce(caller, out.usage, splicedOf(internal.after));
     const warnings = [
-      ...h.warnings,
+      ...early,
       ...out.warnings,
       ...billed.warnings,
       ...(dryRun ? [] : await this.cacheQuietly(caller, out.bestEffort)),

@@ -3,6 +3,7 @@ import type { ReasonCode } from '../contract/codes.js';
 import type { ArtifactRefSchema } from '../contract/parts.js';
 import type { CostReport } from '../cost/model.js';
 import type { ErrorCode } from '../errors.js';
+import type { Warning } from '../history/types.js';
 import { ExpandRequest, ExpandResponse } from '../schemas/artifacts.js';
 import { STRATEGY_SCHEMAS, type StrategySchemas } from '../schemas/strategies.js';
 import { TokensRequest, TokensResponse, ValidateRequest, ValidateResponse } from '../schemas/tokens.js';
@@ -65,16 +66,19 @@ export interface Outcome {
 /** The caller's prepared summaries as an operation uses them (`PreparedSummaries`, kept by the main thread). */
 export interface PreparedStore {
   context(scope: string): Promise<PreparedContext>;
-  after(scope: string, outcome: Pick<Outcome, 'prepare' | 'spliced'>): Promise<void>;
+  /** Warnings for the response: what could not be handed on (a job queue that did not answer). */
+  after(scope: string, outcome: Pick<Outcome, 'prepare' | 'spliced'>): Promise<Warning[]>;
 }
 
 /**
  * Where an operation's work runs (in line or on a worker thread) with what only the main thread
  * holds: given the caller's prepared summaries, and handing the preparer what it asked for.
  */
-export type Around = <R extends Pick<Outcome, 'prepare' | 'spliced'>>(
+export type Around = <R extends Pick<Outcome, 'prepare' | 'spliced'> & { value?: unknown }>(
   preparer: PreparedStore,
   scope: string,
+  /** The checked body, or undefined when it is left raw for a worker thread. */
+  input: unknown,
   work: (prepared: PreparedContext | undefined) => Promise<R>,
 ) => Promise<R>;
 
@@ -98,12 +102,27 @@ export interface Operation<
 }
 
 /** What most operations need around their work: nothing. */
-const alone: Around = (_preparer, _scope, work) => work(undefined);
+const alone: Around = (_preparer, _scope, _input, work) => work(undefined);
 
-/** Fit's: the caller's prepared summaries before, and what it asked to prepare and spliced in after. */
-const withPrepared: Around = async (preparer, scope, work) => {
-  const outcome = await work(await preparer.context(scope));
-  await preparer.after(scope, outcome);
+/**
+ * Whether a fit may use prepared summaries: not with `prepare.enabled: false` nor in a dry run,
+ * so that such a call never waits for their index. A body left raw for a worker thread may.
+ */
+function mayPrepare(input: unknown): boolean {
+  const b = input as { prepare?: { enabled?: boolean }; dry_run?: boolean } | undefined;
+  return b?.prepare?.enabled !== false && b?.dry_run !== true;
+}
+
+/**
+ * Fit's: the caller's prepared summaries before, and what it asked to prepare and spliced in
+ * after; what could not be handed on joins the response's warnings (a response serialized on a
+ * worker thread has them logged by the preparer instead).
+ */
+const withPrepared: Around = async (preparer, scope, input, work) => {
+  const outcome = await work(mayPrepare(input) ? await preparer.context(scope) : undefined);
+  const late = await preparer.after(scope, outcome);
+  const value = outcome.value as { warnings?: unknown[] } | undefined;
+  if (late.length > 0) value?.warnings?.push(...late);
   return outcome;
 };
 

@@ -1,5 +1,6 @@
 import { Redis, type Result } from 'ioredis';
 import { CompactorError } from '../errors.js';
+import type { Warning } from '../history/types.js';
 import { type JobEvent, type JobQueue, type JobState, openBullJobQueue } from '../jobs/index.js';
 import type { PreparedContext, PreparedRange, PrepareRequest } from '../strategies/types.js';
 import type { Compactor } from './compactor.js';
@@ -106,6 +107,7 @@ export class RedisPreparer implements PreparedSummaries {
       name: 'prepared',
       concurrency: options.concurrency,
       ttlSeconds: options.ttlSeconds ?? 24 * 3600,
+      commandTimeoutMs: REDIS_TIMEOUT_MS,
       ...(options.lockDurationMs
         ? { lockDurationMs: options.lockDurationMs, stalledIntervalMs: Math.ceil(options.lockDurationMs / 2) }
         : {}),
@@ -122,36 +124,50 @@ export class RedisPreparer implements PreparedSummaries {
       ...(options.onJob ? { listener: options.onJob } : {}),
       ...(options.onError ? { onError: options.onError } : {}),
     });
-    const redis = new Redis(options.url, { maxRetriesPerRequest: 1 });
+    // As the store's client: a command that Redis does not answer (hung, unreachable) fails in time.
+    const redis = new Redis(options.url, {
+      maxRetriesPerRequest: 1,
+      connectTimeout: REDIS_TIMEOUT_MS,
+      commandTimeout: REDIS_TIMEOUT_MS,
+      retryStrategy: (times) => Math.min(times * 200, 2000),
+    });
     redis.on('error', (error) => options.onError?.(error));
     redis.defineCommand('compactorPrepared', { numberOfKeys: 2, lua: ADD_SCRIPT });
     redis.defineCommand('compactorBill', { numberOfKeys: 1, lua: BILL_SCRIPT });
     return new RedisPreparer(redis, queue, options);
   }
 
+  /** The caller's ranges; while Redis cannot answer (within the bound), none, and `unavailable` says why. */
   async context(scope: string): Promise<PreparedContext> {
     const byDefault = this.options.byDefault;
     try {
-      const ranges = await this.ranges(scope);
-      const states = await Promise.all(ranges.map((r) => this.queue.state(jobKey(scope, r.id))));
-      const entries = ranges.map(({ created: _, billed, ...range }, i) => {
-        const job = states[i];
-        const usage = !billed && job?.state === 'ready' ? job.result : undefined;
-        return { ...range, state: stateOf(job, billed), ...(usage ? { usage } : {}) };
+      const entries = await bounded('read', async () => {
+        const ranges = await this.ranges(scope);
+        const states = await Promise.all(ranges.map((r) => this.queue.state(jobKey(scope, r.id))));
+        return ranges.map(({ created: _, billed, ...range }, i) => {
+          const job = states[i];
+          const usage = !billed && job?.state === 'ready' ? job.result : undefined;
+          return { ...range, state: stateOf(job, billed), ...(usage ? { usage } : {}) };
+        });
       });
       return { entries, byDefault };
     } catch (error) {
       this.options.onError?.(error);
-      return { entries: [], byDefault };
+      return { entries: [], byDefault, unavailable: UNAVAILABLE };
     }
   }
 
-  async after(scope: string, outcome: PrepareOutcome): Promise<void> {
+  async after(scope: string, outcome: PrepareOutcome): Promise<Warning[]> {
     try {
-      if (outcome.spliced) await this.bill(scope, outcome.spliced);
-      if (outcome.prepare) await this.add(scope, outcome.prepare);
+      await bounded('write', async () => {
+        if (outcome.spliced) await this.bill(scope, outcome.spliced);
+        if (outcome.prepare) await this.add(scope, outcome.prepare);
+      });
+      return [];
     } catch (error) {
       this.options.onError?.(error);
+      if (!outcome.prepare) return [];
+      return [{ code: 'prepared_unavailable', message: `${UNAVAILABLE}: the summary asked for was not queued` }];
     }
   }
 
@@ -161,13 +177,15 @@ export class RedisPreparer implements PreparedSummaries {
     let billed: string | null | undefined;
     let job: JobState<Usage> | undefined;
     try {
-      [range, billed] = await this.redis.hmget(rangesKey(this.options.prefix, scope), `r:${id}`, `b:${id}`);
+      [range, billed, job] = await bounded('read', async () => {
+        const [r, b] = await this.redis.hmget(rangesKey(this.options.prefix, scope), `r:${id}`, `b:${id}`);
+        return [r, b, r ? await this.queue.state(jobKey(scope, id)) : undefined] as const;
+      });
       if (!range) return undefined;
-      job = await this.queue.state(jobKey(scope, id));
     } catch (error) {
       this.options.onError?.(error);
       throw new CompactorError('CMP_ERR_STORE_UNAVAILABLE', 'the redis store cannot answer for prepared summaries now', [], {
-        retryAfterSeconds: 1,
+        retryAfterSeconds: 2,
       });
     }
     const stored = JSON.parse(range) as Stored;
@@ -220,6 +238,28 @@ export class RedisPreparer implements PreparedSummaries {
     if (first !== 1) return;
     const job = await this.queue.state(jobKey(scope, id));
     this.options.onEvent?.('spliced', tokensOf(job?.result));
+  }
+}
+
+/** How long one Redis command, and one call of the preparer's (several commands), may take, in ms. */
+const REDIS_TIMEOUT_MS = 2000;
+
+/** What a response is told when the index or the queue did not answer. */
+const UNAVAILABLE = 'prepared summaries are unavailable (Redis did not answer in time)';
+
+/** `op` within `REDIS_TIMEOUT_MS`, else a rejection: a hung Redis never holds a request. */
+async function bounded<T>(what: string, op: () => Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new Error(`prepared summaries: the ${what} got no answer within ${REDIS_TIMEOUT_MS} ms`)),
+      REDIS_TIMEOUT_MS,
+    );
+  });
+  try {
+    return await Promise.race([op(), late]);
+  } finally {
+    clearTimeout(timer);
   }
 }
 

@@ -1,4 +1,5 @@
 import { CompactorError } from '../errors.js';
+import type { Warning } from '../history/types.js';
 import { EmbeddedJobQueue, type JobEvent, type JobQueue, MemoryJobRecords, PermanentJobError } from '../jobs/index.js';
 import { STRATEGIES } from '../strategies/registry.js';
 import type { BilledUsage, PreparedContext, PrepareRequest } from '../strategies/types.js';
@@ -51,8 +52,11 @@ export interface PrepareOutcome {
 export interface PreparedSummaries {
   /** The caller's prepared ranges for fit (their usage only while not billed yet). */
   context(scope: string): Promise<PreparedContext>;
-  /** What a request asked to prepare and spliced in: the splice billed once, the range prepared. */
-  after(scope: string, outcome: PrepareOutcome): Promise<void>;
+  /**
+   * What a request asked to prepare and spliced in: the splice billed once, the range prepared.
+   * Never rejects: what it could not do, the response is told (`prepared_unavailable`).
+   */
+  after(scope: string, outcome: PrepareOutcome): Promise<Warning[]>;
   /** `GET /v1/prepared/{id}`: one of the caller's prepared summaries; undefined when unknown or another's. */
   view(scope: string, id: string): Promise<PreparedView | undefined>;
   close(deadlineMs?: number): Promise<void>;
@@ -138,9 +142,10 @@ export class Preparer implements PreparedSummaries {
     });
   }
 
-  async after(scope: string, outcome: PrepareOutcome): Promise<void> {
+  async after(scope: string, outcome: PrepareOutcome): Promise<Warning[]> {
     if (outcome.spliced) this.spliced(scope, outcome.spliced);
     if (outcome.prepare) this.add(scope, outcome.prepare);
+    return [];
   }
 
   /** A response spliced `id` in: counted, and billed there if it was not billed already. */

@@ -78,6 +78,11 @@ export interface PreparedContext {
   readonly entries: readonly (PreparedEntry & { usage?: BilledUsage })[];
   /** Whether fit prepares when the request does not say (COMPACTOR_PREPARE; on with an LLM summarizer). */
   readonly byDefault: boolean;
+  /**
+   * Why the caller's prepared summaries could not be read (their Redis did not answer in time):
+   * the request goes on without them (neither preparing nor splicing) and says so in its warnings.
+   */
+  readonly unavailable?: string;
 }
 
 /** A summary fit asks the service to prepare off the request path: its range and the `/v1/summarize` body that makes it. */

@@ -1,8 +1,8 @@
 /**
  * The app with prepared summaries on a Redis that does not answer (the URL is the first argument)
  * and a memory artifact store, in its own process (BullMQ's connections keep retrying after
- * `close` gives up on them). A fit that asks to prepare, then `GET /v1/prepared/{id}`; prints one
- * JSON line with their statuses, then exits.
+ * `close` gives up on them). A fit that asks to prepare (it goes on without, and says so), then
+ * `GET /v1/prepared/{id}`; prints one JSON line with what they answered, then exits.
  */
 import { pino } from 'pino';
 import { buildApp } from '../../src/app.js';
@@ -22,6 +22,12 @@ const id = fit.json().prepared?.id ?? 'none';
 const view = await app.inject({ method: 'GET', url: `/v1/prepared/${id}` });
 await app.close();
 process.stdout.write(
-  `${JSON.stringify({ fit: fit.statusCode, prepared: fit.json().prepared?.state, view: view.statusCode, code: view.json().code })}\n`,
+  `${JSON.stringify({
+    fit: fit.statusCode,
+    prepared: fit.json().prepared?.state ?? null,
+    warned: fit.json().warnings.some((w: { code: string }) => w.code === 'prepared_unavailable'),
+    view: view.statusCode,
+    code: view.json().code,
+  })}\n`,
 );
 process.exit(0);

@@ -14,6 +14,7 @@ function recording() {
     },
     after: async (scope, outcome) => {
       calls.push(`after ${scope} ${outcome.spliced ?? '-'} ${outcome.prepare?.id ?? '-'}`);
+      return outcome.prepare?.id === 'late' ? [{ code: 'prepared_unavailable', message: 'not queued' }] : [];
     },
   };
   return { calls, context, preparer };
@@ -34,7 +35,7 @@ t.test('every strategy in the registry has its operation, in the registry order'
 t.test("fit's operation reads the caller's prepared summaries before its work and hands them its outcome after", async (t) => {
   const { calls, context, preparer } = recording();
   let given: PreparedContext | undefined;
-  const result = await OPERATIONS['/v1/fit'].around(preparer, 's1', async (prepared) => {
+  const result = await OPERATIONS['/v1/fit'].around(preparer, 's1', undefined, async (prepared) => {
     given = prepared;
     calls.push('work');
     return outcome;
@@ -46,7 +47,7 @@ t.test("fit's operation reads the caller's prepared summaries before its work an
 
 t.test('fit hands the preparer nothing when its work fails', async (t) => {
   const { calls, preparer } = recording();
-  const failing = OPERATIONS['/v1/fit'].around(preparer, 's1', async () => {
+  const failing = OPERATIONS['/v1/fit'].around(preparer, 's1', undefined, async () => {
     throw new Error('upstream');
   });
   await t.rejects(failing, { message: 'upstream' });
@@ -57,11 +58,28 @@ t.test('the other operations never touch the preparer', async (t) => {
   for (const url of ['/v1/window', '/v1/compact', '/v1/summarize', '/v1/tokens', '/v1/validate', '/v1/expand'] as const) {
     const { calls, preparer } = recording();
     let given: PreparedContext | undefined = { entries: [], byDefault: false };
-    await OPERATIONS[url].around(preparer, 's1', async (prepared) => {
+    await OPERATIONS[url].around(preparer, 's1', undefined, async (prepared) => {
       given = prepared;
       return outcome;
     });
     t.equal(given, undefined, `${url} runs without prepared summaries`);
     t.same(calls, [], `${url} asks the preparer nothing`);
   }
+});
+
+t.test('fit leaves the preparer alone for a body that cannot use it, and passes on what it could not queue', async (t) => {
+  for (const body of [{ prepare: { enabled: false } }, { dry_run: true }]) {
+    const { calls, preparer } = recording();
+    let given: PreparedContext | undefined = { entries: [], byDefault: false };
+    await OPERATIONS['/v1/fit'].around(preparer, 's1', body, async (prepared) => {
+      given = prepared;
+      return outcome;
+    });
+    t.equal(given, undefined, `${JSON.stringify(body)}: no prepared summaries read`);
+    t.same(calls, ['after s1 r1 r2'], `${JSON.stringify(body)}: the index is not asked before`);
+  }
+  const { preparer } = recording();
+  const late: Outcome = { value: { warnings: [] }, prepare: { id: 'late' } as PrepareRequest };
+  const result = await OPERATIONS['/v1/fit'].around(preparer, 's1', {}, async () => late);
+  t.same((result.value as { warnings: unknown[] }).warnings, [{ code: 'prepared_unavailable', message: 'not queued' }]);
 });
