@@ -1,7 +1,14 @@
 import { CompactorError } from '../errors.js';
-import { EmbeddedJobQueue, type JobEvent, type JobQueue, MemoryJobRecords, PermanentJobError } from '../jobs/index.js';
+import {
+  EmbeddedJobQueue,
+  type JobContext,
+  type JobEvent,
+  type JobQueue,
+  MemoryJobRecords,
+  PermanentJobError,
+} from '../jobs/index.js';
 import { STRATEGIES } from '../strategies/registry.js';
-import type { BilledUsage, PreparedContext, PrepareRequest } from '../strategies/types.js';
+import { type BilledUsage, NO_BILLED, type PreparedContext, type PrepareRequest } from '../strategies/types.js';
 import type { Compactor } from './compactor.js';
 import { OPERATIONS } from './operations.js';
 
@@ -27,6 +34,8 @@ interface Entry {
   billed: boolean;
   readonly created: number;
   error?: string;
+  /** The job's `/v1/summarize` body as JSON while it waits to be made (held once, here), then undefined. */
+  body: string | undefined;
 }
 
 /** A prepared summary's job data: the caller's scope and the `/v1/summarize` body. */
@@ -35,8 +44,11 @@ export interface Job {
   body: Record<string, unknown>;
 }
 
-/** What happened to prepared summaries, for the metrics: with the tokens their summarizer calls cost. */
-export type PrepareEvent = 'prepared' | 'spliced' | 'wasted' | 'failed';
+/**
+ * What happened to prepared summaries, for the metrics: with the tokens their summarizer calls
+ * cost. `dropped`: one dropped before it ran (the queue was full, or its range left the index).
+ */
+export type PrepareEvent = 'prepared' | 'spliced' | 'wasted' | 'failed' | 'dropped';
 
 /** What a request reports back: the range it asked to prepare, the prepared summary it spliced in. */
 export interface PrepareOutcome {
@@ -67,6 +79,10 @@ export interface PreparerOptions {
   perScope?: number;
   /** Prepared summaries kept in all. */
   maxEntries?: number;
+  /** Embedded: jobs waiting to be made, at most (the oldest are dropped for a new one): 64 by default. */
+  maxQueued?: number;
+  /** Embedded: bytes of the `/v1/summarize` bodies of those jobs, at most: 64 MiB by default. */
+  maxQueuedBytes?: number;
   onEvent?: (event: PrepareEvent, tokens: number) => void;
   onJob?: (event: JobEvent) => void;
 }
@@ -101,14 +117,17 @@ export async function summarizeFor(compactor: Compactor, job: Job, signal: Abort
  */
 export class Preparer implements PreparedSummaries {
   private readonly entries = new Map<string, Entry>();
-  private readonly queue: JobQueue<Job, Usage>;
+  private readonly queue: JobQueue<Pick<Job, 'scope'>, Usage>;
+  /** Keys of the entries whose jobs wait to be made (they hold a body), oldest first, with its bytes. */
+  private readonly waiting = new Map<string, number>();
+  private waitingBytes = 0;
 
   constructor(
     private readonly compactor: Compactor,
     private readonly options: PreparerOptions,
   ) {
-    this.queue = new EmbeddedJobQueue<Job, Usage>({
-      processor: (job, context) => this.make(job, context.id, context.signal),
+    this.queue = new EmbeddedJobQueue<Pick<Job, 'scope'>, Usage>({
+      processor: (job, context) => this.make(job.scope, context),
       records: new MemoryJobRecords(options.maxEntries ?? 10_000),
       concurrency: options.concurrency,
       ttlSeconds: 24 * 3600,
@@ -130,12 +149,55 @@ export class Preparer implements PreparedSummaries {
     const key = `${scope}\0${request.id}`;
     if (this.entries.has(key)) return;
     const { body, ...range } = request;
-    this.entries.set(key, { scope, range, state: 'started', usage: undefined, billed: false, created: Date.now() });
+    const text = JSON.stringify(body);
+    const bytes = Buffer.byteLength(text);
+    const entry: Entry = { scope, range, state: 'started', usage: undefined, billed: false, created: Date.now(), body: text };
+    this.entries.set(key, entry);
     this.bound(scope);
-    this.queue.add(key, { scope, body }).catch(() => {
-      const entry = this.entries.get(key);
-      if (entry) entry.state = 'failed';
+    if (!this.makeRoom(bytes)) {
+      this.drop(key, 'CMP_ERR_OVERLOADED');
+      return;
+    }
+    this.waiting.set(key, bytes);
+    this.waitingBytes += bytes;
+    this.queue.add(key, { scope }).catch(() => {
+      this.release(key);
+      entry.state = 'failed';
     });
+  }
+
+  /**
+   * Drops the oldest waiting jobs until one of `bytes` fits under `maxQueued` and `maxQueuedBytes`
+   * (a slow summarizer must not pile up histories); false when it cannot fit at all.
+   */
+  private makeRoom(bytes: number): boolean {
+    const maxCount = this.options.maxQueued ?? 64;
+    const maxBytes = this.options.maxQueuedBytes ?? 64 * 1024 * 1024;
+    if (bytes > maxBytes || maxCount < 1) return false;
+    for (const key of this.waiting.keys()) {
+      if (this.waiting.size < maxCount && this.waitingBytes + bytes <= maxBytes) break;
+      this.drop(key, 'CMP_ERR_OVERLOADED');
+    }
+    return true;
+  }
+
+  /** A job dropped before it ran: its body released, its entry (if kept) failed with `error`, counted. */
+  private drop(key: string, error: string): void {
+    this.release(key);
+    const entry = this.entries.get(key);
+    if (entry) Object.assign(entry, { state: 'failed', error });
+    this.options.onEvent?.('dropped', 0);
+  }
+
+  /** Forgets a waiting job's body; whether it was waiting. */
+  private release(key: string): boolean {
+    const bytes = this.waiting.get(key);
+    const entry = this.entries.get(key);
+    if (entry) entry.body = undefined;
+    if (bytes === undefined) return false;
+    this.waiting.delete(key);
+    this.waitingBytes -= bytes;
+    return true;
   }
 
   async after(scope: string, outcome: PrepareOutcome): Promise<void> {
@@ -170,17 +232,30 @@ export class Preparer implements PreparedSummaries {
     return this.queue.close(deadlineMs);
   }
 
-  /** The job, with the entry's state kept along. */
-  private async make(job: Job, key: string, signal: AbortSignal): Promise<Usage> {
+  /**
+   * The job, with the entry's state kept along. One dropped before it ran (its range left the
+   * index, or the queue was full) makes nothing: no summarizer call for a range no call can splice.
+   */
+  private async make(scope: string, { id: key, signal, attempt }: JobContext): Promise<Usage> {
     const entry = this.entries.get(key);
-    if (entry) entry.state = 'running';
+    const text = entry?.body;
+    if (!entry || text === undefined) return { ...NO_BILLED, total_tokens: 0 };
+    // Running: no longer waiting (nor dropped for room); the body stays for a retry until it settles.
+    const bytes = this.waiting.get(key);
+    if (bytes !== undefined) {
+      this.waiting.delete(key);
+      this.waitingBytes -= bytes;
+    }
+    entry.state = 'running';
     try {
-      const usage = await summarizeFor(this.compactor, job, signal);
+      const usage = await summarizeFor(this.compactor, { scope, body: JSON.parse(text) }, signal);
+      entry.body = undefined;
       if (entry) Object.assign(entry, { state: 'ready', usage });
       this.options.onEvent?.('prepared', tokensOf(usage));
       return usage;
     } catch (error) {
-      if (entry) Object.assign(entry, { state: 'failed', error: (error as Error).message });
+      if (error instanceof PermanentJobError || attempt >= 2) entry.body = undefined;
+      Object.assign(entry, { state: 'failed', error: (error as Error).message });
       this.options.onEvent?.('failed', 0);
       throw error;
     }
@@ -196,6 +271,8 @@ export class Preparer implements PreparedSummaries {
       if (mine <= perScope && this.entries.size <= max) break;
       if (e.scope !== scope && this.entries.size <= max) continue;
       if (e.state === 'ready' && !e.billed) this.options.onEvent?.('wasted', tokensOf(e.usage));
+      // Its job, if it has not started, never will: nothing could splice what it would make.
+      if (e.state === 'started' && this.release(key)) this.options.onEvent?.('dropped', 0);
       this.entries.delete(key);
       if (e.scope === scope) mine--;
     }
