@@ -1,14 +1,8 @@
+import PQueue from 'p-queue';
 import { CompactorError } from '../errors.js';
-import {
-  EmbeddedJobQueue,
-  type JobContext,
-  type JobEvent,
-  type JobQueue,
-  MemoryJobRecords,
-  PermanentJobError,
-} from '../jobs/index.js';
+import { PermanentJobError } from '../jobs/index.js';
 import { STRATEGIES } from '../strategies/registry.js';
-import { type BilledUsage, NO_BILLED, type PreparedContext, type PrepareRequest } from '../strategies/types.js';
+import type { BilledUsage, PreparedContext, PrepareRequest } from '../strategies/types.js';
 import type { Compactor } from './compactor.js';
 import { OPERATIONS } from './operations.js';
 
@@ -34,7 +28,7 @@ interface Entry {
   billed: boolean;
   readonly created: number;
   error?: string;
-  /** The job's `/v1/summarize` body as JSON while it waits to be made (held once, here), then undefined. */
+  /** The job's `/v1/summarize` body as JSON until it settles (held once, here), then undefined. */
   body: string | undefined;
 }
 
@@ -84,7 +78,8 @@ export interface PreparerOptions {
   /** Embedded: bytes of the `/v1/summarize` bodies of those jobs, at most: 64 MiB by default. */
   maxQueuedBytes?: number;
   onEvent?: (event: PrepareEvent, tokens: number) => void;
-  onJob?: (event: JobEvent) => void;
+  /** The wait before the one retry of a failed job, ms: 1000 by default. */
+  backoffMs?: number;
 }
 
 export const tokensOf = (u: Usage | undefined) => u?.total_tokens ?? 0;
@@ -108,31 +103,31 @@ export async function summarizeFor(compactor: Compactor, job: Job, signal: Abort
 
 /**
  * Prepared summaries (issue 22, embedded): the summaries fit asks for ahead of need, made off the
- * request path on an in-process job queue (one run per range, one retry with backoff) by the same
- * `/v1/summarize` operation a client would call, as the caller who asked. What it makes lands in
- * the summary cache (the store), where the request that needs it finds it; this object keeps the
- * caller's index of ranges (scope, prefix, range, state) that fit matches a later history against,
- * and bills each summary once, to the response that splices it in. One per process, on the main
- * thread: requests run on worker threads get the caller's entries with their task and report back.
+ * request path by the same `/v1/summarize` operation a client would call, as the caller who
+ * asked, at most `concurrency` at once (p-queue), one retry after a backoff. What it makes lands
+ * in the summary cache (the store), where the request that needs it finds it. The state is kept
+ * once, here: each caller's index of ranges (scope, prefix, range, state, usage) that fit matches
+ * a later history against, with the body of each job until it settles. It bills each summary
+ * once, to the response that splices it in. One per process, on the main thread: requests run on
+ * worker threads get the caller's entries with their task and report back. A restart forgets
+ * everything: the next call that finds a summary due prepares again.
  */
 export class Preparer implements PreparedSummaries {
   private readonly entries = new Map<string, Entry>();
-  private readonly queue: JobQueue<Pick<Job, 'scope'>, Usage>;
-  /** Keys of the entries whose jobs wait to be made (they hold a body), oldest first, with its bytes. */
+  private readonly queue: PQueue;
+  /** Keys of the entries whose jobs wait for a slot (not running yet), oldest first, with their bytes. */
   private readonly waiting = new Map<string, number>();
   private waitingBytes = 0;
+  private readonly retries = new Set<NodeJS.Timeout>();
+  /** The running attempts' signals (`close` aborts them). */
+  private readonly running = new Set<AbortController>();
+  private closing = false;
 
   constructor(
     private readonly compactor: Compactor,
     private readonly options: PreparerOptions,
   ) {
-    this.queue = new EmbeddedJobQueue<Pick<Job, 'scope'>, Usage>({
-      processor: (job, context) => this.make(job.scope, context),
-      records: new MemoryJobRecords(options.maxEntries ?? 10_000),
-      concurrency: options.concurrency,
-      ttlSeconds: 24 * 3600,
-      ...(options.onJob ? { listener: options.onJob } : {}),
-    });
+    this.queue = new PQueue({ concurrency: options.concurrency });
   }
 
   async context(scope: string): Promise<PreparedContext> {
@@ -147,7 +142,7 @@ export class Preparer implements PreparedSummaries {
   /** Starts preparing a range fit asked for, unless it is known already. */
   add(scope: string, request: PrepareRequest): void {
     const key = `${scope}\0${request.id}`;
-    if (this.entries.has(key)) return;
+    if (this.entries.has(key) || this.closing) return;
     const { body, ...range } = request;
     const text = JSON.stringify(body);
     const bytes = Buffer.byteLength(text);
@@ -158,46 +153,7 @@ export class Preparer implements PreparedSummaries {
       this.drop(key, 'CMP_ERR_OVERLOADED');
       return;
     }
-    this.waiting.set(key, bytes);
-    this.waitingBytes += bytes;
-    this.queue.add(key, { scope }).catch(() => {
-      this.release(key);
-      entry.state = 'failed';
-    });
-  }
-
-  /**
-   * Drops the oldest waiting jobs until one of `bytes` fits under `maxQueued` and `maxQueuedBytes`
-   * (a slow summarizer must not pile up histories); false when it cannot fit at all.
-   */
-  private makeRoom(bytes: number): boolean {
-    const maxCount = this.options.maxQueued ?? 64;
-    const maxBytes = this.options.maxQueuedBytes ?? 64 * 1024 * 1024;
-    if (bytes > maxBytes || maxCount < 1) return false;
-    for (const key of this.waiting.keys()) {
-      if (this.waiting.size < maxCount && this.waitingBytes + bytes <= maxBytes) break;
-      this.drop(key, 'CMP_ERR_OVERLOADED');
-    }
-    return true;
-  }
-
-  /** A job dropped before it ran: its body released, its entry (if kept) failed with `error`, counted. */
-  private drop(key: string, error: string): void {
-    this.release(key);
-    const entry = this.entries.get(key);
-    if (entry) Object.assign(entry, { state: 'failed', error });
-    this.options.onEvent?.('dropped', 0);
-  }
-
-  /** Forgets a waiting job's body; whether it was waiting. */
-  private release(key: string): boolean {
-    const bytes = this.waiting.get(key);
-    const entry = this.entries.get(key);
-    if (entry) entry.body = undefined;
-    if (bytes === undefined) return false;
-    this.waiting.delete(key);
-    this.waitingBytes -= bytes;
-    return true;
+    this.schedule(key, entry, bytes, 1);
   }
 
   async after(scope: string, outcome: PrepareOutcome): Promise<void> {
@@ -228,37 +184,96 @@ export class Preparer implements PreparedSummaries {
     };
   }
 
-  close(deadlineMs?: number): Promise<void> {
-    return this.queue.close(deadlineMs);
+  /**
+   * Stops taking jobs; waiting ones and pending retries are dropped (a restart redoes them on the
+   * next request), running ones get `deadlineMs` (10 s by default) to finish, then their signals abort.
+   */
+  async close(deadlineMs = 10_000): Promise<void> {
+    this.closing = true;
+    this.queue.clear();
+    for (const timer of this.retries) clearTimeout(timer);
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, deadlineMs);
+    });
+    await Promise.race([this.queue.onIdle(), deadline]);
+    clearTimeout(timer);
+    for (const controller of this.running) controller.abort();
+  }
+
+  /** Queues attempt `attempt` of the entry's job; a waiting one holds `bytes` of the queue's bound. */
+  private schedule(key: string, entry: Entry, bytes: number, attempt: number): void {
+    if (attempt === 1) {
+      this.waiting.set(key, bytes);
+      this.waitingBytes += bytes;
+    }
+    this.queue.add(() => this.make(key, entry, attempt)).catch(() => {});
   }
 
   /**
-   * The job, with the entry's state kept along. One dropped before it ran (its range left the
-   * index, or the queue was full) makes nothing: no summarizer call for a range no call can splice.
+   * One attempt of a job, the entry's state kept along. One dropped before it ran (its range left
+   * the index, or the queue was full) makes nothing: no summarizer call for a range no call can
+   * splice. A failure other than a permanent one is retried once, after `backoffMs`.
    */
-  private async make(scope: string, { id: key, signal, attempt }: JobContext): Promise<Usage> {
-    const entry = this.entries.get(key);
-    const text = entry?.body;
-    if (!entry || text === undefined) return { ...NO_BILLED, total_tokens: 0 };
-    // Running: no longer waiting (nor dropped for room); the body stays for a retry until it settles.
-    const bytes = this.waiting.get(key);
-    if (bytes !== undefined) {
-      this.waiting.delete(key);
-      this.waitingBytes -= bytes;
-    }
+  private async make(key: string, entry: Entry, attempt: number): Promise<void> {
+    this.unwait(key);
+    const text = entry.body;
+    if (text === undefined || this.entries.get(key) !== entry || this.closing) return;
     entry.state = 'running';
+    const controller = new AbortController();
+    this.running.add(controller);
     try {
-      const usage = await summarizeFor(this.compactor, { scope, body: JSON.parse(text) }, signal);
-      entry.body = undefined;
-      if (entry) Object.assign(entry, { state: 'ready', usage });
+      const usage = await summarizeFor(this.compactor, { scope: entry.scope, body: JSON.parse(text) }, controller.signal);
+      Object.assign(entry, { state: 'ready', usage, body: undefined, error: undefined });
       this.options.onEvent?.('prepared', tokensOf(usage));
-      return usage;
     } catch (error) {
-      if (error instanceof PermanentJobError || attempt >= 2) entry.body = undefined;
       Object.assign(entry, { state: 'failed', error: (error as Error).message });
+      if (attempt < 2 && !(error instanceof PermanentJobError) && !this.closing) {
+        const timer = setTimeout(() => {
+          this.retries.delete(timer);
+          this.schedule(key, entry, 0, attempt + 1);
+        }, this.options.backoffMs ?? 1000);
+        timer.unref();
+        this.retries.add(timer);
+        return;
+      }
+      entry.body = undefined;
       this.options.onEvent?.('failed', 0);
-      throw error;
+    } finally {
+      this.running.delete(controller);
     }
+  }
+
+  /**
+   * Drops the oldest waiting jobs until one of `bytes` fits under `maxQueued` and `maxQueuedBytes`
+   * (a slow summarizer must not pile up histories); false when it cannot fit at all.
+   */
+  private makeRoom(bytes: number): boolean {
+    const maxCount = this.options.maxQueued ?? 64;
+    const maxBytes = this.options.maxQueuedBytes ?? 64 * 1024 * 1024;
+    if (bytes > maxBytes) return false;
+    for (const key of this.waiting.keys()) {
+      if (this.waiting.size < maxCount && this.waitingBytes + bytes <= maxBytes) break;
+      this.drop(key, 'CMP_ERR_OVERLOADED');
+    }
+    return true;
+  }
+
+  /** A job dropped before it ran: its body released, its entry (if kept) failed with `error`, counted. */
+  private drop(key: string, error: string): void {
+    this.unwait(key);
+    const entry = this.entries.get(key);
+    if (entry) Object.assign(entry, { state: 'failed', error, body: undefined });
+    this.options.onEvent?.('dropped', 0);
+  }
+
+  /** The job no longer waits for a slot (it runs, or was dropped); whether it was waiting. */
+  private unwait(key: string): boolean {
+    const bytes = this.waiting.get(key);
+    if (bytes === undefined) return false;
+    this.waiting.delete(key);
+    this.waitingBytes -= bytes;
+    return true;
   }
 
   /** Keeps at most `perScope` entries per caller and `maxEntries` in all, oldest first; an unspliced ready one is wasted. */
@@ -272,7 +287,8 @@ export class Preparer implements PreparedSummaries {
       if (e.scope !== scope && this.entries.size <= max) continue;
       if (e.state === 'ready' && !e.billed) this.options.onEvent?.('wasted', tokensOf(e.usage));
       // Its job, if it has not started, never will: nothing could splice what it would make.
-      if (e.state === 'started' && this.release(key)) this.options.onEvent?.('dropped', 0);
+      if (this.unwait(key)) this.options.onEvent?.('dropped', 0);
+      e.body = undefined;
       this.entries.delete(key);
       if (e.scope === scope) mine--;
     }
