@@ -110,6 +110,8 @@ export const ConfigSchema = z.object({
   COMPACTOR_SUMMARIZER_MAX_RETRIES: intFromEnv(0, 10).default(2),
   COMPACTOR_SUMMARIZER_CONCURRENCY: intFromEnv(1, 256).default(4),
   COMPACTOR_PREPARE: z.enum(['on', 'off']).optional(),
+  COMPACTOR_PREPARE_QUEUE_MAX: intFromEnv(1, 100_000).default(64),
+  COMPACTOR_PREPARE_QUEUE_MAX_BYTES: intFromEnv(1024, Number.MAX_SAFE_INTEGER).default(64 * 1024 * 1024),
   /** With a Redis store: first part of the prepared summaries' keys (BullMQ's prefix). */
   COMPACTOR_JOBS_PREFIX: redisPrefix.default('compactor'),
   COMPACTOR_JOBS_LOCK_MS: intFromEnv(1000, 600_000).default(20_000),
@@ -272,6 +274,10 @@ export const CONFIG_DOCS: Record<keyof Config, string> = {
   COMPACTOR_SUMMARIZER_CONCURRENCY: 'Summarizer calls in flight at once',
   COMPACTOR_PREPARE:
     "on or off: fit prepares the summary a later call will need off the request path (a request's prepare.enabled overrides); unset: on when an LLM summarizer is configured",
+  COMPACTOR_PREPARE_QUEUE_MAX:
+    'Embedded: prepared summaries waiting for the summarizer, at most; a new one drops the oldest waiting (counted as dropped)',
+  COMPACTOR_PREPARE_QUEUE_MAX_BYTES:
+    'Embedded: bytes of the histories those waiting summaries hold, at most; the oldest waiting are dropped to make room',
   COMPACTOR_JOBS_PREFIX:
     "With a redis:// store: first part of the Redis keys of prepared summaries (their BullMQ jobs and each key's index); replicas that share them share it",
   COMPACTOR_JOBS_LOCK_MS:

@@ -44,7 +44,7 @@ export default fp<{ config: Config }>(
     const registers = [app.metrics.registry];
     const events = new Counter({
       name: 'compactor_prepared_total',
-      help: 'Prepared summaries by what became of them: prepared (made), spliced (used), wasted (dropped unused), failed',
+      help: 'Prepared summaries by what became of them: prepared (made), spliced (used), wasted (dropped unused), failed, dropped (before they ran)',
       labelNames: ['event'],
       registers,
     });
@@ -65,7 +65,11 @@ export default fp<{ config: Config }>(
     const url = config.COMPACTOR_STORE_URL;
     const preparer: PreparedSummaries = /^rediss?:\/\//.test(url)
       ? await openShared(app, config, common)
-      : new Preparer(app.compactor, common);
+      : new Preparer(app.compactor, {
+          ...common,
+          maxQueued: config.COMPACTOR_PREPARE_QUEUE_MAX,
+          maxQueuedBytes: config.COMPACTOR_PREPARE_QUEUE_MAX_BYTES,
+        });
     app.decorate('preparer', preparer);
     app.addHook('onClose', async () => {
       await preparer.close(config.COMPACTOR_SHUTDOWN_GRACE_MS);

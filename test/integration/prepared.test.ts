@@ -289,3 +289,55 @@ for (const [store, workers] of [
     }
   });
 }
+
+/** `compactor_prepared_total{event}` as `/metrics` reports it. */
+async function preparedCount(app: Awaited<ReturnType<typeof buildWithLlm>>['app'], event: string): Promise<number> {
+  const text = (await app.inject({ method: 'GET', url: '/metrics' })).body;
+  const line = text.split('\n').find((l) => l.startsWith(`compactor_prepared_total{event="${event}"}`));
+  return line ? Number(line.split(' ')[1]) : 0;
+}
+
+/** Resolves once the fake summarizer has received `n` requests. */
+async function calls(server: Awaited<ReturnType<typeof buildWithLlm>>['server'], n: number): Promise<void> {
+  const until = Date.now() + 30_000;
+  while (server.requests.length < n && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 10));
+}
+
+t.test('embedded: a full queue drops its oldest waiting job for a new one, counted, never made', async (t) => {
+  const { app, server } = await buildWithLlm(t, { COMPACTOR_SUMMARIZER_CONCURRENCY: '1', COMPACTOR_PREPARE_QUEUE_MAX: '2' });
+  // The first job holds the only slot for a while: the others wait behind it.
+  server.enqueue({ delayMs: 1500, content: '## Goal and constraints\nA slow summary.' });
+  const ids: string[] = [];
+  for (const from of [0, 100, 200, 300, 400]) {
+    const res = await fit(app, fitBody([SYSTEM, ...conversation(12, from)]));
+    t.equal(res.json.prepared?.state, 'started');
+    ids.push(res.json.prepared.id);
+    if (from === 0) await calls(server, 1);
+  }
+  const views = [];
+  for (const id of ids) views.push(await settled(app, id));
+  t.same(
+    views.map((v) => v.state),
+    ['ready', 'failed', 'failed', 'ready', 'ready'],
+    'the two oldest waiting were dropped for the two newest',
+  );
+  t.equal(views[1].error, 'CMP_ERR_OVERLOADED', 'and say why');
+  t.equal(server.requests.length, 3, 'no summarizer call for a dropped job');
+  t.equal(await preparedCount(app, 'dropped'), 2, 'counted as dropped');
+});
+
+t.test('embedded: a waiting job whose range left the index (newest 32 per key) is dropped before it runs', async (t) => {
+  const { app, server } = await buildWithLlm(t, { COMPACTOR_SUMMARIZER_CONCURRENCY: '1' });
+  server.enqueue({ delayMs: 1500, content: '## Goal and constraints\nA slow summary.' });
+  let last = '';
+  for (let i = 0; i < 34; i++) {
+    const res = await fit(app, fitBody([SYSTEM, ...conversation(12, i * 100)]));
+    t.equal(res.json.prepared?.state, 'started');
+    last = res.json.prepared.id;
+    if (i === 0) await calls(server, 1);
+  }
+  // FIFO on one slot: once the newest is made, every job before it ran or was dropped.
+  t.equal((await settled(app, last)).state, 'ready');
+  t.equal(server.requests.length, 33, 'the second range, out of the index while it waited, was never made');
+  t.equal(await preparedCount(app, 'dropped'), 1, 'counted as dropped');
+});
