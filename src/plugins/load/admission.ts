@@ -1,10 +1,10 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { Counter, Gauge } from 'prom-client';
-import { BodyShape } from '../body-shape.js';
-import { CompactorError } from '../errors.js';
+import { BodyShape } from '../../body-shape.js';
+import { CompactorError } from '../../errors.js';
+import { isApiRequest } from '../guard.js';
 import { meter } from './body-meter.js';
-import { isApiRequest } from './guard.js';
 
 export interface AdmissionOptions {
   /** Request bytes the service works on at once (`COMPACTOR_MAX_INFLIGHT_BYTES`); 0: no limit. */
@@ -51,19 +51,6 @@ function tooMany(shape: BodyShape, detail: string): CompactorError {
   return new CompactorError('CMP_ERR_REQUEST_TOO_MANY_MESSAGES', `${path}: ${detail}`, [{ path, message: detail }]);
 }
 
-/**
- * Admission by what requests cost in memory. A history is held as received bytes, as parsed values,
- * as rewritten values and as the serialized answer, and many small messages cost far more than
- * their bytes; so every `/v1` body is counted as it arrives (`BodyShape`: one linear pass, nothing
- * kept), and a request weighs its bytes plus `MESSAGE_WEIGHT` a message, content block or tool call
- * and `CONTAINER_WEIGHT` any other object or array. A request with more than `maxMessages` messages, or heavier alone than
- * the in-flight limit, is answered 413 `CMP_ERR_REQUEST_TOO_MANY_MESSAGES` naming the field; one
- * that would take the weight in flight past the limit is answered 503 `CMP_ERR_OVERLOADED` with
- * `retry-after`: before its body is read when its content-length already does, else as soon as
- * its counts do (the rest of the body is dropped, the answer given when it ends). One request is
- * always admitted when nothing else is in flight. Weight is released when the answer is sent or the
- * client goes away.
- */
 /** The weight in flight (a gauge read from `inflight`) and the refusals (the counter returned). */
 function admissionMetrics(app: FastifyInstance, inflight: () => number): Counter {
   const registers = [app.metrics.registry];
@@ -82,6 +69,19 @@ function admissionMetrics(app: FastifyInstance, inflight: () => number): Counter
   });
 }
 
+/**
+ * Admission by what requests cost in memory. A history is held as received bytes, as parsed values,
+ * as rewritten values and as the serialized answer, and many small messages cost far more than
+ * their bytes; so every `/v1` body is counted as it arrives (`BodyShape`: one linear pass, nothing
+ * kept), and a request weighs its bytes plus `MESSAGE_WEIGHT` a message, content block or tool call
+ * and `CONTAINER_WEIGHT` any other object or array. A request with more than `maxMessages` messages, or heavier alone than
+ * the in-flight limit, is answered 413 `CMP_ERR_REQUEST_TOO_MANY_MESSAGES` naming the field; one
+ * that would take the weight in flight past the limit is answered 503 `CMP_ERR_OVERLOADED` with
+ * `retry-after`: before its body is read when its content-length already does, else as soon as
+ * its counts do (the rest of the body is dropped, the answer given when it ends). One request is
+ * always admitted when nothing else is in flight. Weight is released when the answer is sent or the
+ * client goes away.
+ */
 export default fp<AdmissionOptions>(
   async (app: FastifyInstance, options) => {
     const limit = options.maxInflightBytes;
