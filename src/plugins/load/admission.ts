@@ -119,6 +119,18 @@ export default fp<AdmissionOptions>(
       request[reserved] = own + bytes;
     };
 
+    /**
+     * A request refused while its body arrives keeps only `bytes` reserved (what it has buffered,
+     * unparsed) until it is answered: the room its weight took is given at once to those still
+     * arriving, so that requests growing side by side do not all refuse each other.
+     */
+    const release = (request: Tracked, bytes: number): void => {
+      const own = request[reserved];
+      if (own === undefined || own <= bytes) return;
+      inflight -= own - bytes;
+      request[reserved] = bytes;
+    };
+
     app.addHook('onRequest', async (request, reply) => {
       if (!isApiRequest(request)) return;
       const length = Number(request.headers['content-length']);
@@ -132,7 +144,7 @@ export default fp<AdmissionOptions>(
       const shape = new BodyShape();
       let bytes = 0;
       let weighed = 0;
-      return meter(payload, (chunk) => {
+      const count = (chunk: Buffer): void => {
         shape.feed(chunk);
         bytes += chunk.length;
         if (options.maxMessages > 0 && shape.messages > options.maxMessages) {
@@ -150,6 +162,15 @@ export default fp<AdmissionOptions>(
         const counted = chunked ? weight : weight - bytes;
         reserve(request as Tracked, reply, counted - weighed);
         weighed = counted;
+      };
+      return meter(payload, (chunk) => {
+        try {
+          count(chunk);
+        } catch (error) {
+          // Refused mid-body, it will never be parsed: it holds only the bytes already received.
+          release(request as Tracked, bytes);
+          throw error;
+        }
       });
     });
     // An answer given before the body was read (415 for a body that is not JSON, a GET with a
