@@ -161,6 +161,10 @@ const CASES = [
   },
   { name: '30,000 tool calls in one message (31 MB), fit', requests: [['fit', () => toolCalls(30_000, 930)]] },
   {
+    name: 'mix at the limit: 3 × 45,000 tool uses (16 MB), anthropic, fit',
+    requests: Array.from({ length: 3 }, () => ['fit', () => toolCalls(45_000, 240, 'anthropic')]),
+  },
+  {
     name: 'mix at the limit: 2 × 45,000 tool calls (15 MB) + 31.5 MB string, fit',
     requests: [...Array.from({ length: 2 }, () => ['fit', () => toolCalls(45_000, 215)]), ['fit', () => huge(31.5e6)]],
   },

@@ -5,14 +5,16 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import { type Logger, pino } from 'pino';
 import type { Config } from './config.js';
-import admissionPlugin, { weightOf } from './plugins/admission.js';
 import compactorPlugin from './plugins/compactor.js';
 import guardPlugin from './plugins/guard.js';
 import healthPlugin from './plugins/health.js';
+import admissionPlugin, { weightOf } from './plugins/load/admission.js';
+import poolSheddingPlugin from './plugins/load/pool-shedding.js';
+import queuePlugin from './plugins/load/queue.js';
+import underPressurePlugin from './plugins/load/under-pressure.js';
 import metricsPlugin from './plugins/metrics.js';
 import preparePlugin from './plugins/prepare.js';
 import problemPlugin from './plugins/problem.js';
-import queuePlugin from './plugins/queue.js';
 import swaggerPlugin from './plugins/swagger.js';
 import { answerWireEdges, clientErrorHandler, frameworkErrors, missingHost } from './plugins/wire-errors.js';
 import workerPoolPlugin, { RawBody } from './plugins/worker-pool.js';
@@ -148,7 +150,10 @@ function answerHooks(app: FastifyInstance): void {
   });
 }
 
-/** The plugins, in order: errors, guard, docs, metrics, admission, the service core, workers, health. */
+/**
+ * The plugins, in order: errors, guard, docs, metrics, the load's (`plugins/load/`: turns,
+ * admission, event-loop and pool shedding), the service core, workers, health.
+ */
 async function registerPlugins(app: FastifyInstance, config: Config, deps: AppDeps): Promise<void> {
   // Summarizer calls in flight, counted across the main thread and the worker pool.
   const summarizerSlots = Limiter.shared();
@@ -157,10 +162,10 @@ async function registerPlugins(app: FastifyInstance, config: Config, deps: AppDe
     apiKeys: config.COMPACTOR_API_KEYS,
     scope: config.COMPACTOR_AUTH_SCOPE,
     rateLimit: config.COMPACTOR_RATE_LIMIT,
-    maxEventLoopDelay: config.COMPACTOR_MAX_EVENT_LOOP_DELAY_MS,
     allowedHosts: config.COMPACTOR_ALLOWED_HOSTS,
     bindHost: config.HOST,
   });
+  await app.register(underPressurePlugin, { maxEventLoopDelay: config.COMPACTOR_MAX_EVENT_LOOP_DELAY_MS });
   await app.register(swaggerPlugin, { version, apiKeys: config.COMPACTOR_API_KEYS !== undefined });
   await app.register(metricsPlugin);
   await app.register(queuePlugin, { maxWaitMs: config.COMPACTOR_MAX_QUEUE_WAIT_MS });
@@ -173,10 +178,10 @@ async function registerPlugins(app: FastifyInstance, config: Config, deps: AppDe
   await app.register(workerPoolPlugin, {
     workers: config.COMPACTOR_WORKERS,
     minBytes: config.COMPACTOR_WORKER_MIN_BYTES,
-    maxWaitMs: config.COMPACTOR_MAX_QUEUE_WAIT_MS,
     config,
     summarizerSlots,
   });
+  await app.register(poolSheddingPlugin, { maxWaitMs: config.COMPACTOR_MAX_QUEUE_WAIT_MS });
   // Readiness asks the store: after the plugin that opens it.
   await app.register(healthPlugin);
 }

@@ -1,6 +1,5 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import rateLimit from '@fastify/rate-limit';
-import underPressure from '@fastify/under-pressure';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { CompactorError } from '../errors.js';
@@ -28,8 +27,6 @@ export interface GuardOptions {
   scope: 'api' | 'all';
   /** Requests per minute per client on `/v1/*`; 0: off. */
   rateLimit: number;
-  /** Event-loop delay (ms) above which requests get 503 with retry-after; 0: off. */
-  maxEventLoopDelay: number;
   /** Host names served besides addresses and one-label names (`COMPACTOR_ALLOWED_HOSTS`); set: checked even with keys. */
   allowedHosts?: readonly string[] | undefined;
   /** The address the service listens on (`HOST`): served as a `Host` too when it is a name. */
@@ -48,10 +45,10 @@ export function isApiRequest(request: FastifyRequest): boolean {
 }
 
 /**
- * The `Host` check (`host-check.ts`); bearer API keys compared in constant time (over SHA-256 digests, so lengths leak nothing), on
- * the route the router matched; rate limiting per validated key (per client address when no keys
- * are configured); and load shedding: past the event-loop delay limit the service answers 503
- * with `retry-after` rather than queueing until everything times out.
+ * The `Host` check (`host-check.ts`); bearer API keys compared in constant time (over SHA-256
+ * digests, so lengths leak nothing), on the route the router matched; and rate limiting per
+ * validated key (per client address when no keys are configured). Load shedding (503) is
+ * `plugins/load/`.
  */
 export default fp<GuardOptions>(
   async (app: FastifyInstance, options) => {
@@ -109,19 +106,6 @@ export default fp<GuardOptions>(
             'CMP_ERR_RATE_LIMITED',
             `rate limit of ${context.max} requests per minute reached; retry in ${Math.ceil(context.ttl / 1000)} s`,
           ),
-      });
-    }
-
-    if (options.maxEventLoopDelay > 0) {
-      await app.register(underPressure, {
-        maxEventLoopDelay: options.maxEventLoopDelay,
-        retryAfter: 5,
-        pressureHandler: (request, reply) => {
-          // Liveness, readiness, metrics and docs keep answering: a saturated sidecar is not a dead one.
-          if (!isApiRequest(request)) return;
-          reply.header('retry-after', '5');
-          throw new CompactorError('CMP_ERR_OVERLOADED', 'the service is saturated; retry in 5 s');
-        },
       });
     }
   },

@@ -1,6 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import { MessageChannel } from 'node:worker_threads';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { Piscina } from 'piscina';
 import { Gauge } from 'prom-client';
@@ -10,9 +10,6 @@ import type { OperationUrl } from '../service/operations.js';
 import { serveStore } from '../store/remote.js';
 import type { PreparedContext } from '../strategies/types.js';
 import type { Task, TaskResult, WorkerInit } from '../worker.js';
-import { weightOf } from './admission.js';
-import { meter } from './body-meter.js';
-import { isApiRequest } from './guard.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -42,8 +39,6 @@ export interface WorkerPoolOptions {
   workers: number;
   /** Bodies of at least this many bytes run on a worker. */
   minBytes: number;
-  /** A request that would wait longer than this (ms) for a worker gets 503; 0: off. */
-  maxWaitMs: number;
   config: Config;
   /** The summarizer's concurrency count, shared with the main thread. */
   summarizerSlots: Int32Array;
@@ -81,15 +76,15 @@ export class WorkerPool {
     private readonly app: FastifyInstance,
   ) {}
 
-  /**
-   * How long a task arriving now would wait for the pool to get to it: the bytes ahead of it at the
-   * pool's recent speed.
-   */
   /** Body bytes of the tasks on the pool. */
   get pending(): number {
     return this.pendingBytes;
   }
 
+  /**
+   * How long a task arriving now would wait for the pool to get to it: the bytes ahead of it at the
+   * pool's recent speed (`load/pool-shedding.ts` sheds by it).
+   */
   expectedWaitMs(): number {
     return this.pendingBytes / this.bytesPerMs;
   }
@@ -234,7 +229,7 @@ export function failureError(result: Extract<TaskResult, { ok: false }>): Error 
   return error;
 }
 
-/** Decorates the app with the worker pool (closed with the app). */
+/** Decorates the app with the worker pool (closed with the app); `load/pool-shedding.ts` sheds what would wait on it. */
 export default fp<WorkerPoolOptions>(
   async (app: FastifyInstance, options) => {
     const pool = new WorkerPool(options, app);
@@ -248,37 +243,6 @@ export default fp<WorkerPoolOptions>(
       },
     });
     app.addHook('onClose', async () => pool.close());
-    // A request bound for the pool that would wait past the queue limit there is shed before its
-    // body is read, as the main thread's turns shed theirs (queue.ts); a chunked one as soon as its
-    // bytes reach the pool's threshold.
-    const shed = (reply: FastifyReply): void => {
-      const expected = pool.expectedWaitMs();
-      if (expected <= options.maxWaitMs) return;
-      const seconds = Math.min(60, Math.max(1, Math.ceil(expected / 1000)));
-      reply.header('retry-after', String(seconds));
-      throw new CompactorError(
-        'CMP_ERR_OVERLOADED',
-        `the service is saturated: a large request would wait about ${Math.round(expected)} ms for a worker thread; retry in ${seconds} s`,
-      );
-    };
-    const applies = (request: FastifyRequest) => options.maxWaitMs > 0 && isApiRequest(request);
-    app.addHook('onRequest', async (request, reply) => {
-      if (!applies(request) || !pool.accepts(Number(request.headers['content-length'] ?? 0))) return;
-      shed(reply);
-    });
-    // A chunked body, or one light in bytes but heavy in messages (admission weighs it first), is
-    // checked once its bytes or weight reach the pool's threshold.
-    app.addHook('preParsing', async (request, reply, payload) => {
-      if (!applies(request)) return payload;
-      let bytes = 0;
-      let bound = pool.accepts(Number(request.headers['content-length'] ?? 0));
-      return meter(payload, (chunk) => {
-        bytes += chunk.length;
-        if (bound || !pool.accepts(Math.max(bytes, weightOf(request)))) return;
-        bound = true;
-        shed(reply);
-      });
-    });
   },
-  { name: 'worker-pool', dependencies: ['compactor', 'guard', 'metrics', 'admission'] },
+  { name: 'worker-pool', dependencies: ['compactor', 'metrics'] },
 );

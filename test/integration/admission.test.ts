@@ -322,3 +322,65 @@ t.test('a chunked body bound for a saturated worker pool is shed as its bytes ar
   const small = await post(port, '/v1/tokens', JSON.stringify({ messages: history(2000) }), true);
   t.equal(small.status, 200, 'a small chunked body runs on the main thread: not shed');
 });
+
+t.test(
+  'a request refused while its body arrives gives back the room its weight took: one growing beside it is admitted',
+  async (t) => {
+    const app = await build(t, {
+      COMPACTOR_STORE_URL: 'memory:',
+      COMPACTOR_WORKERS: '0',
+      COMPACTOR_BODY_LIMIT: '200000',
+      COMPACTOR_MAX_INFLIGHT_BYTES: '250000',
+    });
+    const { port } = await listen(app);
+    // 800 tool uses in one message: about 40 kB of bytes, about 180 kB of weight.
+    const uses = Array.from({ length: 800 }, (_, i) => ({ type: 'tool_use', id: `t${i}`, name: 'b', input: {} }));
+    const body = Buffer.from(
+      JSON.stringify({
+        format: 'anthropic',
+        messages: [
+          { role: 'user', content: 'go' },
+          { role: 'assistant', content: uses },
+        ],
+      }),
+    );
+    const half = Math.floor(body.length / 2);
+    const open = () => {
+      const req = httpRequest({
+        host: '127.0.0.1',
+        port,
+        method: 'POST',
+        path: '/v1/tokens',
+        headers: { 'content-type': 'application/json' },
+      });
+      const answer = new Promise<number>((resolve, reject) => {
+        req.on('response', (res) => {
+          res.resume();
+          res.on('end', () => resolve(res.statusCode ?? 0));
+        });
+        req.on('error', reject);
+      });
+      return { req, answer };
+    };
+    const until = async (name: string, atLeast: number) => {
+      for (let i = 0; i < 500 && (await gauge(app, name)) < atLeast; i++) await new Promise((r) => setTimeout(r, 10));
+      t.ok((await gauge(app, name)) >= atLeast, `${name} reached ${atLeast}`);
+    };
+    const first = open();
+    first.req.write(body.subarray(0, half));
+    await until('compactor_inflight_bytes', 80_000);
+    const second = open();
+    second.req.write(body.subarray(0, half));
+    await until('compactor_inflight_bytes', 170_000);
+    // The first's second half takes the weight in flight past the limit: refused, but its body is not over.
+    first.req.write(body.subarray(half, body.length - 1));
+    await until('compactor_admission_refused_total', 1);
+    second.req.end(body.subarray(half));
+    t.equal(await second.answer, 200, 'the second fits once the first holds only its bytes');
+    first.req.end(body.subarray(body.length - 1));
+    t.equal(await first.answer, 503, 'the first was refused');
+    for (let i = 0; i < 100 && (await gauge(app, 'compactor_inflight_bytes')) > 0; i++)
+      await new Promise((r) => setTimeout(r, 10));
+    t.equal(await gauge(app, 'compactor_inflight_bytes'), 0, 'every byte is released');
+  },
+);

@@ -1,10 +1,10 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { Counter, Gauge } from 'prom-client';
-import { BodyShape } from '../body-shape.js';
-import { CompactorError } from '../errors.js';
+import { BodyShape } from '../../body-shape.js';
+import { CompactorError } from '../../errors.js';
+import { isApiRequest } from '../guard.js';
 import { meter } from './body-meter.js';
-import { isApiRequest } from './guard.js';
 
 export interface AdmissionOptions {
   /** Request bytes the service works on at once (`COMPACTOR_MAX_INFLIGHT_BYTES`); 0: no limit. */
@@ -64,19 +64,6 @@ function tooMany(shape: BodyShape, detail: string): CompactorError {
   return new CompactorError('CMP_ERR_REQUEST_TOO_MANY_MESSAGES', `${path}: ${detail}`, [{ path, message: detail }]);
 }
 
-/**
- * Admission by what requests cost in memory. A history is held as received bytes, as parsed values,
- * as rewritten values and as the serialized answer, and many small messages cost far more than
- * their bytes; so every `/v1` body is counted as it arrives (`BodyShape`: one linear pass, nothing
- * kept), and a request weighs its bytes plus `MESSAGE_WEIGHT` a message, content block or tool call
- * and `CONTAINER_WEIGHT` any other object or array. A request with more than `maxMessages` messages, or heavier alone than
- * the in-flight limit, is answered 413 `CMP_ERR_REQUEST_TOO_MANY_MESSAGES` naming the field; one
- * that would take the weight in flight past the limit is answered 503 `CMP_ERR_OVERLOADED` with
- * `retry-after`: before its body is read when its content-length already does, else as soon as
- * its counts do (the rest of the body is dropped, the answer given when it ends). One request is
- * always admitted when nothing else is in flight. Weight is released when the answer is sent or the
- * client goes away.
- */
 /** The weight in flight (a gauge read from `inflight`) and the refusals (the counter returned). */
 function admissionMetrics(app: FastifyInstance, inflight: () => number): Counter {
   const registers = [app.metrics.registry];
@@ -95,6 +82,19 @@ function admissionMetrics(app: FastifyInstance, inflight: () => number): Counter
   });
 }
 
+/**
+ * Admission by what requests cost in memory. A history is held as received bytes, as parsed values,
+ * as rewritten values and as the serialized answer, and many small messages cost far more than
+ * their bytes; so every `/v1` body is counted as it arrives (`BodyShape`: one linear pass, nothing
+ * kept), and a request weighs its bytes plus `MESSAGE_WEIGHT` a message, content block or tool call
+ * and `CONTAINER_WEIGHT` any other object or array. A request with more than `maxMessages` messages, or heavier alone than
+ * the in-flight limit, is answered 413 `CMP_ERR_REQUEST_TOO_MANY_MESSAGES` naming the field; one
+ * that would take the weight in flight past the limit is answered 503 `CMP_ERR_OVERLOADED` with
+ * `retry-after`: before its body is read when its content-length already does, else as soon as
+ * its counts do (the rest of the body is dropped, the answer given when it ends). One request is
+ * always admitted when nothing else is in flight. Weight is released when the answer is sent or the
+ * client goes away.
+ */
 export default fp<AdmissionOptions>(
   async (app: FastifyInstance, options) => {
     const limit = options.maxInflightBytes;
@@ -132,6 +132,18 @@ export default fp<AdmissionOptions>(
       request[reserved] = own + bytes;
     };
 
+    /**
+     * A request refused while its body arrives keeps only `bytes` reserved (what it has buffered,
+     * unparsed) until it is answered: the room its weight took is given at once to those still
+     * arriving, so that requests growing side by side do not all refuse each other.
+     */
+    const release = (request: Tracked, bytes: number): void => {
+      const own = request[reserved];
+      if (own === undefined || own <= bytes) return;
+      inflight -= own - bytes;
+      request[reserved] = bytes;
+    };
+
     app.addHook('onRequest', async (request, reply) => {
       if (!isApiRequest(request)) return;
       reservers.set(request, (bytes) => reserve(request as Tracked, reply, bytes));
@@ -146,7 +158,7 @@ export default fp<AdmissionOptions>(
       const shape = new BodyShape();
       let bytes = 0;
       let weighed = 0;
-      return meter(payload, (chunk) => {
+      const count = (chunk: Buffer): void => {
         shape.feed(chunk);
         bytes += chunk.length;
         if (options.maxMessages > 0 && shape.messages > options.maxMessages) {
@@ -164,6 +176,15 @@ export default fp<AdmissionOptions>(
         const counted = chunked ? weight : weight - bytes;
         reserve(request as Tracked, reply, counted - weighed);
         weighed = counted;
+      };
+      return meter(payload, (chunk) => {
+        try {
+          count(chunk);
+        } catch (error) {
+          // Refused mid-body, it will never be parsed: it holds only the bytes already received.
+          release(request as Tracked, bytes);
+          throw error;
+        }
       });
     });
     // An answer given before the body was read (415 for a body that is not JSON, a GET with a
