@@ -158,6 +158,8 @@ async function registerPlugins(app: FastifyInstance, config: Config, deps: AppDe
     scope: config.COMPACTOR_AUTH_SCOPE,
     rateLimit: config.COMPACTOR_RATE_LIMIT,
     maxEventLoopDelay: config.COMPACTOR_MAX_EVENT_LOOP_DELAY_MS,
+    allowedHosts: config.COMPACTOR_ALLOWED_HOSTS,
+    bindHost: config.HOST,
   });
   await app.register(swaggerPlugin, { version, apiKeys: config.COMPACTOR_API_KEYS !== undefined });
   await app.register(metricsPlugin);

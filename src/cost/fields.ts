@@ -41,7 +41,7 @@ export const HorizonSchema = z
   })
   .meta({ id: 'Horizon' });
 
-/** The cost fields fit, compact and summarize accept (API.md, "Cost fields"). */
+/** The cost fields fit, compact and summarize accept (docs/api.md, "The objects named above"; docs/fit.md, "What fit does"). */
 export const COST_FIELDS = {
   pricing: PricingSchema.optional().describe(
     "the agent's model's prices; omitted: the built-in table for the request's model, else the format's provider defaults in relative units",

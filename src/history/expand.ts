@@ -33,6 +33,9 @@ export function referencedIds(format: FormatAdapter, markers: Markers, messages:
   return [...new Set(references(format, markers, messages).map((r) => r.id))];
 }
 
+/** Told the ids of the originals about to be restored (one entry per place), before they are; throws to refuse. */
+export type Weigh = (ids: readonly string[]) => void;
+
 export interface ExpandResult {
   messages: unknown[];
   restored: number;
@@ -46,23 +49,25 @@ export interface ExpandResult {
  * into a slot of the same tool call, so text that merely quotes a marker is never replaced; a
  * summary, section summary or QA header is expanded only when its marker verifies (`markers`: the
  * caller's), so a forged, quoted or foreign one stays as the user's text. Rounds repeat while
- * restored originals hold placeholders or summaries of their own.
+ * restored originals hold placeholders or summaries of their own. `weigh` is told the ids about to
+ * be restored (one per placeholder or summary) before they are, and may refuse by throwing.
  */
 export async function expandHistory(
   format: FormatAdapter,
   markers: Markers,
   input: readonly unknown[],
   lookup: (ids: readonly string[]) => Promise<Map<string, unknown>>,
+  weigh: Weigh = () => {},
 ): Promise<ExpandResult> {
   const missing = new Set<string>();
   // Summaries first, in rounds: a restored span can hold summaries of an earlier call.
-  let summaries = await expandSummaries(format, markers, input, lookup, missing);
+  let summaries = await expandSummaries(format, markers, input, lookup, missing, weigh);
   let restored = summaries.restored;
   for (let round = 0; round < 8 && summaries.restored > 0; round++) {
-    summaries = await expandSummaries(format, markers, summaries.messages, lookup, missing);
+    summaries = await expandSummaries(format, markers, summaries.messages, lookup, missing, weigh);
     restored += summaries.restored;
   }
-  const offloaded = await restoreOffloaded(format, markers, summaries.messages, lookup, missing);
+  const offloaded = await restoreOffloaded(format, markers, summaries.messages, lookup, missing, weigh);
   return { messages: offloaded.messages, restored: restored + offloaded.restored, missing: [...missing] };
 }
 
@@ -79,6 +84,7 @@ export async function restoreOffloaded(
   input: readonly unknown[],
   lookup: (ids: readonly string[]) => Promise<Map<string, unknown>>,
   missing: Set<string> = new Set(),
+  weigh: Weigh = () => {},
 ): Promise<{ messages: unknown[]; restored: number }> {
   const messages = [...input];
   let restored = 0;
@@ -86,6 +92,7 @@ export async function restoreOffloaded(
     const refs = references(format, markers, messages).filter((r) => !missing.has(r.id));
     if (refs.length === 0) break;
     const found = await lookup([...new Set(refs.map((r) => r.id))]);
+    weigh(refs.filter((r) => found.has(r.id)).map((r) => r.id));
     let progress = false;
     for (const ref of refs) {
       if (!found.has(ref.id)) {
@@ -160,6 +167,7 @@ async function expandSummaries(
   input: readonly unknown[],
   lookup: (ids: readonly string[]) => Promise<Map<string, unknown>>,
   missing: Set<string>,
+  weigh: Weigh,
 ): Promise<{ messages: unknown[]; restored: number }> {
   const resolve = async (id: string, depth: number): Promise<unknown[] | undefined> => {
     const found = (await lookup([id])).get(id);
@@ -167,6 +175,7 @@ async function expandSummaries(
       missing.add(id);
       return undefined;
     }
+    weigh([id]);
     const earlier = found.previous_id ? ((await resolve(found.previous_id, depth + 1)) ?? []) : [];
     return [...earlier, ...found.messages];
   };

@@ -16,14 +16,19 @@ export interface AdmissionOptions {
 /**
  * What a request costs beyond its bytes, in body bytes of the same memory: parsed, checked, modelled
  * and rendered, a message costs about 1 KiB (a million 30-byte messages took 1 GiB) and any other
- * JSON object or array about 110 bytes, where a body byte costs about 7 (`bench/memory.mjs`).
+ * JSON object or array about 110 bytes, where a body byte costs about 7 (`bench/memory.mjs`). A
+ * content block or tool call is modelled one by one like a message and weighs as one: 90,000 tool
+ * calls in one message weighed as 90,000 small objects were admitted at a third of their memory.
  */
 export const MESSAGE_WEIGHT = 160;
 export const CONTAINER_WEIGHT = 16;
 
-/** A request's weight: its body bytes plus what its messages and other objects and arrays cost beyond them. */
-export function requestWeight(bytes: number, shape: Pick<BodyShape, 'messages' | 'containers'>): number {
-  return bytes + (MESSAGE_WEIGHT - CONTAINER_WEIGHT) * shape.messages + CONTAINER_WEIGHT * shape.containers;
+/**
+ * A request's weight: its body bytes plus what its messages, content blocks and tool calls, and
+ * other objects and arrays cost beyond them.
+ */
+export function requestWeight(bytes: number, shape: Pick<BodyShape, 'messages' | 'blocks' | 'containers'>): number {
+  return bytes + (MESSAGE_WEIGHT - CONTAINER_WEIGHT) * (shape.messages + shape.blocks) + CONTAINER_WEIGHT * shape.containers;
 }
 
 /** The weight of each `/v1` body counted so far: complete once the body has arrived. */
@@ -35,6 +40,19 @@ const weights = new WeakMap<FastifyRequest, number>();
  */
 export function weightOf(request: FastifyRequest): number {
   return weights.get(request) ?? 0;
+}
+
+/** Each admitted `/v1` request's way to reserve more weight (`reserveMore`). */
+const reservers = new WeakMap<FastifyRequest, (bytes: number) => void>();
+
+/**
+ * Counts `bytes` more against the in-flight limit for a request already admitted: what it will
+ * produce beyond its body (an expand's restored originals). Throws 503 `CMP_ERR_OVERLOADED` with
+ * `retry-after` when the weight in flight would pass the limit (one request alone always runs);
+ * released with the rest of its weight. Does nothing without a limit or outside `/v1`.
+ */
+export function reserveMore(request: FastifyRequest, bytes: number): void {
+  reservers.get(request)?.(bytes);
 }
 
 const reserved = Symbol('admission.reserved');
@@ -50,8 +68,8 @@ function tooMany(shape: BodyShape, detail: string): CompactorError {
  * Admission by what requests cost in memory. A history is held as received bytes, as parsed values,
  * as rewritten values and as the serialized answer, and many small messages cost far more than
  * their bytes; so every `/v1` body is counted as it arrives (`BodyShape`: one linear pass, nothing
- * kept), and a request weighs its bytes plus `MESSAGE_WEIGHT` a message and `CONTAINER_WEIGHT` any
- * other object or array. A request with more than `maxMessages` messages, or heavier alone than
+ * kept), and a request weighs its bytes plus `MESSAGE_WEIGHT` a message, content block or tool call
+ * and `CONTAINER_WEIGHT` any other object or array. A request with more than `maxMessages` messages, or heavier alone than
  * the in-flight limit, is answered 413 `CMP_ERR_REQUEST_TOO_MANY_MESSAGES` naming the field; one
  * that would take the weight in flight past the limit is answered 503 `CMP_ERR_OVERLOADED` with
  * `retry-after`: before its body is read when its content-length already does, else as soon as
@@ -116,6 +134,7 @@ export default fp<AdmissionOptions>(
 
     app.addHook('onRequest', async (request, reply) => {
       if (!isApiRequest(request)) return;
+      reservers.set(request, (bytes) => reserve(request as Tracked, reply, bytes));
       const length = Number(request.headers['content-length']);
       if (Number.isFinite(length) && length > 0) reserve(request as Tracked, reply, length);
     });
@@ -138,7 +157,7 @@ export default fp<AdmissionOptions>(
         if (limit > 0 && weight > limit) {
           throw tooMany(
             shape,
-            `${shape.messages} messages and ${shape.containers} JSON objects and arrays so far weigh ${weight} bytes of memory, over COMPACTOR_MAX_INFLIGHT_BYTES=${limit}; send fewer messages at once`,
+            `${shape.messages} messages, ${shape.blocks} content blocks and tool calls and ${shape.containers} JSON objects and arrays so far weigh ${weight} bytes of memory, over COMPACTOR_MAX_INFLIGHT_BYTES=${limit}; send fewer messages or blocks at once`,
           );
         }
         // A body with a length reserved its bytes when it arrived: only the rest of its weight is added.

@@ -4,6 +4,7 @@ import underPressure from '@fastify/under-pressure';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { CompactorError } from '../errors.js';
+import { hostCheck } from './host-check.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -29,6 +30,10 @@ export interface GuardOptions {
   rateLimit: number;
   /** Event-loop delay (ms) above which requests get 503 with retry-after; 0: off. */
   maxEventLoopDelay: number;
+  /** Host names served besides addresses and one-label names (`COMPACTOR_ALLOWED_HOSTS`); set: checked even with keys. */
+  allowedHosts?: readonly string[] | undefined;
+  /** The address the service listens on (`HOST`): served as a `Host` too when it is a name. */
+  bindHost?: string;
 }
 
 const digest = (text: string) => createHash('sha256').update(text).digest();
@@ -43,7 +48,7 @@ export function isApiRequest(request: FastifyRequest): boolean {
 }
 
 /**
- * Bearer API keys compared in constant time (over SHA-256 digests, so lengths leak nothing), on
+ * The `Host` check (`host-check.ts`); bearer API keys compared in constant time (over SHA-256 digests, so lengths leak nothing), on
  * the route the router matched; rate limiting per validated key (per client address when no keys
  * are configured); and load shedding: past the event-loop delay limit the service answers 503
  * with `retry-after` rather than queueing until everything times out.
@@ -64,6 +69,15 @@ export default fp<GuardOptions>(
         table.push({ method, url: route.url, protected: api || options.scope === 'all' || (own && keys.length > 0) });
     });
     const guarded = (request: FastifyRequest) => options.scope === 'all' || isApiRequest(request);
+
+    // Without keys, a page a browser loaded from another name must not reach the service through
+    // DNS rebinding; with keys, the key stands in the way, unless names are configured anyway.
+    if (keys.length === 0 || options.allowedHosts !== undefined) {
+      app.addHook(
+        'onRequest',
+        hostCheck([...(options.allowedHosts ?? []), ...(options.bindHost ? [options.bindHost.toLowerCase()] : [])]),
+      );
+    }
 
     if (keys.length > 0) {
       app.addHook('onRequest', async (request, reply) => {

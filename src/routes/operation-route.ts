@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { z } from 'zod';
+import { reserveMore } from '../plugins/admission.js';
 import { failureError, RawBody } from '../plugins/worker-pool.js';
 import { Problem } from '../schemas/common.js';
 import type { Operation, OperationUrl } from '../service/operations.js';
@@ -55,7 +56,12 @@ export function operationRoute<Body extends z.ZodType, Response extends z.ZodTyp
       // Checked in preValidation (a body object is never undefined).
       const input = checked.get(request) ?? op.check(body);
       const outcome = await op.around(app.preparer, caller.scope, async (prepared) => {
-        const done = await op.run(app.compactor, input, { signal: AbortSignal.timeout(app.deadlineMs), caller, prepared });
+        const done = await op.run(app.compactor, input, {
+          signal: AbortSignal.timeout(app.deadlineMs),
+          caller,
+          prepared,
+          reserve: (bytes) => reserveMore(request, bytes),
+        });
         request.report = done.report;
         return done;
       });

@@ -5,7 +5,7 @@ import { STRATEGY_KINDS, type StrategyKind } from '../strategies/registry.js';
 import { operationRoute, type RouteDocs, STORE_PROBLEMS, SUMMARIZER_PROBLEMS } from './operation-route.js';
 
 /**
- * What fit does, in one place: Swagger shows it, and the README's "What fit does" is generated
+ * What fit does, in one place: Swagger shows it, and docs/fit.md's "What fit does" is generated
  * from it (`node scripts/readme-options.mjs`, between `<!-- description:/v1/fit -->` markers).
  */
 const FIT_DESCRIPTION = [

@@ -7,7 +7,7 @@ import { ExpandRequest, ExpandResponse } from '../schemas/artifacts.js';
 import { STRATEGY_SCHEMAS, type StrategySchemas } from '../schemas/strategies.js';
 import { TokensRequest, TokensResponse, ValidateRequest, ValidateResponse } from '../schemas/tokens.js';
 import { STRATEGIES, STRATEGY_KINDS, type StrategyKind } from '../strategies/registry.js';
-import type { PreparedContext, PrepareRequest, Strategy } from '../strategies/types.js';
+import type { PreparedContext, PrepareRequest, Strategy, StrategyResult } from '../strategies/types.js';
 import type { Caller } from './artifacts.js';
 import type { Compactor, StrategyResponse } from './compactor.js';
 import { checkBody } from './request-body.js';
@@ -19,6 +19,11 @@ export interface Call {
   readonly caller: Caller;
   /** The caller's prepared summaries, where the service makes them (fit only). */
   readonly prepared?: PreparedContext | undefined;
+  /**
+   * Counts bytes the call will produce beyond its body (an expand's restored originals) against
+   * the in-flight limit; throws 503 past it. Only where the HTTP layer admits it (the main thread).
+   */
+  readonly reserve?: ((bytes: number) => void) | undefined;
 }
 
 /**
@@ -123,15 +128,15 @@ interface ReportedExtra {
   cost?: CostReport | undefined;
 }
 
-async function runStrategy<O extends z.ZodObject, E extends object>(
+async function runStrategy<O extends z.ZodObject, E extends object, R extends StrategyResult<E>>(
   compactor: Compactor,
   kind: StrategyKind,
-  strategy: Strategy<O, E>,
+  strategy: Strategy<O, E, z.ZodRawShape, R>,
   request: HistoryInput & z.output<O>,
   call: Call,
 ): Promise<Outcome> {
   const answer = await compactor.run(strategy, request, request, call);
-  const { extra, failure, prepare, spliced, sources, ...result } = answer;
+  const { extra, failure, after, sources, ...result } = answer;
   const x: ReportedExtra = extra;
   const dryRun = request.dry_run === true;
   const report: Report = {
@@ -158,13 +163,7 @@ async function runStrategy<O extends z.ZodObject, E extends object>(
       summarizer: c.summarizer_cost,
     };
   }
-  return {
-    value: { ...result, ...extra },
-    report,
-    sources,
-    ...(prepare ? { prepare } : {}),
-    ...(spliced ? { spliced } : {}),
-  };
+  return { value: { ...result, ...extra }, report, sources, ...after };
 }
 
 /** What a strategy's operation runs with besides its schemas and its strategy: fit's prepared summaries. */
@@ -196,7 +195,7 @@ export const OPERATIONS = {
     value: c.validate(body),
   })),
   '/v1/expand': operation('/v1/expand', ExpandRequest, ExpandResponse, async (c, body, call) => ({
-    value: await c.expand(body, call.caller),
+    value: await c.expand(body, call.caller, call.reserve),
   })),
 };
 

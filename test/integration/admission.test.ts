@@ -139,6 +139,45 @@ t.test(
   },
 );
 
+/** One assistant message of `count` tool calls, each answered: few messages, most objects inside one. */
+function toolCalls(count: number): unknown[] {
+  const calls = Array.from({ length: count }, (_, i) => ({
+    id: `c${i}`,
+    type: 'function',
+    function: { name: 'bash', arguments: '{}' },
+  }));
+  return [
+    { role: 'user', content: 'go' },
+    { role: 'assistant', content: null, tool_calls: calls },
+  ];
+}
+
+t.test('tool calls and content blocks weigh like messages: many in one message are refused by weight, naming them', async (t) => {
+  const app = await build(t, {
+    COMPACTOR_STORE_URL: 'memory:',
+    COMPACTOR_WORKERS: '0',
+    COMPACTOR_BODY_LIMIT: '200000',
+    COMPACTOR_MAX_INFLIGHT_BYTES: '250000',
+  });
+  // 1,500 tool calls in 110 kB: two messages, but modelled one by one they cost what 1,500 messages do.
+  const calls = await app.inject({ method: 'POST', url: '/v1/tokens', payload: { messages: toolCalls(1500) } });
+  t.equal(calls.statusCode, 413, 'heavier alone than the in-flight limit');
+  t.match(calls.headers['content-type'], /application\/problem\+json/);
+  t.match(calls.json(), { code: 'CMP_ERR_REQUEST_TOO_MANY_MESSAGES', errors: [{ path: 'messages' }] });
+  t.match(calls.json().detail, /1500 content blocks and tool calls/);
+  const parts = Array.from({ length: 2500 }, () => ({ type: 'text', text: 'x' }));
+  const anthropic = await app.inject({
+    method: 'POST',
+    url: '/v1/tokens',
+    payload: { format: 'anthropic', messages: [{ role: 'user', content: parts }] },
+  });
+  t.equal(anthropic.statusCode, 413, 'content parts of one message, Anthropic');
+  t.match(anthropic.json().detail, /2500 content blocks/);
+  const fewer = await app.inject({ method: 'POST', url: '/v1/tokens', payload: { messages: toolCalls(300) } });
+  t.equal(fewer.statusCode, 200, 'fewer calls are served');
+  t.equal(await gauge(app, 'compactor_inflight_bytes'), 0, 'nothing stays reserved');
+});
+
 t.test('messages weigh in the bytes in flight: a small body of many messages waits for a large one', async (t) => {
   const llm = await new FakeOpenAI().start();
   t.teardown(() => llm.stop());

@@ -300,6 +300,9 @@ t.test('a store that cannot be reached is a 503, and window still works', async 
     recent: async () => {
       throw new StoreUnavailableError('down');
     },
+    claim: async () => {
+      throw new StoreUnavailableError('down');
+    },
     ping: async () => false,
     probe: async () => {},
     usage: () => null,
@@ -333,6 +336,7 @@ t.test('a store that fails for good is a 500 naming the problem, without retry-a
     },
     get: async () => new Map(),
     recent: async () => [],
+    claim: async () => true,
     ping: async () => true,
     probe: async () => {
       if (probeFails)

@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import t from 'tap';
 import { buildWithLlm } from '../support/app.js';
 import { conversation, fit, fitBody, SYSTEM, settled } from '../support/prepared.js';
@@ -244,3 +247,45 @@ t.test('a restarted embedded service prepares again on the next request', async 
   t.equal((await settled(app, again.json.prepared.id)).state, 'ready');
   t.ok(id.length > 0);
 });
+
+for (const [store, workers] of [
+  ['memory', '0'],
+  ['memory', '1'],
+  ['sqlite', '0'],
+  ['sqlite', '1'],
+] as const) {
+  t.test(`${store}, workers=${workers}: concurrent fits splicing one ready summary bill it once`, async (t) => {
+    const dir = mkdtempSync(join(tmpdir(), 'compactor-bill-'));
+    t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+    const { app, server } = await buildWithLlm(t, {
+      COMPACTOR_STORE_URL: store === 'memory' ? 'memory:' : `sqlite:${join(dir, 'store.db')}`,
+      COMPACTOR_WORKER_MIN_BYTES: workers === '1' ? '1' : '262144',
+    });
+    const a = await fit(app, fitBody([SYSTEM, ...conversation(12)]));
+    const { id } = a.json.prepared;
+    t.equal((await settled(app, id)).state, 'ready');
+    const second = [...a.json.messages, ...conversation(6, 12)];
+    // All three read the index before any reports back: each sees the summary unbilled.
+    const splicers = await Promise.all([1, 2, 3].map(() => fit(app, fitBody(second))));
+    t.same(
+      splicers.map((s) => s.json.prepared?.state),
+      ['spliced', 'spliced', 'spliced'],
+      'all three splice it',
+    );
+    t.equal(server.requests.length, 1, 'with no summarizer call on the request path');
+    const billed = splicers.filter((s) => s.json.usage.prepared?.calls === 1);
+    t.equal(billed.length, 1, 'exactly one response bills it');
+    t.equal(billed[0]?.json.usage.calls, 1, 'in its totals');
+    for (const other of splicers.filter((s) => s !== billed[0])) {
+      t.equal(other.json.usage.total_tokens, 0, 'the others bill nothing');
+      // One that read the index after the bill sees no usage to bill; one that raced it says so.
+      const raced = other.json.usage.prepared !== undefined;
+      t.equal(other.json.usage.prepared?.total_tokens ?? 0, 0, 'usage.prepared, if reported, is 0');
+      t.equal(
+        other.json.warnings.some((w: { code: string }) => w.code === 'prepared_already_billed'),
+        raced,
+        'and says it was billed already',
+      );
+    }
+  });
+}

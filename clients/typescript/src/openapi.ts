@@ -4206,6 +4206,7 @@ export interface components {
          *     - `does_not_pay`: fit deferred, or took a smaller candidate, because a larger reduction would not pay back
          *     - `summarizer_failed`: the summarizer failed and `on_failure` let the request go on: the message is the failure's error code and what happened
          *     - `dry_run_estimate`: a dry run's `tokens.after` assumes the summary takes its whole `summarizer.max_tokens` budget (the artifact trail's size is not estimated)
+         *     - `prepared_already_billed`: fit: the prepared summary spliced in was billed to another response that spliced it at the same moment; this one is not billed for it (`usage.prepared` is all 0)
          *     - `cache_not_written`: the summary was written but could not be cached (the store did not answer); the next identical request pays for it again
          *     - `instruction_kept`: a system or developer message inside the history is kept where it stands, with the turn it follows (like the head): the summary covers only the messages before it, and what follows it is kept as it came
          *     - `unknown_part_type`: an OpenAI Chat content part or a Gemini part of a kind Compactor does not know was kept verbatim, counted as text, and never separated from its neighbours
@@ -4213,7 +4214,7 @@ export interface components {
          *     - `unknown_item_type`: an OpenAI Responses item of a type Compactor does not know was kept verbatim, counted as text, and never separated from its neighbours
          * @enum {string}
          */
-        WarningCode: "unsafe_cut_avoided" | "target_not_met" | "thinking_kept" | "summary_not_smaller" | "saving_below_clear_at_least" | "stage_skipped" | "does_not_pay" | "summarizer_failed" | "dry_run_estimate" | "cache_not_written" | "instruction_kept" | "unknown_part_type" | "unknown_block_type" | "unknown_item_type";
+        WarningCode: "unsafe_cut_avoided" | "target_not_met" | "thinking_kept" | "summary_not_smaller" | "saving_below_clear_at_least" | "stage_skipped" | "does_not_pay" | "summarizer_failed" | "dry_run_estimate" | "prepared_already_billed" | "cache_not_written" | "instruction_kept" | "unknown_part_type" | "unknown_block_type" | "unknown_item_type";
         WindowRequest: {
             /** @description the history, exactly as the agent would send it to its provider */
             messages: components["schemas"]["Message"][];
