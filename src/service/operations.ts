@@ -97,9 +97,6 @@ export interface Operation<
   readonly around: Around;
 }
 
-/** What most operations need around their work: nothing. */
-const alone: Around = (_preparer, _scope, work) => work(undefined);
-
 /** Fit's: the caller's prepared summaries before, and what it asked to prepare and spliced in after. */
 const withPrepared: Around = async (preparer, scope, work) => {
   const outcome = await work(await preparer.context(scope));
@@ -107,13 +104,13 @@ const withPrepared: Around = async (preparer, scope, work) => {
   return outcome;
 };
 
-/** An operation from its schemas and its work; `perform` validates first. */
+/** An operation from its schemas, its work and what that needs around it (most: nothing); `perform` validates first. */
 function operation<Url extends string, Body extends z.ZodType, Response extends z.ZodType>(
   url: Url,
   body: Body,
   response: Response,
   run: Operation<Body, Response>['run'],
-  around: Around = alone,
+  around: Around = (_preparer, _scope, work) => work(undefined),
 ): Operation<Body, Response, Url> {
   const check = (raw: unknown) => checkBody(body, raw);
   return { url, body, response, check, run, perform: (compactor, raw, call) => run(compactor, check(raw), call), around };
