@@ -4,10 +4,6 @@ import { OPERATIONS, type Operation, type OperationUrl } from '../service/operat
 import { STRATEGY_KINDS, type StrategyKind } from '../strategies/registry.js';
 import { operationRoute, type RouteDocs, STORE_PROBLEMS, SUMMARIZER_PROBLEMS } from './operation-route.js';
 
-/**
- * What fit does, in one place: Swagger shows it, and docs/fit.md's "What fit does" is generated
- * from it (`node scripts/readme-options.mjs`, between `<!-- description:/v1/fit -->` markers).
- */
 const FIT_DESCRIPTION = [
   'Fit makes the history you are about to send smaller when that lowers what your agent pays, and leaves it as it is when it does not. Call it before every model call with that history and the usage your provider reported for the previous call, and send the messages it returns.',
   'Up to three stages, each with the options object of its own endpoint: `compact`; `summarize` only while compaction leaves the history above the target (`target_tokens`, or `target_fraction` of the context window); `window` only when the summarizer failed (reported as `fallback`; `summarize.on_failure: error` answers the error instead) or the history is still above (by default a token budget that meets the target; it never drops the summary just written).',
@@ -37,6 +33,7 @@ const DOCS: Record<StrategyKind, Omit<RouteDocs, 'tags'>> = {
   },
   fit: {
     summary: 'Fit: compact, then summarize if still over target, window as the last resort; only where it lowers the bill',
+    // Swagger shows it, and docs/fit.md's "What fit does" is generated from it (scripts/readme-options.mjs).
     description: FIT_DESCRIPTION,
     problems: { ...SUMMARIZER_PROBLEMS, ...STORE_PROBLEMS },
   },

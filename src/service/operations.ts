@@ -101,9 +101,6 @@ export interface Operation<
   readonly around: Around;
 }
 
-/** What most operations need around their work: nothing. */
-const alone: Around = (_preparer, _scope, _input, work) => work(undefined);
-
 /**
  * Whether a fit may use prepared summaries: not with `prepare.enabled: false` nor in a dry run,
  * so that such a call never waits for their index. A body left raw for a worker thread may.
@@ -126,13 +123,13 @@ const withPrepared: Around = async (preparer, scope, input, work) => {
   return outcome;
 };
 
-/** An operation from its schemas and its work; `perform` validates first. */
+/** An operation from its schemas, its work and what that needs around it (most: nothing); `perform` validates first. */
 function operation<Url extends string, Body extends z.ZodType, Response extends z.ZodType>(
   url: Url,
   body: Body,
   response: Response,
   run: Operation<Body, Response>['run'],
-  around: Around = alone,
+  around: Around = (_preparer, _scope, _input, work) => work(undefined),
 ): Operation<Body, Response, Url> {
   const check = (raw: unknown) => checkBody(body, raw);
   return { url, body, response, check, run, perform: (compactor, raw, call) => run(compactor, check(raw), call), around };
