@@ -110,8 +110,8 @@ export const ConfigSchema = z.object({
   COMPACTOR_SUMMARIZER_MAX_RETRIES: intFromEnv(0, 10).default(2),
   COMPACTOR_SUMMARIZER_CONCURRENCY: intFromEnv(1, 256).default(4),
   COMPACTOR_PREPARE: z.enum(['on', 'off']).optional(),
-  COMPACTOR_PREPARE_QUEUE_MAX: intFromEnv(1, 100_000).default(64),
-  COMPACTOR_PREPARE_QUEUE_MAX_BYTES: intFromEnv(1024, Number.MAX_SAFE_INTEGER).default(64 * 1024 * 1024),
+  COMPACTOR_PREPARE_QUEUE_MAX: intFromEnv(1, 100_000).default(16),
+  COMPACTOR_PREPARE_QUEUE_MAX_BYTES: intFromEnv(1024, Number.MAX_SAFE_INTEGER).default(48 * 1024 * 1024),
   /** With a Redis store: first part of the prepared summaries' keys (BullMQ's prefix). */
   COMPACTOR_JOBS_PREFIX: redisPrefix.default('compactor'),
   COMPACTOR_JOBS_LOCK_MS: intFromEnv(1000, 600_000).default(20_000),

@@ -77,9 +77,9 @@ export interface PreparerOptions {
   perScope?: number;
   /** Prepared summaries kept in all. */
   maxEntries?: number;
-  /** Embedded: jobs waiting to be made, at most (the oldest are dropped for a new one): 64 by default. */
+  /** Embedded: jobs waiting to be made, at most (the oldest are dropped for a new one): 16 by default. */
   maxQueued?: number;
-  /** Embedded: bytes of the `/v1/summarize` bodies of those jobs, at most: 64 MiB by default. */
+  /** Embedded: bytes of the `/v1/summarize` bodies of those jobs, at most: 48 MiB by default (a body at the 32 MiB request limit fits). */
   maxQueuedBytes?: number;
   onEvent?: (event: PrepareEvent, tokens: number) => void;
   /** The wait before the one retry of a failed job, ms: 1000 by default. */
@@ -254,8 +254,8 @@ export class Preparer implements PreparedSummaries {
    * (a slow summarizer must not pile up histories); false when it cannot fit at all.
    */
   private makeRoom(bytes: number): boolean {
-    const maxCount = this.options.maxQueued ?? 64;
-    const maxBytes = this.options.maxQueuedBytes ?? 64 * 1024 * 1024;
+    const maxCount = this.options.maxQueued ?? 16;
+    const maxBytes = this.options.maxQueuedBytes ?? 48 * 1024 * 1024;
     if (bytes > maxBytes) return false;
     for (const key of this.waiting.keys()) {
       if (this.waiting.size < maxCount && this.waitingBytes + bytes <= maxBytes) break;

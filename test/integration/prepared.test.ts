@@ -327,7 +327,8 @@ t.test('embedded: a full queue drops its oldest waiting job for a new one, count
 });
 
 t.test('embedded: a waiting job whose range left the index (newest 32 per key) is dropped before it runs', async (t) => {
-  const { app, server } = await buildWithLlm(t, { COMPACTOR_SUMMARIZER_CONCURRENCY: '1' });
+  // Room for every waiting job: only the index drops one here.
+  const { app, server } = await buildWithLlm(t, { COMPACTOR_SUMMARIZER_CONCURRENCY: '1', COMPACTOR_PREPARE_QUEUE_MAX: '64' });
   server.enqueue({ delayMs: 1500, content: '## Goal and constraints\nA slow summary.' });
   let last = '';
   for (let i = 0; i < 34; i++) {
