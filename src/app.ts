@@ -5,19 +5,19 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import { type Logger, pino } from 'pino';
 import type { Config } from './config.js';
-import compactorPlugin from './plugins/compactor.js';
-import guardPlugin from './plugins/guard.js';
-import healthPlugin from './plugins/health.js';
+import compactorPlugin from './plugins/app/compactor.js';
+import guardPlugin from './plugins/app/guard.js';
+import healthPlugin from './plugins/app/health.js';
+import preparePlugin from './plugins/app/prepare.js';
+import problemPlugin from './plugins/app/problem.js';
+import { answerWireEdges, clientErrorHandler, frameworkErrors, missingHost } from './plugins/app/wire-errors.js';
+import workerPoolPlugin, { RawBody } from './plugins/app/worker-pool.js';
+import metricsPlugin from './plugins/external/metrics.js';
+import swaggerPlugin from './plugins/external/swagger.js';
 import admissionPlugin, { weightOf } from './plugins/load/admission.js';
 import poolSheddingPlugin from './plugins/load/pool-shedding.js';
 import queuePlugin from './plugins/load/queue.js';
 import underPressurePlugin from './plugins/load/under-pressure.js';
-import metricsPlugin from './plugins/metrics.js';
-import preparePlugin from './plugins/prepare.js';
-import problemPlugin from './plugins/problem.js';
-import swaggerPlugin from './plugins/swagger.js';
-import { answerWireEdges, clientErrorHandler, frameworkErrors, missingHost } from './plugins/wire-errors.js';
-import workerPoolPlugin, { RawBody } from './plugins/worker-pool.js';
 import artifactRoutes from './routes/artifacts.js';
 import compactRoute from './routes/compact.js';
 import fitRoute from './routes/fit.js';
@@ -99,7 +99,7 @@ function serverOptions(config: Config, logger: FastifyBaseLogger) {
 /**
  * JSON bodies: parsed here, or, when heavy (bytes, or the weight admission counted: messages and
  * objects), left raw for a worker thread that parses, validates
- * and runs them (`plugins/worker-pool.ts`); the validators let a raw body through to that worker.
+ * and runs them (`plugins/app/worker-pool.ts`); the validators let a raw body through to that worker.
  */
 function handleBodies(app: FastifyInstance): void {
   app.removeAllContentTypeParsers();
