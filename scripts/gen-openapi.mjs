@@ -3,7 +3,7 @@
 // `npm run openapi`). Tests fail when either committed file differs from what the app does.
 import { writeFileSync } from 'node:fs';
 import { buildApp, loadConfig } from '../dist/index.js';
-import { RECORDED_EXAMPLES } from '../dist/plugins/openapi-examples.js';
+import { RECORDED_EXAMPLES } from '../dist/plugins/external/openapi-examples.js';
 import { REQUEST_EXAMPLES } from '../dist/schemas/examples/requests.js';
 
 /** A fixed artifact secret: the recorded artifact ids are the same on every run (the test uses it too). */

@@ -295,7 +295,7 @@ export const CONFIG_DOCS: Record<keyof Config, string> = {
     'Worker threads that run large requests off the main thread, so health probes answer during them (0 = all on the main thread; each thread adds about 200 MiB)',
   COMPACTOR_WORKER_MIN_BYTES: 'Request bodies of at least this many bytes run on a worker thread',
   COMPACTOR_MAX_INFLIGHT_BYTES:
-    'Request weight worked on at once: body bytes plus 160 per message and 16 per other JSON object or array; a request past it gets 503 with retry-after, one heavier alone 413 (0 = no limit; at least COMPACTOR_BODY_LIMIT). Size memory as about 7 times this, plus 150 MiB, plus 200 MiB per worker',
+    'Request weight worked on at once: body bytes plus 160 per message, content block or tool call and 16 per other JSON object or array; a request past it gets 503 with retry-after, one heavier alone 413 (0 = no limit; at least COMPACTOR_BODY_LIMIT). Size memory as about 7 times this, plus 150 MiB, plus 200 MiB per worker',
   COMPACTOR_MAX_MESSAGES:
     'Most messages (items of the history array) one request may hold; more gets 413 CMP_ERR_REQUEST_TOO_MANY_MESSAGES (0 = no cap)',
   COMPACTOR_EXPAND_MAX_BYTES:

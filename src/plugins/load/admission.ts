@@ -3,7 +3,7 @@ import fp from 'fastify-plugin';
 import { Counter, Gauge } from 'prom-client';
 import { BodyShape } from '../../body-shape.js';
 import { CompactorError } from '../../errors.js';
-import { isApiRequest } from '../guard.js';
+import { isApiRequest } from '../app/guard.js';
 import { meter } from './body-meter.js';
 
 export interface AdmissionOptions {

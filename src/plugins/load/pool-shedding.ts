@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { CompactorError } from '../../errors.js';
-import { isApiRequest } from '../guard.js';
+import { isApiRequest } from '../app/guard.js';
 import { weightOf } from './admission.js';
 import { meter } from './body-meter.js';
 

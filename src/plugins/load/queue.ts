@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { Counter, Gauge, Histogram } from 'prom-client';
 import { CompactorError } from '../../errors.js';
-import { isApiRequest } from '../guard.js';
+import { isApiRequest } from '../app/guard.js';
 
 interface Waiter {
   resolve: (waitedMs: number) => void;

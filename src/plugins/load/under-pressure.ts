@@ -2,7 +2,7 @@ import underPressure from '@fastify/under-pressure';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { CompactorError } from '../../errors.js';
-import { isApiRequest } from '../guard.js';
+import { isApiRequest } from '../app/guard.js';
 
 export interface UnderPressureOptions {
   /** Event-loop delay (ms) above which `/v1` requests get 503 with retry-after; 0: off. */

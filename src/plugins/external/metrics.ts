@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { Counter, collectDefaultMetrics, Histogram, Registry } from 'prom-client';
-import type { Report } from '../service/operations.js';
+import type { Report } from '../../service/operations.js';
 
 declare module 'fastify' {
   interface FastifyRequest {

@@ -1,8 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { Counter } from 'prom-client';
-import type { Config } from '../config.js';
-import { type PreparedSummaries, type PrepareEvent, Preparer, type PreparerOptions } from '../service/prepare.js';
+import type { Config } from '../../config.js';
+import { type PreparedSummaries, type PrepareEvent, Preparer, type PreparerOptions } from '../../service/prepare.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -22,7 +22,7 @@ export function prepareByDefault(config: Config): boolean {
  * the store loads its client: an embedded service never loads ioredis or BullMQ.
  */
 async function openShared(app: FastifyInstance, config: Config, common: PreparerOptions): Promise<PreparedSummaries> {
-  const { RedisPreparer } = await import('../service/prepare-redis.js');
+  const { RedisPreparer } = await import('../../service/prepare-redis.js');
   return RedisPreparer.open(app.compactor, {
     ...common,
     url: config.COMPACTOR_STORE_URL,

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { type IncomingMessage, maxHeaderSize, type Server, type ServerResponse, STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { ConnectionError, FastifyBaseLogger, FastifyError, FastifyReply, FastifyRequest } from 'fastify';
-import { CompactorError, ERRORS, type ErrorCode } from '../errors.js';
+import { CompactorError, ERRORS, type ErrorCode } from '../../errors.js';
 import { problemDocument, sendProblem } from './problem.js';
 
 /**

@@ -2,7 +2,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import rateLimit from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import { CompactorError } from '../errors.js';
+import { CompactorError } from '../../errors.js';
 import { hostCheck } from './host-check.js';
 
 declare module 'fastify' {

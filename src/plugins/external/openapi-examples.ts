@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
-import type { ErrorCode } from '../errors.js';
-import { type Example, REQUEST_EXAMPLES } from '../schemas/examples/requests.js';
-import { problemDocument } from './problem.js';
+import type { ErrorCode } from '../../errors.js';
+import { type Example, REQUEST_EXAMPLES } from '../../schemas/examples/requests.js';
+import { problemDocument } from '../app/problem.js';
 
 /**
  * What `npm run openapi` recorded from the app itself (`openapi/examples.json`): the answer to
@@ -14,7 +14,7 @@ export interface RecordedExamples {
 }
 
 /** `openapi/examples.json`, from `src/plugins` and `dist/plugins` alike. */
-export const RECORDED_EXAMPLES = new URL('../../openapi/examples.json', import.meta.url);
+export const RECORDED_EXAMPLES = new URL('../../../openapi/examples.json', import.meta.url);
 
 export function loadRecordedExamples(): RecordedExamples {
   try {

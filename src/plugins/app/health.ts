@@ -1,8 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { z } from 'zod';
-import { CompactorError } from '../errors.js';
-import { StoreHealth } from '../store/health.js';
+import { CompactorError } from '../../errors.js';
+import { StoreHealth } from '../../store/health.js';
 
 declare module 'fastify' {
   interface FastifyInstance {

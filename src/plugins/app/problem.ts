@@ -1,7 +1,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
-import { CompactorError, ERRORS, type ErrorCode, type FieldError, validationError } from '../errors.js';
+import { CompactorError, ERRORS, type ErrorCode, type FieldError, validationError } from '../../errors.js';
 
 const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
 

@@ -4,12 +4,12 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { Piscina } from 'piscina';
 import { Gauge } from 'prom-client';
-import type { Config } from '../config.js';
-import { CompactorError } from '../errors.js';
-import type { OperationUrl } from '../service/operations.js';
-import { serveStore } from '../store/remote.js';
-import type { PreparedContext } from '../strategies/types.js';
-import type { Task, TaskResult, WorkerInit } from '../worker.js';
+import type { Config } from '../../config.js';
+import { CompactorError } from '../../errors.js';
+import type { OperationUrl } from '../../service/operations.js';
+import { serveStore } from '../../store/remote.js';
+import type { PreparedContext } from '../../strategies/types.js';
+import type { Task, TaskResult, WorkerInit } from '../../worker.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -31,7 +31,7 @@ function workerFile(): string {
   const compiled = here.endsWith('.ts')
     ? here.replace(/([\\/])src([\\/])(?!.*[\\/]src[\\/])/, '$1dist$2').replace(/\.ts$/, '.js')
     : here;
-  return fileURLToPath(new URL('../worker.js', `file://${compiled}`));
+  return fileURLToPath(new URL('../../worker.js', `file://${compiled}`));
 }
 
 export interface WorkerPoolOptions {
@@ -83,7 +83,7 @@ export class WorkerPool {
 
   /**
    * How long a task arriving now would wait for the pool to get to it: the bytes ahead of it at the
-   * pool's recent speed (`load/pool-shedding.ts` sheds by it).
+   * pool's recent speed (`plugins/load/pool-shedding.ts` sheds by it).
    */
   expectedWaitMs(): number {
     return this.pendingBytes / this.bytesPerMs;
@@ -229,7 +229,10 @@ export function failureError(result: Extract<TaskResult, { ok: false }>): Error 
   return error;
 }
 
-/** Decorates the app with the worker pool (closed with the app); `load/pool-shedding.ts` sheds what would wait on it. */
+/**
+ * Decorates the app with the worker pool (closed with the app); `plugins/load/pool-shedding.ts`
+ * sheds what would wait on it.
+ */
 export default fp<WorkerPoolOptions>(
   async (app: FastifyInstance, options) => {
     const pool = new WorkerPool(options, app);

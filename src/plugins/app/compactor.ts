@@ -2,11 +2,11 @@ import { randomBytes } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { Counter, Gauge } from 'prom-client';
-import type { Config } from '../config.js';
-import type { Compactor } from '../service/compactor.js';
-import { createCompactor } from '../service/create.js';
-import { bootStep, openWritableStore } from '../store/boot.js';
-import type { ArtifactStore } from '../store/types.js';
+import type { Config } from '../../config.js';
+import type { Compactor } from '../../service/compactor.js';
+import { createCompactor } from '../../service/create.js';
+import { bootStep, openWritableStore } from '../../store/boot.js';
+import type { ArtifactStore } from '../../store/types.js';
 
 declare module 'fastify' {
   interface FastifyInstance {

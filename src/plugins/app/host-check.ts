@@ -1,6 +1,6 @@
 import { isIP } from 'node:net';
 import type { FastifyRequest } from 'fastify';
-import { CompactorError } from '../errors.js';
+import { CompactorError } from '../../errors.js';
 
 /**
  * The host name of a `Host` header, lower-cased, without its port or a trailing dot; an IPv6

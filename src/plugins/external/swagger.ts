@@ -20,7 +20,7 @@ const transformObject = createJsonSchemaTransformObject({ zodToJsonConfig });
 type Document = ReturnType<typeof transformObject>;
 
 /**
- * Error responses leave as `application/problem+json` (plugins/problem.ts); the schemas are
+ * Error responses leave as `application/problem+json` (plugins/app/problem.ts); the schemas are
  * declared per status, which the generator files under `application/json`: the document says what
  * is sent. Only `Problem` bodies: a draining `/health/ready` answers 503 with its JSON status.
  */
