@@ -32,22 +32,27 @@ export interface RangeMarker {
 /** A placeholder's place: a tool result's text, or a tool call's arguments (their JSON). */
 export type PlaceholderSite = 'result' | 'call';
 
+/**
+ * `binding` below: the call a placeholder belongs to (`Binding`, history/bindings.ts: the call's
+ * id, tool, arguments and rank among identical calls), which its MAC covers with the site's text.
+ */
+
 /** Writes and verifies one caller's markers. Each read is one syntactic match and, on a match, one MAC over the text. */
 export interface Markers {
   /**
    * Signs the placeholders of one site: `text` holds `[compactor:<id>]` (`cleared` for `id`
    * null) where compaction put it, amid whatever else (a truncated result's head and tail); each
-   * becomes `[compactor:<id> mac=…]`, the MAC over the site, its call id and the whole text.
+   * becomes `[compactor:<id> mac=…]`, the MAC over the site, the call's binding and the whole text.
    */
-  placeholder(site: PlaceholderSite, callId: string, id: string | null, text: string): string;
+  placeholder(site: PlaceholderSite, binding: string, id: string | null, text: string): string;
   /**
-   * The placeholder a site's text carries when one of its markers verifies for this site and call
-   * id: the artifact it names (null for a cleared one). Undefined for anything else: a quote, a
-   * forgery, a placeholder moved to another call or with text added, another caller's.
+   * The placeholder a site's text carries when one of its markers verifies for this site and
+   * binding: the artifact it names (null for a cleared one). Undefined for anything else: a quote,
+   * a forgery, a placeholder moved to another call or with text added, another caller's.
    */
-  readPlaceholder(site: PlaceholderSite, callId: string, text: string): { id: string | null } | undefined;
+  readPlaceholder(site: PlaceholderSite, binding: string, text: string): { id: string | null } | undefined;
   /** A call's arguments with the placeholders of its top-level values signed, over the arguments' JSON (as `placeholder` for a `call` site). */
-  placeholderArgs(callId: string, id: string | null, args: Record<string, unknown>): Record<string, unknown>;
+  placeholderArgs(binding: string, id: string | null, args: Record<string, unknown>): Record<string, unknown>;
   /** A summary's whole text: its signed first line, then `body`. */
   summary(id: string | null, placement: SummaryPlacement, covers: number, body: string): string;
   /** The summary a text is, when it starts with a marker that verifies; undefined for anything else. */
@@ -78,6 +83,15 @@ export function placeholderMarker(id: string | null): string {
 const PLACEHOLDER = /\[compactor:(art_[0-9a-f]{24}|cleared)( mac=[0-9a-f]{16})?\]/g;
 /** What a text is signed over: its placeholders without their MACs (whoever wrote them). */
 const unsigned = (text: string) => (text.includes('[compactor:') ? text.replace(PLACEHOLDER, '[compactor:$1]') : text);
+
+/**
+ * The artifact ids of the placeholders in a text that carry a MAC, verified or not (for saying
+ * which ones a history holds that do not verify where they are); `cleared` ones name none.
+ */
+export function signedPlaceholderIds(text: string): string[] {
+  if (!text.includes(' mac=')) return [];
+  return [...text.matchAll(PLACEHOLDER)].filter((m) => m[2] !== undefined && m[1] !== 'cleared').map((m) => m[1] as string);
+}
 
 /** Any marker of ours, up to its MAC (bounded: a marker line is short). */
 const SIGNED = /(\[compactor:[^\]\n]{1,120}?) mac=[0-9a-f]{16}\]/g;
@@ -126,25 +140,25 @@ export function markers(secret: string, scope: string): Markers {
     readSection: (text) => range('section', SECTION_LINE, text),
     qaHeader: (id, body) => `[compactor:qa-header ${idOf(id)} mac=${mac('qa', idOf(id), body)}]\n${body}`,
     readQaHeader: (text) => range('qa', QA_LINE, text),
-    placeholder(site, callId, id, text) {
+    placeholder(site, binding, id, text) {
       const name = id ?? 'cleared';
-      const tag = mac('placeholder', JSON.stringify([site, callId]), unsigned(text));
+      const tag = mac('placeholder', JSON.stringify([site, binding]), unsigned(text));
       return text.replaceAll(`[compactor:${name}]`, `[compactor:${name} mac=${tag}]`);
     },
-    placeholderArgs(callId, id, args) {
+    placeholderArgs(binding, id, args) {
       const name = id ?? 'cleared';
-      const tag = mac('placeholder', JSON.stringify(['call', callId]), unsigned(JSON.stringify(args)));
+      const tag = mac('placeholder', JSON.stringify(['call', binding]), unsigned(JSON.stringify(args)));
       const signed = (v: unknown) =>
         typeof v === 'string' ? v.replaceAll(`[compactor:${name}]`, `[compactor:${name} mac=${tag}]`) : v;
       return Object.fromEntries(Object.entries(args).map(([k, v]) => [k, signed(v)]));
     },
-    readPlaceholder(site, callId, text) {
+    readPlaceholder(site, binding, text) {
       if (!text.includes(' mac=')) return undefined;
       let tag: string | undefined;
       for (const m of text.matchAll(PLACEHOLDER)) {
         const given = m[2]?.slice(5);
         if (given === undefined) continue;
-        tag ??= mac('placeholder', JSON.stringify([site, callId]), unsigned(text));
+        tag ??= mac('placeholder', JSON.stringify([site, binding]), unsigned(text));
         if (timingSafeEqual(Buffer.from(tag), Buffer.from(given))) return { id: m[1] === 'cleared' ? null : (m[1] as string) };
       }
       return undefined;

@@ -495,7 +495,7 @@ export interface paths {
                          *         {
                          *           "role": "tool",
                          *           "tool_call_id": "call_read_1",
-                         *           "content": "[compactor:art_4eae17e1abac1dda41de0181 mac=618d7bab9473c588] Content read from src/cart.ts. Re-read it if needed. (308 tokens offloaded; recall artifact art_4eae17e1abac1dda41de0181 to see them)"
+                         *           "content": "[compactor:art_4eae17e1abac1dda41de0181 mac=03f0b8c50dfc5c3d] Content read from src/cart.ts. Re-read it if needed. (308 tokens offloaded; recall artifact art_4eae17e1abac1dda41de0181 to see them)"
                          *         },
                          *         {
                          *           "role": "assistant",
@@ -514,7 +514,7 @@ export interface paths {
                          *         {
                          *           "role": "tool",
                          *           "tool_call_id": "call_test_1",
-                         *           "content": "[compactor:art_b7691dd2968faa45ba6feed0 mac=de7efac294d557bb] Output of run_tests cleared to save context. (375 tokens offloaded; recall artifact art_b7691dd2968faa45ba6feed0 to see them)"
+                         *           "content": "[compactor:art_b7691dd2968faa45ba6feed0 mac=4da61aeb4fe5017f] Output of run_tests cleared to save context. (375 tokens offloaded; recall artifact art_b7691dd2968faa45ba6feed0 to see them)"
                          *         },
                          *         {
                          *           "role": "assistant",
@@ -586,8 +586,8 @@ export interface paths {
                          *       "applied": true,
                          *       "tokens": {
                          *         "before": 1167,
-                         *         "after": 618,
-                         *         "saved": 549,
+                         *         "after": 625,
+                         *         "saved": 542,
                          *         "counting": "usage+exact",
                          *         "tokenizer": "o200k_base"
                          *       },
@@ -618,7 +618,7 @@ export interface paths {
                          *         {
                          *           "index": 3,
                          *           "action": "offload",
-                         *           "tokens_freed": 236,
+                         *           "tokens_freed": 231,
                          *           "artifact_id": "art_4eae17e1abac1dda41de0181"
                          *         },
                          *         {
@@ -629,7 +629,7 @@ export interface paths {
                          *         {
                          *           "index": 5,
                          *           "action": "offload",
-                         *           "tokens_freed": 313,
+                         *           "tokens_freed": 311,
                          *           "artifact_id": "art_b7691dd2968faa45ba6feed0"
                          *         },
                          *         {
@@ -700,18 +700,18 @@ export interface paths {
                          *           "source": "usage",
                          *           "cached_tokens": 1103
                          *         },
-                         *         "tokens_removed": 549,
-                         *         "batch_tokens": 596,
-                         *         "rewrite_tokens": 472,
-                         *         "rewrite_cost": 0.000708,
+                         *         "tokens_removed": 542,
+                         *         "batch_tokens": 592,
+                         *         "rewrite_tokens": 479,
+                         *         "rewrite_cost": 0.0007185,
                          *         "summarizer_cost": 0,
-                         *         "saving_per_call": 0.0002745,
+                         *         "saving_per_call": 0.000271,
                          *         "payback_calls": 3,
                          *         "horizon_calls": 20,
                          *         "calls_so_far": 6,
                          *         "next_call": {
                          *           "as_is": 0.0006795,
-                         *           "reduced": 0.001113
+                         *           "reduced": 0.001127
                          *         }
                          *       }
                          *     }
@@ -1424,7 +1424,7 @@ export interface paths {
                          *         {
                          *           "role": "tool",
                          *           "tool_call_id": "call_read_1",
-                         *           "content": "[compactor:art_4eae17e1abac1dda41de0181 mac=618d7bab9473c588] Content read from src/cart.ts. Re-read it if needed. (308 tokens offloaded; recall artifact art_4eae17e1abac1dda41de0181 to see them)"
+                         *           "content": "[compactor:art_4eae17e1abac1dda41de0181 mac=03f0b8c50dfc5c3d] Content read from src/cart.ts. Re-read it if needed. (308 tokens offloaded; recall artifact art_4eae17e1abac1dda41de0181 to see them)"
                          *         },
                          *         {
                          *           "role": "assistant",
@@ -1443,7 +1443,7 @@ export interface paths {
                          *         {
                          *           "role": "tool",
                          *           "tool_call_id": "call_test_1",
-                         *           "content": "[compactor:art_b7691dd2968faa45ba6feed0 mac=de7efac294d557bb] Output of run_tests cleared to save context. (375 tokens offloaded; recall artifact art_b7691dd2968faa45ba6feed0 to see them)"
+                         *           "content": "[compactor:art_b7691dd2968faa45ba6feed0 mac=4da61aeb4fe5017f] Output of run_tests cleared to save context. (375 tokens offloaded; recall artifact art_b7691dd2968faa45ba6feed0 to see them)"
                          *         },
                          *         {
                          *           "role": "assistant",
@@ -1515,8 +1515,8 @@ export interface paths {
                          *       "applied": true,
                          *       "tokens": {
                          *         "before": 1167,
-                         *         "after": 618,
-                         *         "saved": 549,
+                         *         "after": 625,
+                         *         "saved": 542,
                          *         "counting": "usage+exact",
                          *         "tokenizer": "o200k_base"
                          *       },
@@ -1547,7 +1547,7 @@ export interface paths {
                          *         {
                          *           "index": 3,
                          *           "action": "offload",
-                         *           "tokens_freed": 236,
+                         *           "tokens_freed": 231,
                          *           "artifact_id": "art_4eae17e1abac1dda41de0181"
                          *         },
                          *         {
@@ -1558,7 +1558,7 @@ export interface paths {
                          *         {
                          *           "index": 5,
                          *           "action": "offload",
-                         *           "tokens_freed": 313,
+                         *           "tokens_freed": 311,
                          *           "artifact_id": "art_b7691dd2968faa45ba6feed0"
                          *         },
                          *         {
@@ -1607,7 +1607,7 @@ export interface paths {
                          *         {
                          *           "strategy": "compact",
                          *           "applied": true,
-                         *           "tokens_after": 618,
+                         *           "tokens_after": 625,
                          *           "usage": {
                          *             "input_tokens": 0,
                          *             "output_tokens": 0,
@@ -1648,18 +1648,18 @@ export interface paths {
                          *           "source": "usage",
                          *           "cached_tokens": 1103
                          *         },
-                         *         "tokens_removed": 549,
-                         *         "batch_tokens": 596,
-                         *         "rewrite_tokens": 472,
-                         *         "rewrite_cost": 0.000708,
+                         *         "tokens_removed": 542,
+                         *         "batch_tokens": 592,
+                         *         "rewrite_tokens": 479,
+                         *         "rewrite_cost": 0.0007185,
                          *         "summarizer_cost": 0,
-                         *         "saving_per_call": 0.0002745,
+                         *         "saving_per_call": 0.000271,
                          *         "payback_calls": 3,
                          *         "horizon_calls": 20,
                          *         "calls_so_far": 6,
                          *         "next_call": {
                          *           "as_is": 0.0006795,
-                         *           "reduced": 0.001113
+                         *           "reduced": 0.001127
                          *         },
                          *         "limit": 1000
                          *       }
@@ -1883,7 +1883,7 @@ export interface paths {
         put?: never;
         /**
          * Restore every offloaded original in a compacted history, byte-exact
-         * @description Finds the placeholders Compactor wrote (`[compactor:art_…]`) and puts each original back, from the store or from the `artifacts` a `store: "inline"` compaction returned. Summaries, section summaries and QA-merged headers are replaced by the messages they stand for only when their marker's MAC verifies for this key (`mac=…`); text that merely looks like one (typed, quoted, printed by a tool, another key's) stays as it is. So is a tool-result or tool-input placeholder (its MAC covers the call and the whole text of its slot), and only into the slot of the same call. Unknown or expired ids are listed in `missing` and their placeholders stay; the rest of the history is still restored.
+         * @description Finds the placeholders Compactor wrote (`[compactor:art_…]`) and puts each original back, from the store or from the `artifacts` a `store: "inline"` compaction returned. Summaries, section summaries and QA-merged headers are replaced by the messages they stand for only when their marker's MAC verifies for this key (`mac=…`); text that merely looks like one (typed, quoted, printed by a tool, another key's) stays as it is. So is a tool-result or tool-input placeholder: its MAC covers the call it was written for (its id, tool, arguments and rank among identical calls) and the whole text of its slot, and it restores only into that call, once; one that does not verify where it sits stays as it is, and `warnings` says `placeholder_not_verified`. What an expand restores counts against `COMPACTOR_EXPAND_MAX_BYTES` (413 past it) and the bytes in flight (503 with `retry-after`). Unknown or expired ids are listed in `missing` and their placeholders stay; the rest of the history is still restored.
          */
         post: {
             parameters: {
@@ -2021,7 +2021,8 @@ export interface paths {
                          *       ],
                          *       "format": "openai-chat",
                          *       "restored": 2,
-                         *       "missing": []
+                         *       "missing": [],
+                         *       "warnings": []
                          *     }
                          */
                         "application/json": components["schemas"]["ExpandResponse"];
@@ -3336,6 +3337,8 @@ export interface components {
             restored: number;
             /** @description artifact ids that were unknown or expired: their placeholders stay */
             missing: string[];
+            /** @description what the caller should know: `placeholder_not_verified` for signed placeholders that stay, not being in their own call */
+            warnings: components["schemas"]["Warning"][];
         };
         /** @description A cheaper strategy stood in for a failed one. */
         Fallback: {
@@ -4208,9 +4211,10 @@ export interface components {
          *     - `unknown_part_type`: an OpenAI Chat content part or a Gemini part of a kind Compactor does not know was kept verbatim, counted as text, and never separated from its neighbours
          *     - `unknown_block_type`: an Anthropic content block of a type Compactor does not know was kept verbatim, counted as text, and never separated from its neighbours
          *     - `unknown_item_type`: an OpenAI Responses item of a type Compactor does not know was kept verbatim, counted as text, and never separated from its neighbours
+         *     - `placeholder_not_verified`: `/v1/expand` left a signed placeholder as it is: its MAC does not verify in the slot it sits in (copied into another tool call, repeated, edited, or signed for another key or under another installation secret); each placeholder restores only into the call it was written for, once
          * @enum {string}
          */
-        WarningCode: "unsafe_cut_avoided" | "target_not_met" | "thinking_kept" | "summary_not_smaller" | "saving_below_clear_at_least" | "stage_skipped" | "does_not_pay" | "summarizer_failed" | "dry_run_estimate" | "cache_not_written" | "instruction_kept" | "unknown_part_type" | "unknown_block_type" | "unknown_item_type";
+        WarningCode: "unsafe_cut_avoided" | "target_not_met" | "thinking_kept" | "summary_not_smaller" | "saving_below_clear_at_least" | "stage_skipped" | "does_not_pay" | "summarizer_failed" | "dry_run_estimate" | "cache_not_written" | "instruction_kept" | "unknown_part_type" | "unknown_block_type" | "unknown_item_type" | "placeholder_not_verified";
         WindowRequest: {
             /** @description the history, exactly as the agent would send it to its provider */
             messages: components["schemas"]["Message"][];
