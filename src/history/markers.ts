@@ -67,9 +67,25 @@ export interface Markers {
 
 const ID = '(art_[0-9a-f]{24}|none)';
 const MAC = 'mac=([0-9a-f]{16})';
-const SUMMARY_LINE = new RegExp(`^\\[compactor:summary ${ID} (own|pair|joined|joined-string) covers=(\\d{1,15}) ${MAC}\\]\\n`);
-const SECTION_LINE = new RegExp(`^\\[compactor:section-summary ${ID} ${MAC}\\]\\n`);
-const QA_LINE = new RegExp(`^\\[compactor:qa-header ${ID} ${MAC}\\]\\n`);
+/** What follows a marker on its line: `recallHint`, or nothing (a marker written before it). */
+const HINT = '([^\\n]{0,120})';
+const SUMMARY_LINE = new RegExp(
+  `^\\[compactor:summary ${ID} (own|pair|joined|joined-string) covers=(\\d{1,15}) ${MAC}\\]${HINT}\\n`,
+);
+const SECTION_LINE = new RegExp(`^\\[compactor:section-summary ${ID} ${MAC}\\]${HINT}\\n`);
+const QA_LINE = new RegExp(`^\\[compactor:qa-header ${ID} ${MAC}\\]${HINT}\\n`);
+
+/**
+ * What a summary's, section summary's or QA header's marker line ends with when it names an
+ * artifact: the tool that gives the messages it replaced back. It depends on the id only (a
+ * prompt cache keeps it); a line whose tail is not exactly this (or nothing) does not verify.
+ */
+export function recallHint(id: string | null): string {
+  return id ? ` (the messages it replaces: call the \`recall\` tool with ${id})` : '';
+}
+
+/** Whether a marker line's tail is what `recallHint` writes for its id, or empty (written before the hint was). */
+const hintFits = (tail: string | undefined, id: string) => tail === '' || tail === recallHint(id === 'none' ? null : id);
 /**
  * The placeholder compaction writes where an original was (unsigned: `Markers.placeholder` signs
  * the text it sits in): `[compactor:art_<24 hex>]` names the artifact holding the original
@@ -119,26 +135,27 @@ export function markers(secret: string, scope: string): Markers {
   const readId = (id: string) => (id === 'none' ? null : id);
   const range = (kind: 'section' | 'qa', line: RegExp, text: string | undefined): RangeMarker | undefined => {
     const m = text === undefined ? null : line.exec(text);
-    if (!m || text === undefined) return undefined;
+    if (!m || text === undefined || !hintFits(m[3], m[1] as string)) return undefined;
     const body = text.slice(m[0].length);
     return verified(kind, m[1] as string, body, m[2] as string) ? { id: readId(m[1] as string), text: body } : undefined;
   };
   return {
     summary(id, placement, covers, body) {
       const claims = `${idOf(id)} ${placement} covers=${covers}`;
-      return `[compactor:summary ${claims} mac=${mac('summary', claims, body)}]\n${body}`;
+      return `[compactor:summary ${claims} mac=${mac('summary', claims, body)}]${recallHint(id)}\n${body}`;
     },
     readSummary(text) {
       const m = text === undefined ? null : SUMMARY_LINE.exec(text);
-      if (!m || text === undefined) return undefined;
+      if (!m || text === undefined || !hintFits(m[5], m[1] as string)) return undefined;
       const claims = `${m[1]} ${m[2]} covers=${m[3]}`;
       const body = text.slice(m[0].length);
       if (!verified('summary', claims, body, m[4] as string)) return undefined;
       return { id: readId(m[1] as string), placement: m[2] as SummaryPlacement, covers: Number(m[3]), text: body };
     },
-    section: (id, body) => `[compactor:section-summary ${idOf(id)} mac=${mac('section', idOf(id), body)}]\n${body}`,
+    section: (id, body) =>
+      `[compactor:section-summary ${idOf(id)} mac=${mac('section', idOf(id), body)}]${recallHint(id)}\n${body}`,
     readSection: (text) => range('section', SECTION_LINE, text),
-    qaHeader: (id, body) => `[compactor:qa-header ${idOf(id)} mac=${mac('qa', idOf(id), body)}]\n${body}`,
+    qaHeader: (id, body) => `[compactor:qa-header ${idOf(id)} mac=${mac('qa', idOf(id), body)}]${recallHint(id)}\n${body}`,
     readQaHeader: (text) => range('qa', QA_LINE, text),
     placeholder(site, binding, id, text) {
       const name = id ?? 'cleared';

@@ -126,8 +126,9 @@ class Compaction {
   }
 }
 
+/** What a placeholder ends with: the tool that gives the original back (the text depends on the artifact only, so a prompt cache keeps it). */
 const recall = (id: string | null, tokens: number) =>
-  id ? `(${tokens} tokens offloaded; recall artifact ${id} to see them)` : `(${tokens} tokens cleared)`;
+  id ? `(${tokens} tokens offloaded; call the \`recall\` tool with ${id} to see them)` : `(${tokens} tokens cleared)`;
 
 /** Step 1: an older copy of a newer result becomes a pointer to the newest copy. */
 function dedupe(c: Compaction, sites: readonly ResultSiteInfo[]): void {
@@ -166,7 +167,7 @@ function truncateResults(c: Compaction, sites: readonly ResultSiteInfo[], limit:
     if (s.protected || c.done.has(s) || c.underTarget() || c.sizeOf(s) <= limit) continue;
     c.replace(s, 'tool_result_truncated', (id, tokens) => {
       const { head, tail } = headAndTail(s.text, tokens, limit);
-      const note = id ? `the full output is artifact ${id}` : 'the full output was not kept';
+      const note = id ? `call the \`recall\` tool with ${id} for the full output` : 'the full output was not kept';
       return `${head}\n\n${marker(id)} … ${tokens - limit} of ${tokens} tokens omitted; ${note} …\n\n${tail}`;
     });
   }
@@ -269,7 +270,10 @@ function clearInputs(c: Compaction, sites: readonly ResultSiteInfo[], bound: Bin
       const original = w.original(index, 'call', call.slot, { kind: 'tool_input', tool: call.name, tokens });
       const args = { ...call.args };
       for (const [key, value] of large) {
-        args[key] = `${marker(original.id)} ${INPUT_PLACEHOLDER} (${tokensOf(ctx, value as string)} tokens)`;
+        const tokens = tokensOf(ctx, value as string);
+        args[key] = original.id
+          ? `${marker(original.id)} ${INPUT_PLACEHOLDER} (${tokens} tokens; call the \`recall\` tool with ${original.id} to see them)`
+          : `${marker(original.id)} ${INPUT_PLACEHOLDER} (${tokens} tokens)`;
       }
       // The binding leaves out what clearing changes: the call reads as the same call once cleared, and so do its results.
       const signed = ctx.markers.placeholderArgs(bound.call(index, call.slot) ?? '', original.id, args);
