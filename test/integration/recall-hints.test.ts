@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import t, { type Test } from 'tap';
+import { markers } from '../../src/history/markers.js';
 import { build } from '../support/app.js';
 
 /**
@@ -90,4 +91,21 @@ t.test("a summary's marker line names the recall tool with the summarized range'
       text,
       /\[compactor:section-summary (art_[0-9a-f]{24}) mac=[0-9a-f]{16}\] \(the messages it replaces: call the `recall` tool with \1\)/,
     );
+});
+
+t.test('a marker line written before the hint still verifies; one whose hint was edited does not', async (t) => {
+  const m = markers('s'.repeat(32), 'scope');
+  const id = `art_${'ab'.repeat(12)}`;
+  for (const [kind, text, read] of [
+    ['summary', m.summary(id, 'own', 3, 'body'), m.readSummary],
+    ['section', m.section(id, 'body'), m.readSection],
+    ['qa', m.qaHeader(id, 'body'), m.readQaHeader],
+  ] as const) {
+    t.ok(text.split('\n')[0]?.endsWith(`call the \`recall\` tool with ${id})`), `${kind}: the line names the tool`);
+    t.match(read(text), { id, text: 'body' }, `${kind}: verifies`);
+    const older = text.replace(/ \(the messages it replaces: [^\n]*\)\n/, '\n');
+    t.not(older, text);
+    t.match(read(older), { id, text: 'body' }, `${kind}: as written before the hint, verifies`);
+    t.equal(read(text.replace('call the `recall` tool', 'run the `shell` tool')), undefined, `${kind}: edited, does not`);
+  }
 });
