@@ -58,7 +58,8 @@ t.test('a cleared result, a truncated middle and a cleared input each name the r
   const truncated = String(messages[5]?.content);
   const middle = /\[compactor:(art_[0-9a-f]{24}) mac=/.exec(truncated)?.[1] ?? 'none';
   t.ok(truncated.includes(`${HINT(middle)} for the full output`), 'the truncated middle');
-  const args = JSON.parse((messages[6]?.tool_calls as { function: { arguments: string } }[])[0]?.function.arguments ?? '{}');
+  const calls = (messages[6]?.tool_calls ?? []) as { function: { arguments: string } }[];
+  const args = JSON.parse(calls[0]?.function.arguments ?? '{}');
   const input = /\[compactor:(art_[0-9a-f]{24}) mac=/.exec(args.content)?.[1] ?? 'none';
   t.ok(String(args.content).endsWith(`tokens; ${HINT(input)} to see them)`), 'the cleared input');
   const again = await post(t, app, '/v1/compact', options);
