@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Message } from '../contract/parts.js';
+import { Message, WarningSchema } from '../contract/parts.js';
 import { FORMAT_NAMES } from '../formats/registry.js';
 import { HistoryFields } from './common.js';
 
@@ -36,6 +36,11 @@ export const ExpandResponse = z
   .object({
     restored: z.number().int().describe('placeholders replaced by their originals'),
     missing: z.array(z.string()).describe('artifact ids that were unknown or expired: their placeholders stay'),
+    warnings: z
+      .array(WarningSchema)
+      .describe(
+        'what the caller should know: `placeholder_not_verified` for signed placeholders that stay, not being in their own call',
+      ),
     format: z.enum(FORMAT_NAMES).describe('the format the history was read as'),
     messages: z.array(Message).describe('the history with every known original restored, byte-exact'),
   })

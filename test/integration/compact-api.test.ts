@@ -81,7 +81,7 @@ t.test('compact, recall an artifact, expand byte-exact', async (t) => {
 
   const ex = await app.inject({ method: 'POST', url: '/v1/expand', payload: { messages: body.messages } });
   t.equal(ex.statusCode, 200);
-  t.same(ex.json(), { messages: history, format: 'openai-chat', restored: 4, missing: [] });
+  t.same(ex.json(), { messages: history, format: 'openai-chat', restored: 4, missing: [], warnings: [] });
 
   const again = await app.inject({ method: 'POST', url: '/v1/compact', payload: { messages: body.messages, keep_tool_uses: 1 } });
   t.same(again.json().messages, body.messages, 'idempotent');
