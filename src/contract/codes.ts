@@ -76,12 +76,12 @@ function described(intro: string, catalogue: Record<string, string>): string {
 
 export const WarningCode = z.enum(codesOf(WARNINGS)).meta({
   id: 'WarningCode',
-  description: described('A stable warning code (the README, "Troubleshooting"):', WARNINGS),
+  description: described('A stable warning code (docs/api.md, "Troubleshooting"):', WARNINGS),
 });
 export type WarningCode = z.output<typeof WarningCode>;
 
 export const ReasonCode = z.enum(codesOf(REASONS)).meta({
   id: 'ReasonCode',
-  description: described('Why nothing changed, a stable code (the README, "Troubleshooting"):', REASONS),
+  description: described('Why nothing changed, a stable code (docs/api.md, "Troubleshooting"):', REASONS),
 });
 export type ReasonCode = z.output<typeof ReasonCode>;

@@ -48,7 +48,7 @@ export const COST_FIELDS = {
   ),
   cache: CacheSchema.optional().describe("the prompt cache of the agent's provider; the cached prefix is read from `usage`"),
   horizon: HorizonSchema.optional().describe(
-    'expected remaining calls; omitted: estimated from the t calls the run has made (what P(more than x left) = t / (t + x) expects, up to 200), see the README',
+    'expected remaining calls; omitted: estimated from the t calls the run has made (what P(more than x left) = t / (t + x) expects, up to 200), see docs/fit.md',
   ),
 };
 

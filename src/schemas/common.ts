@@ -112,7 +112,7 @@ export const Problem = z
     title: z.string().describe("the code's short title"),
     status: z.number().int().describe('the HTTP status'),
     detail: z.string().describe('what was wrong with this request'),
-    code: z.string().describe('stable CMP_ERR_… code, documented in the README'),
+    code: z.string().describe('stable CMP_ERR_… code, documented in docs/api.md, "Errors"'),
     request_id: z.string().describe('the id the logs know this request by'),
     errors: z
       .array(

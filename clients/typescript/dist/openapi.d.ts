@@ -3182,7 +3182,7 @@ export interface components {
             };
             /** @description stop once occupancy is at or under this */
             target_tokens?: number;
-            /** @description do nothing unless at least this many tokens would be freed; "auto": unless the saving pays, over the expected remaining calls, for the cached tokens the compaction rewrites (the cost rule of fit, see the README; `cost.break_even_tokens` says how much would) */
+            /** @description do nothing unless at least this many tokens would be freed; "auto": unless the saving pays, over the expected remaining calls, for the cached tokens the compaction rewrites (the cost rule of fit, see docs/fit.md; `cost.break_even_tokens` says how much would) */
             clear_at_least?: number | "auto";
             /**
              * @description server: originals persisted with a TTL; inline: returned in `artifacts`; none: lossy clearing
@@ -3194,7 +3194,7 @@ export interface components {
             pricing?: components["schemas"]["Pricing"];
             /** @description the prompt cache of the agent's provider; the cached prefix is read from `usage` */
             cache?: components["schemas"]["CacheSettings"];
-            /** @description expected remaining calls; omitted: estimated from the t calls the run has made (what P(more than x left) = t / (t + x) expects, up to 200), see the README */
+            /** @description expected remaining calls; omitted: estimated from the t calls the run has made (what P(more than x left) = t / (t + x) expects, up to 200), see docs/fit.md */
             horizon?: components["schemas"]["Horizon"];
         };
         /** @description The compacted history in the request's format, each placeholder naming its original in `artifacts`. */
@@ -3233,7 +3233,7 @@ export interface components {
             /** @description this tool's newest N results are kept whatever the other options say */
             keep_last?: number;
         };
-        /** @description What a reduction costs and saves with the provider's prompt cache in view (the README, "What fit does"); for a deferred fit, the best reduction found, not made. */
+        /** @description What a reduction costs and saves with the provider's prompt cache in view (docs/fit.md, "What fit does"); for a deferred fit, the best reduction found, not made. */
         Cost: {
             /** @description the currency of the prices (USD, …), or `relative` when only their ratios are known */
             unit: string;
@@ -3390,7 +3390,7 @@ export interface components {
              */
             min_saving_fraction?: number;
             /**
-             * @description cost: reduce where that lowers the agent's bill with its prompt cache in view, always above `limit` (the README, "What fit does"); tokens: reduce whenever over the target
+             * @description cost: reduce where that lowers the agent's bill with its prompt cache in view, always above `limit` (docs/fit.md, "What fit does"); tokens: reduce whenever over the target
              * @default cost
              * @enum {string}
              */
@@ -3406,7 +3406,7 @@ export interface components {
             pricing?: components["schemas"]["Pricing"];
             /** @description the prompt cache of the agent's provider; the cached prefix is read from `usage` */
             cache?: components["schemas"]["CacheSettings"];
-            /** @description expected remaining calls; omitted: estimated from the t calls the run has made (what P(more than x left) = t / (t + x) expects, up to 200), see the README */
+            /** @description expected remaining calls; omitted: estimated from the t calls the run has made (what P(more than x left) = t / (t + x) expects, up to 200), see docs/fit.md */
             horizon?: components["schemas"]["Horizon"];
             /** @description options of the compaction stage (its target is the fit target; under policy cost it clears all it may) */
             compact?: {
@@ -3449,7 +3449,7 @@ export interface components {
                 };
                 /** @description stop once occupancy is at or under this */
                 target_tokens?: number;
-                /** @description do nothing unless at least this many tokens would be freed; "auto": unless the saving pays, over the expected remaining calls, for the cached tokens the compaction rewrites (the cost rule of fit, see the README; `cost.break_even_tokens` says how much would) */
+                /** @description do nothing unless at least this many tokens would be freed; "auto": unless the saving pays, over the expected remaining calls, for the cached tokens the compaction rewrites (the cost rule of fit, see docs/fit.md; `cost.break_even_tokens` says how much would) */
                 clear_at_least?: number | "auto";
                 /**
                  * @description server: originals persisted with a TTL; inline: returned in `artifacts`; none: lossy clearing
@@ -3729,7 +3729,7 @@ export interface components {
             status: number;
             /** @description what was wrong with this request */
             detail: string;
-            /** @description stable CMP_ERR_… code, documented in the README */
+            /** @description stable CMP_ERR_… code, documented in docs/api.md, "Errors" */
             code: string;
             /** @description the id the logs know this request by */
             request_id: string;
@@ -3742,7 +3742,7 @@ export interface components {
             }[];
         };
         /**
-         * @description Why nothing changed, a stable code (the README, "Troubleshooting"):
+         * @description Why nothing changed, a stable code (docs/api.md, "Troubleshooting"):
          *     - `below_trigger`: a `trigger` was given and the occupancy is under it (fit with `policy: "tokens"`: the occupancy is under the target)
          *     - `nothing_to_reduce`: nothing the options allow could be reduced: compaction found no old tool result outside the newest `keep_tool_uses` larger than `min_tokens`; the window already fits `keep`; summarize found no messages between the head and the kept tail
          *     - `does_not_pay`: fit (`policy: "cost"`): a reduction would raise the agent's bill, because it re-bills the cached prompt from its first edit on and the saving would not repay that over the expected remaining calls; `cost` shows the best candidate, `call_again_at` when it will pay or be forced
@@ -3961,7 +3961,7 @@ export interface components {
             pricing?: components["schemas"]["Pricing"];
             /** @description the prompt cache of the agent's provider; the cached prefix is read from `usage` */
             cache?: components["schemas"]["CacheSettings"];
-            /** @description expected remaining calls; omitted: estimated from the t calls the run has made (what P(more than x left) = t / (t + x) expects, up to 200), see the README */
+            /** @description expected remaining calls; omitted: estimated from the t calls the run has made (what P(more than x left) = t / (t + x) expects, up to 200), see docs/fit.md */
             horizon?: components["schemas"]["Horizon"];
         };
         /** @description The history with its older range replaced by a summary, in the request's format: the summary (`summary`), what happened to each message, occupancy before and after, and the summarizer's bill. */
@@ -4198,7 +4198,7 @@ export interface components {
             message: string;
         };
         /**
-         * @description A stable warning code (the README, "Troubleshooting"):
+         * @description A stable warning code (docs/api.md, "Troubleshooting"):
          *     - `unsafe_cut_avoided`: a cut was moved (always towards keeping more) because the asked one would split a tool call from its result or break the format's role order; in sections mode, messages no summary form fits between were left as they were
          *     - `target_not_met`: the target could not be reached without breaking a rule: what is left is the head, the first user message, a summary and the newest group, which no strategy touches
          *     - `thinking_kept`: `clear_thinking` kept thinking it was asked to remove: the turn in progress needs it (Anthropic requires a tool-use loop's first assistant message to keep its thinking block), or a later Responses item refers to a reasoning item
