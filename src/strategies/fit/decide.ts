@@ -18,11 +18,10 @@ export interface Spliceable {
 /** What fit decides from: the request resolved and, under policy cost below the limit, its candidates measured. */
 export interface Measurements {
   readonly policy: 'cost' | 'tokens';
-  /** The input's occupancy. */
+  /** The input's occupancy, the target it aims under, the limit above which (policy cost) a reduction is forced. */
   readonly occupancy: number;
   readonly target: number;
   readonly limit: number;
-  /** Policy cost: the input is above `limit`. */
   readonly forced: boolean;
   readonly model: CostModel;
   /** Compaction clearing all it may; that and a summary when compaction leaves the history above the target. */

@@ -41,33 +41,25 @@ export interface Pipeline {
   readonly stages: readonly Stage[];
   readonly warnings: readonly Warning[];
   readonly bestEffort: readonly NewArtifact[];
-  /** The error code of the first summarizer failure a stage recovered from (reported with its warning). */
+  /** The first summarizer failure a stage recovered from. */
   readonly failure: ErrorCode | undefined;
   readonly summarized: Summarized;
   readonly dropped: Dropped | null;
-  /** The prepared summary the summarize stage spliced in. */
   readonly spliced: PreparedContext['entries'][number] | undefined;
-  /** The window stood in for a failed summary. */
   readonly fallback: StrategyResult<unknown>['fallback'];
 }
 
 /** Nothing taken: the input as it came, no bill, no stage. */
-function untouched(r: FitRequest) {
-  const { h } = r;
+function untouched({ h }: FitRequest) {
   return { composed: identity(h.messages.length), view: h, occupancy: h.occupancy, usage: NO_BILLED, stages: [], bestEffort: [] };
 }
 
+/** No summary yet: the window may drop anything after the head. */
+export const unsummarized = (head: number): Summarized => ({ result: undefined, failure: undefined, end: head, planned: false });
+
 export function start(r: FitRequest): Pipeline {
-  const summarized = { result: undefined, failure: undefined, end: r.h.head, planned: false };
-  return {
-    ...untouched(r),
-    warnings: [],
-    failure: undefined,
-    summarized,
-    dropped: null,
-    spliced: undefined,
-    fallback: undefined,
-  };
+  const nothing = { warnings: [], failure: undefined, dropped: null, spliced: undefined, fallback: undefined };
+  return { ...untouched(r), ...nothing, summarized: unsummarized(r.h.head) };
 }
 
 /** Every stage taken dropped (their plans, bill and records); the warnings and the failure stay. */

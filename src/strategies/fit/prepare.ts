@@ -79,22 +79,20 @@ export async function spliceable(
  * time: one the history still holds is reported, not started again (a splice covers a shorter
  * range than needed as well: the rest stays verbatim).
  */
-export async function nextRange(
-  r: FitRequest,
-  view: PreparedHistory,
-  occupancy: number,
-  compaction?: Measured<unknown>,
-): Promise<NextRange | undefined> {
+export async function nextRange(r: FitRequest, out: Output, compaction?: Measured<unknown>): Promise<NextRange | undefined> {
   const o = summarizeOptions(r.o);
-  const seen = r.policy === 'tokens' ? { view, early: [] } : await compacted(r, view, occupancy, compaction);
+  const seen = r.policy === 'tokens' ? { view: out.view, early: [] } : await compacted(r, out, compaction);
   const held = preparedIn(seen.view, o, r.ctx, r.ctx.prepared?.entries ?? [], ['started', 'running', 'ready']);
   const range = held?.entry ?? rollingRange(seen.view, o, r.ctx);
   if (!range) return undefined;
   return { ...seen, range, known: r.ctx.prepared?.entries.find((e) => e.id === range.id) };
 }
 
-/** `view` after the compaction stage, and the originals it offloads to the server. */
-async function compacted(r: FitRequest, view: PreparedHistory, occupancy: number, compaction?: Measured<unknown>) {
+/** The history a run leaves, and its occupancy. */
+type Output = Pick<Pipeline, 'view' | 'occupancy'>;
+
+/** `out` after the compaction stage, and the originals it offloads to the server. */
+async function compacted(r: FitRequest, { view, occupancy }: Output, compaction?: Measured<unknown>) {
   const out = compaction?.result ?? (await compactStrategy.run(view, fitCompactOptions(r.o, r.target), r.ctx));
   if (!out.plan || out.reason) return { view, early: [] };
   const applied = applyPlan(view, out.plan, r.count);
@@ -151,7 +149,7 @@ export async function withPrepare(c: FitContext, acc: Pipeline, result: FitResul
   if (acc.summarized.result?.plan || !due(c, acc)) return result;
   // Nothing taken: the output is the input, whose next range may have been worked out to decide.
   const untouched = acc.view === c.h;
-  const next = (untouched && c.next) || (await nextRange(c, acc.view, acc.occupancy, untouched ? c.compaction : undefined));
+  const next = (untouched && c.next) || (await nextRange(c, acc, untouched ? c.compaction : undefined));
   if (!next) return result;
   const { view, early, range, known } = next;
   const prepared = { id: range.id, state: known?.state ?? ('started' as const), covers: { from: range.from, to: range.to } };

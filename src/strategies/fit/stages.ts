@@ -4,7 +4,7 @@ import { summarizeStrategy } from '../summarize/index.js';
 import { type FitContext, measured } from './context.js';
 import type { Spliceable } from './decide.js';
 import { fitCompactOptions, summarizeOptions } from './options.js';
-import { markPlanned, type Pipeline, splice, take, took, writtenEnd } from './pipeline.js';
+import { markPlanned, type Pipeline, splice, take, took, unsummarized, writtenEnd } from './pipeline.js';
 import { spliceable } from './prepare.js';
 
 /** One of fit's stages: what the stages before left in, what this one leaves out (OpenHands' pipeline condenser). */
@@ -18,16 +18,15 @@ export const compactStage: FitStage = async (c, acc) => {
 };
 
 /**
- * The summarize stage, only while above the target, with the prepared summary `find` gives spliced
- * in. A failure leaves the history as it was and the window stands in (`fallback`), unless the
- * request asked for the error (`on_failure: error`). A dry run knows what the summary would
- * replace, not the summary itself: it is planned (an estimate), and nothing after it is guessed.
+ * The summarize stage, only while above the target, splicing in what `find` gives. A failure
+ * leaves the history as it was (the window stands in: `fallback`) unless `on_failure: error`. A dry
+ * run plans the summary (an estimate), and nothing after it is guessed.
  */
 export function summarizeWith(
   find: (c: FitContext, acc: Pipeline) => Promise<Spliceable | undefined> | Spliceable | undefined,
 ): FitStage {
   return async (c, acc) => {
-    const reset = { ...acc, summarized: { result: undefined, failure: undefined, end: acc.view.head, planned: false } };
+    const reset = { ...acc, summarized: unsummarized(acc.view.head) };
     if (acc.occupancy <= c.target) return reset;
     return summarizeOnce(c, reset, await find(c, acc));
   };
