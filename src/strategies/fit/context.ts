@@ -27,15 +27,11 @@ export interface NextRange {
   readonly known: PreparedEntry | undefined;
 }
 
-/**
- * The run context every stage reads and none changes: the request, and what was measured to
- * decide (policy cost below the limit: the compaction planned over the input, where a summary is
- * due, and the next call's range when deciding needed it).
- */
+/** The run context every stage reads and none changes: the request, and what was measured to decide (`measure`). */
 export interface FitContext extends FitRequest, Measurements {
-  readonly compaction: Measured<unknown> | undefined;
-  readonly summaryDueAt: number | undefined;
-  readonly next: NextRange | undefined;
+  readonly compaction?: Measured<unknown>;
+  readonly summaryDueAt?: number;
+  readonly next?: NextRange;
 }
 
 /** One stage's result on a view: its plan (over the view), measured there. */

@@ -11,20 +11,12 @@ import { type Candidate, payingAt, type Spliceable } from './decide.js';
 import { fitCompactOptions, summarizeOptions } from './options.js';
 import { beingPrepared, nextRange, spliceable } from './prepare.js';
 
-const UNPRICED = {
-  candidates: [],
-  pending: false,
-  ready: undefined,
-  compaction: undefined,
-  summaryDueAt: undefined,
-  next: undefined,
-};
+const UNPRICED = { candidates: [], pending: false, ready: undefined };
 
 /**
- * What `decide` needs (STRATEGIES.md, "Cost"): under policy cost below the limit, the compaction
- * stage planned over the input, clearing all it may, and priced; when it leaves the history above
- * the target, a summary over what it leaves, priced; what preparing knows of that summary.
- * Policy tokens and forced runs price nothing: every stage runs while above the target.
+ * What `decide` needs (STRATEGIES.md, "Cost"), under policy cost below the limit only: compaction
+ * clearing all it may, priced; while that leaves the history above the target, a summary over what
+ * it leaves, priced; what preparing knows of that summary.
  */
 export async function measure(r: FitRequest): Promise<FitContext> {
   if (r.policy === 'tokens' || r.forced) return { ...r, ...UNPRICED };
@@ -33,9 +25,8 @@ export async function measure(r: FitRequest): Promise<FitContext> {
   // A summary prepared for this range costs nothing more: its bill is sunk.
   const ready = await spliceable(r, view, summarizeOptions(r.o), false);
   const summary = r.h.occupancy - compaction.freed > r.target ? await summaryCandidate(r, compaction, ready) : undefined;
-  const compact: Candidate[] = compaction.evaluation
-    ? [{ kind: 'compact', estimate: estimate(r.model, compaction.evaluation, 0) }]
-    : [];
+  const e = compaction.evaluation;
+  const compact: Candidate[] = e ? [{ kind: 'compact', estimate: estimate(r.model, e, 0) }] : [];
   // Being made for this history already, or to be asked for now (a range never asked for, or one still being made).
   const being = summary !== undefined && beingPrepared(r, r.h) !== undefined;
   const next =
@@ -46,11 +37,7 @@ export async function measure(r: FitRequest): Promise<FitContext> {
   return { ...r, candidates, pending, ready, compaction, summaryDueAt: await dueAt(r, compaction, ready, summary), next };
 }
 
-/**
- * The summary candidate: the summarize stage planned as a dry run over what compaction leaves,
- * composed with it into one plan over the input and priced, its summarizer calls at their planned
- * input and the summary at its budget (nothing for a prepared one: its bill is sunk).
- */
+/** A dry-run summary over what compaction leaves, composed with it and priced (a prepared one's bill is sunk). */
 async function summaryCandidate(r: FitRequest, compaction: Measured<unknown>, ready: Spliceable | undefined) {
   const { h, model } = r;
   const view = compaction.applied ? viewOf(h, compaction.applied, h.occupancy - compaction.freed) : h;
@@ -65,10 +52,8 @@ async function summaryCandidate(r: FitRequest, compaction: Measured<unknown>, re
 }
 
 /**
- * The occupancy at which a summary is expected to be made: where the summary candidate pays (or
- * is forced); without one (compaction leaves the history under the target), the later of where
- * the history would cross the target after compaction and, while preparing, where a summary
- * priced now would pay. Prepared summaries are timed from it.
+ * Where a summary is expected to be made (prepared summaries are timed from it): where the summary
+ * candidate pays or is forced; without one, where the history would cross the target after compaction.
  */
 async function dueAt(r: FitRequest, compaction: Measured<unknown>, ready: Spliceable | undefined, summary?: Candidate) {
   if (summary) return payingAt(r, summary.estimate);

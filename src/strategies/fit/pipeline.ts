@@ -8,20 +8,13 @@ import type { NewArtifact } from '../../store/types.js';
 import { addUsage } from '../../summarizers/types.js';
 import type { Dropped } from '../sliding-window.js';
 import type { SummarizeExtra } from '../summarize/index.js';
-import {
-  type BilledUsage,
-  NO_BILLED,
-  type PreparedContext,
-  type PreparedHistory,
-  type StrategyResult,
-  withTotal,
-} from '../types.js';
+import { type BilledUsage, NO_BILLED, type PreparedContext, type PreparedHistory, withTotal } from '../types.js';
 import type { FitRequest, Measured } from './context.js';
 import type { Stage } from './options.js';
 
 /** What the summarize stage left: its result, where what it wrote ends, whether it was only planned (a dry run). */
 export interface Summarized {
-  readonly result: StrategyResult<SummarizeExtra> | undefined;
+  readonly result: Measured<SummarizeExtra>['result'] | undefined;
   readonly failure: ErrorCode | undefined;
   /** The window keeps everything before this position of its view. */
   readonly end: number;
@@ -29,9 +22,8 @@ export interface Summarized {
 }
 
 /**
- * What the stages have done so far: each stage takes one and returns the next, never changing it.
- * Each plans over `view` (what the stages taken leave); a stage taken composes its plan into
- * `composed.plan`, one plan over the input, applied once at the end (`Compactor.run`).
+ * What the stages have done: each takes one and returns the next. A stage plans over `view`; taken, its plan
+ * is composed into `composed.plan`, one plan over the input, applied once at the end (`Compactor.run`).
  */
 export interface Pipeline {
   readonly composed: Composed;
@@ -46,7 +38,7 @@ export interface Pipeline {
   readonly summarized: Summarized;
   readonly dropped: Dropped | null;
   readonly spliced: PreparedContext['entries'][number] | undefined;
-  readonly fallback: StrategyResult<unknown>['fallback'];
+  readonly fallback: Measured<unknown>['result']['fallback'];
 }
 
 /** Nothing taken: the input as it came, no bill, no stage. */
@@ -107,10 +99,7 @@ export function took(acc: Pipeline): boolean {
   return acc.stages.at(-1)?.applied === true;
 }
 
-/**
- * A prepared summary spliced in: what making it cost is billed here, once (an entry already
- * billed to an earlier response carries no usage), as `usage.prepared`.
- */
+/** A prepared summary spliced in: what making it cost is billed here, once, as `usage.prepared` (if not billed before). */
 export function splice(acc: Pipeline, entry: PreparedContext['entries'][number]): Pipeline {
   const made = entry.usage;
   if (!made || made.calls === 0) return { ...acc, spliced: entry };

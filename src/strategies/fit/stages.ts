@@ -36,11 +36,9 @@ export function summarizeWith(
 export const summarizeStage = summarizeWith((c, acc) => spliceable(c, acc.view, summarizeOptions(c.o), true));
 
 /**
- * After a splice, before the window: a prepared summary covers the range it was prepared for,
- * which the history may have long outgrown. When the history is still above the target, the
- * summary the call would have made without preparing is made now, on the request path, folding
- * the spliced one: the window drops only what a summary could not have saved (a prepared summary
- * never costs the agent messages). Its failure leaves the splice, and the window stands in.
+ * After a splice, still above the target (the history outgrew the prepared range): the summary the
+ * call would have made without preparing, folding the spliced one, so that a prepared summary never
+ * costs the agent messages. Its failure leaves the splice, and the window stands in.
  */
 export const refoldStage: FitStage = (c, acc) => {
   const { summarized } = acc;
@@ -71,10 +69,8 @@ async function summarizeOnce(c: FitContext, acc: Pipeline, prepared: Spliceable 
 
 /**
  * The window, the last resort: where the summarizer failed or the history is still above the
- * target, never after a planned (dry-run) summary (what follows it depends on its real size). It
- * never drops the summary (nor what precedes it): that is the history's oldest part, already
- * compressed. By default a token budget that meets the target. Then the warning when the target
- * cannot be met.
+ * target, never after a planned summary (what follows depends on its real size), never dropping
+ * the summary; by default a budget that meets the target. Then the warning when it cannot be met.
  */
 export const windowStage: FitStage = (c, acc) => {
   const { summarized } = acc;
