@@ -25,7 +25,7 @@
  *                         build accepts it (probed once: a 400 naming `policy` = not supported);
  *      fit-default-every  POST /v1/fit on every call, `target_fraction` 0.6 (fit requires a target)
  *                         and the defaults, plus
- *                         the cost fields of API.md: `pricing` (the agent's price table below,
+ *                         the cost fields of docs/api.md: `pricing` (the agent's price table below,
  *                         `cache_write` explicit) and `cache: {enabled: true}`; no `horizon`, no
  *                         `limit` (the service's estimator and reserve decide). Where the build
  *                         rejects them (400 naming them) the policy runs without them and is marked

@@ -1,7 +1,7 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { generateHistory } from './lib/generate.mjs';
+import { generateHistory, prng } from './lib/generate.mjs';
 import { runMeta } from './lib/meta.mjs';
 import { startProber } from './lib/prober.mjs';
 import { peakRssMiB, startServer } from './lib/servers.mjs';
@@ -61,6 +61,61 @@ function parts(count) {
   return JSON.stringify({ messages: [{ role: 'user', content }], format: 'anthropic' });
 }
 
+/** `bytes` of varied words (seeded), so that no two tool calls read alike. */
+function prose(random, bytes) {
+  const words = ['read', 'file', 'src/app.ts', 'grep', '-n', 'config', 'line', '42', 'test', 'fix', 'run', 'build'];
+  let out = '';
+  while (out.length < bytes) out += `${words[Math.floor(random() * words.length)]}${Math.floor(random() * 1000)} `;
+  return out.slice(0, bytes);
+}
+
+/**
+ * One assistant message of `count` tool calls (arguments of about `argBytes`), each answered by a
+ * tool message: few messages in the shape of the body's top array, most objects inside one message.
+ */
+function toolCalls(count, argBytes, format = 'openai') {
+  const random = prng(7);
+  if (format === 'gemini') {
+    const calls = Array.from({ length: count }, () => ({
+      functionCall: { name: 'bash', args: { command: prose(random, argBytes) } },
+    }));
+    const results = Array.from({ length: count }, () => ({ functionResponse: { name: 'bash', response: { output: 'ok' } } }));
+    const contents = [
+      { role: 'user', parts: [{ text: 'go' }] },
+      { role: 'model', parts: calls },
+      { role: 'user', parts: results },
+    ];
+    return JSON.stringify({ messages: contents, format: 'gemini' });
+  }
+  const args = () => JSON.stringify({ command: prose(random, Math.max(1, argBytes - 16)) });
+  if (format === 'anthropic') {
+    const uses = Array.from({ length: count }, (_, i) => ({
+      type: 'tool_use',
+      id: `t${i}`,
+      name: 'bash',
+      input: JSON.parse(args()),
+    }));
+    const results = Array.from({ length: count }, (_, i) => ({ type: 'tool_result', tool_use_id: `t${i}`, content: 'ok' }));
+    const messages = [
+      { role: 'user', content: 'go' },
+      { role: 'assistant', content: uses },
+      { role: 'user', content: results },
+    ];
+    return JSON.stringify({ messages, format: 'anthropic' });
+  }
+  const calls = Array.from({ length: count }, (_, i) => ({
+    id: `c${i}`,
+    type: 'function',
+    function: { name: 'bash', arguments: args() },
+  }));
+  const messages = [
+    { role: 'user', content: 'go' },
+    { role: 'assistant', content: null, tool_calls: calls },
+    ...Array.from({ length: count }, (_, i) => ({ role: 'tool', tool_call_id: `c${i}`, content: 'ok' })),
+  ];
+  return JSON.stringify({ messages });
+}
+
 /** A realistic generated agent history of about `bytes`. */
 function realistic(bytes) {
   const base = generateHistory({ pairs: 999, scale: 0.455 });
@@ -98,6 +153,25 @@ const CASES = [
   { name: '8,000 tiny messages (250 kB), window', requests: [['window', () => tiny('openai', 8000)]] },
   { name: 'nesting 120 deep, 31 MB, fit', requests: [['fit', () => deep(31e6)]] },
   { name: 'one message of 1,000,000 parts (26 MB)', requests: [['fit', () => parts(1_000_000)]] },
+  { name: '90,000 tool calls in one message (31 MB), fit', requests: [['fit', () => toolCalls(90_000, 215)]] },
+  { name: '90,000 tool calls in one message (31 MB), compact', requests: [['compact', () => toolCalls(90_000, 215)]] },
+  {
+    name: '90,000 function calls in one message (31 MB), gemini, fit',
+    requests: [['fit', () => toolCalls(90_000, 250, 'gemini')]],
+  },
+  { name: '30,000 tool calls in one message (31 MB), fit', requests: [['fit', () => toolCalls(30_000, 930)]] },
+  {
+    name: 'mix at the limit: 3 × 45,000 tool uses (16 MB), anthropic, fit',
+    requests: Array.from({ length: 3 }, () => ['fit', () => toolCalls(45_000, 240, 'anthropic')]),
+  },
+  {
+    name: 'mix at the limit: 2 × 45,000 tool calls (15 MB) + 31.5 MB string, fit',
+    requests: [...Array.from({ length: 2 }, () => ['fit', () => toolCalls(45_000, 215)]), ['fit', () => huge(31.5e6)]],
+  },
+  {
+    name: '90,000 tool uses in one message (31 MB), anthropic, fit',
+    requests: [['fit', () => toolCalls(90_000, 240, 'anthropic')]],
+  },
   { name: 'realistic 31.5 MB history, fit', requests: [['fit', () => realistic(31.5e6)]] },
   {
     name: 'mix at the limit: 2 × 31.5 MB string + 3 × 30,000 tiny messages, fit',

@@ -3,7 +3,7 @@
 // `npm run openapi`). Tests fail when either committed file differs from what the app does.
 import { writeFileSync } from 'node:fs';
 import { buildApp, loadConfig } from '../dist/index.js';
-import { RECORDED_EXAMPLES } from '../dist/plugins/openapi-examples.js';
+import { RECORDED_EXAMPLES } from '../dist/plugins/external/openapi-examples.js';
 import { REQUEST_EXAMPLES } from '../dist/schemas/examples/requests.js';
 
 /** A fixed artifact secret: the recorded artifact ids are the same on every run (the test uses it too). */
@@ -11,6 +11,9 @@ const EXAMPLES_CONFIG = {
   LOG_LEVEL: 'silent',
   COMPACTOR_STORE_URL: 'memory:',
   COMPACTOR_ARTIFACT_SECRET: 'openapi-examples-0123456789abcdef0123456789',
+  // A busy machine must not make the recording fail: no load shedding here.
+  COMPACTOR_MAX_EVENT_LOOP_DELAY_MS: '0',
+  COMPACTOR_MAX_QUEUE_WAIT_MS: '0',
 };
 const config = () => loadConfig(EXAMPLES_CONFIG);
 

@@ -1,12 +1,13 @@
-// The README's option tables, generated from the committed OpenAPI document (itself generated from
-// the zod schemas the service validates with), between markers of the form
+// The option tables of the docs (README.md, CONTRIBUTING.md and docs/*.md; today they live in
+// docs/api.md, and fit's description in docs/fit.md), generated from the committed OpenAPI document
+// (itself generated from the zod schemas the service validates with), between markers of the form
 //   <!-- options:/v1/fit --> … <!-- /options -->   (one endpoint's own fields)
 //   <!-- options:common --> … <!-- /options -->    (the fields every strategy endpoint shares)
 //   <!-- options:objects --> … <!-- /options -->   (the shared objects those fields name)
 //   <!-- description:/v1/fit --> … <!-- /description -->   (an endpoint's description, as Swagger shows it)
-// `node scripts/readme-options.mjs` rewrites README.md; `--check` exits 1 when it is out of date
-// (test/unit/readme.test.ts runs the same comparison).
-import { readFileSync, writeFileSync } from 'node:fs';
+// `node scripts/readme-options.mjs` rewrites every such file; `--check` exits 1 when one is out of
+// date (test/system/readme.test.ts runs the same comparison).
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 
 const root = new URL('../', import.meta.url);
 const COMMON = ['messages', 'format', 'system', 'tools', 'model', 'context_window', 'usage', 'run_ids', 'trigger', 'dry_run'];
@@ -101,7 +102,16 @@ export function description(doc, path) {
   return text;
 }
 
-/** README text with every marked table and description regenerated. */
+/** The documentation files, relative to the repository's root: the README first, then docs/ in name order. */
+export function docFiles(rootUrl = root) {
+  const docs = readdirSync(new URL('docs/', rootUrl))
+    .filter((name) => name.endsWith('.md'))
+    .sort()
+    .map((name) => `docs/${name}`);
+  return ['README.md', 'CONTRIBUTING.md', ...docs];
+}
+
+/** A document's text with every marked table and description regenerated. */
 export function render(readme, doc) {
   return readme
     .replace(
@@ -115,17 +125,20 @@ export function render(readme, doc) {
 }
 
 if (process.argv[1] && import.meta.url.endsWith(process.argv[1].split('/').pop())) {
-  const readmeUrl = new URL('README.md', root);
-  const readme = readFileSync(readmeUrl, 'utf8');
   const doc = JSON.parse(readFileSync(new URL('openapi/openapi.json', root), 'utf8'));
-  const next = render(readme, doc);
-  if (process.argv.includes('--check')) {
-    if (next !== readme) {
-      console.error('README.md option tables are out of date: run node scripts/readme-options.mjs');
-      process.exit(1);
-    }
-  } else if (next !== readme) {
-    writeFileSync(readmeUrl, next);
-    console.log('README.md option tables updated');
+  const stale = [];
+  for (const file of docFiles()) {
+    const url = new URL(file, root);
+    const text = readFileSync(url, 'utf8');
+    const next = render(text, doc);
+    if (next === text) continue;
+    stale.push(file);
+    if (!process.argv.includes('--check')) writeFileSync(url, next);
+  }
+  if (process.argv.includes('--check') && stale.length > 0) {
+    console.error(`option tables out of date in ${stale.join(', ')}: run node scripts/readme-options.mjs`);
+    process.exit(1);
+  } else if (stale.length > 0) {
+    console.log(`option tables updated in ${stale.join(', ')}`);
   }
 }

@@ -5,26 +5,25 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import { type Logger, pino } from 'pino';
 import type { Config } from './config.js';
-import admissionPlugin, { weightOf } from './plugins/admission.js';
-import compactorPlugin from './plugins/compactor.js';
-import guardPlugin from './plugins/guard.js';
-import healthPlugin from './plugins/health.js';
-import metricsPlugin from './plugins/metrics.js';
-import preparePlugin from './plugins/prepare.js';
-import problemPlugin from './plugins/problem.js';
-import queuePlugin from './plugins/queue.js';
-import swaggerPlugin from './plugins/swagger.js';
-import { answerWireEdges, clientErrorHandler, frameworkErrors, missingHost } from './plugins/wire-errors.js';
-import workerPoolPlugin, { RawBody } from './plugins/worker-pool.js';
+import compactorPlugin from './plugins/app/compactor.js';
+import guardPlugin from './plugins/app/guard.js';
+import healthPlugin from './plugins/app/health.js';
+import preparePlugin from './plugins/app/prepare.js';
+import problemPlugin from './plugins/app/problem.js';
+import { answerWireEdges, clientErrorHandler, frameworkErrors, missingHost } from './plugins/app/wire-errors.js';
+import workerPoolPlugin, { RawBody } from './plugins/app/worker-pool.js';
+import metricsPlugin from './plugins/external/metrics.js';
+import swaggerPlugin from './plugins/external/swagger.js';
+import admissionPlugin, { weightOf } from './plugins/load/admission.js';
+import poolSheddingPlugin from './plugins/load/pool-shedding.js';
+import queuePlugin from './plugins/load/queue.js';
+import underPressurePlugin from './plugins/load/under-pressure.js';
 import artifactRoutes from './routes/artifacts.js';
-import compactRoute from './routes/compact.js';
-import fitRoute from './routes/fit.js';
 import inspectRoutes from './routes/inspect.js';
 import mcpRoutes from './routes/mcp.js';
 import preparedRoute from './routes/prepared.js';
 import proxyRoutes from './routes/proxy.js';
-import summarizeRoute from './routes/summarize.js';
-import windowRoute from './routes/window.js';
+import strategyRoutes from './routes/strategies.js';
 import { isOperationUrl } from './service/operations.js';
 import { parseJsonBody } from './service/request-body.js';
 import type { ArtifactStore } from './store/types.js';
@@ -96,8 +95,8 @@ function serverOptions(config: Config, logger: FastifyBaseLogger) {
 
 /**
  * JSON bodies: parsed here, or, when heavy (bytes, or the weight admission counted: messages and
- * objects), left raw for a worker thread that parses, validates
- * and runs them (offload.ts); the validators let a raw body through to that worker.
+ * objects), left raw for a worker thread that parses, validates and runs them (`operationRoute`,
+ * `worker.ts`); the validators let a raw body through to that worker.
  */
 function handleBodies(app: FastifyInstance): void {
   app.removeAllContentTypeParsers();
@@ -151,7 +150,10 @@ function answerHooks(app: FastifyInstance): void {
   });
 }
 
-/** The plugins, in order: errors, guard, docs, metrics, admission, the service core, workers, health. */
+/**
+ * The plugins, in order: errors, guard, docs, metrics, the load's (`plugins/load/`: turns,
+ * admission, event-loop and pool shedding), the service core, workers, health.
+ */
 async function registerPlugins(app: FastifyInstance, config: Config, deps: AppDeps): Promise<void> {
   // Summarizer calls in flight, counted across the main thread and the worker pool.
   const summarizerSlots = Limiter.shared();
@@ -160,9 +162,11 @@ async function registerPlugins(app: FastifyInstance, config: Config, deps: AppDe
     apiKeys: config.COMPACTOR_API_KEYS,
     scope: config.COMPACTOR_AUTH_SCOPE,
     rateLimit: config.COMPACTOR_RATE_LIMIT,
-    maxEventLoopDelay: config.COMPACTOR_MAX_EVENT_LOOP_DELAY_MS,
+    allowedHosts: config.COMPACTOR_ALLOWED_HOSTS,
+    bindHost: config.HOST,
   });
-  await app.register(swaggerPlugin, { version });
+  await app.register(underPressurePlugin, { maxEventLoopDelay: config.COMPACTOR_MAX_EVENT_LOOP_DELAY_MS });
+  await app.register(swaggerPlugin, { version, apiKeys: config.COMPACTOR_API_KEYS !== undefined });
   await app.register(metricsPlugin);
   await app.register(queuePlugin, { maxWaitMs: config.COMPACTOR_MAX_QUEUE_WAIT_MS });
   await app.register(admissionPlugin, {
@@ -174,10 +178,10 @@ async function registerPlugins(app: FastifyInstance, config: Config, deps: AppDe
   await app.register(workerPoolPlugin, {
     workers: config.COMPACTOR_WORKERS,
     minBytes: config.COMPACTOR_WORKER_MIN_BYTES,
-    maxWaitMs: config.COMPACTOR_MAX_QUEUE_WAIT_MS,
     config,
     summarizerSlots,
   });
+  await app.register(poolSheddingPlugin, { maxWaitMs: config.COMPACTOR_MAX_QUEUE_WAIT_MS });
   // Readiness asks the store: after the plugin that opens it.
   await app.register(healthPlugin);
 }
@@ -193,7 +197,7 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   handleBodies(app);
   answerHooks(app);
   await registerPlugins(app, config, deps);
-  for (const route of [windowRoute, compactRoute, summarizeRoute, fitRoute]) await app.register(route);
+  await app.register(strategyRoutes);
   await app.register(artifactRoutes);
   await app.register(preparedRoute);
   await app.register(inspectRoutes);

@@ -10,9 +10,10 @@ const KEY_BYTES = 64;
 
 /**
  * The shape of a JSON body counted as its bytes arrive, before it is parsed: how many objects and
- * arrays it holds (what parsing it costs beyond its bytes), and how many items the largest array
- * under a top-level key holds (`messages`: the history) and that
- * key. One pass over the bytes, linear, on the main thread while they arrive (about 1 ms per 64 KiB
+ * arrays it holds (what parsing it costs beyond its bytes), how many items the largest array
+ * under a top-level key holds (`messages`: the history) and that key, and how many items the
+ * arrays inside those items hold (`blocks`: content parts and tool calls, which are modelled one
+ * by one like messages). One pass over the bytes, linear, on the main thread while they arrive (about 1 ms per 64 KiB
  * chunk): nothing but a few counters and one short key is kept. It does not validate: an
  * invalid body is counted as far as it goes and refused by the parser afterwards.
  */
@@ -23,6 +24,11 @@ export class BodyShape {
   messages = 0;
   /** The top-level key of that array, as written (JSON escapes kept), up to 64 bytes. */
   messagesKey = '';
+  /**
+   * Items of the arrays that are values of an object item of a top-level array: a message's
+   * content parts (`content`, `parts`) and tool calls (`tool_calls`), in every top-level array.
+   */
+  blocks = 0;
 
   private inString = false;
   /** A backslash ended the last chunk inside a string: the next byte is escaped. */
@@ -31,6 +37,9 @@ export class BodyShape {
   /** Whether the root is an object, and the container opened at depth 2 is an array. */
   private rootObject = false;
   private inTopArray = false;
+  /** The item open at depth 3 is an object, and the container open at depth 4 is an array in it. */
+  private inMessage = false;
+  private inBlockArray = false;
   /** Items of the array under the current top-level key, and that key. */
   private items = 0;
   private key = '';
@@ -78,11 +87,17 @@ export class BodyShape {
     else if (this.depth === 2 && this.rootObject) {
       this.inTopArray = byte === OPEN_ARRAY;
       this.items = 0;
-    } else if (this.depth === 3 && this.inTopArray) this.item();
+    } else if (this.depth === 3 && this.inTopArray) {
+      this.inMessage = byte === OPEN_OBJECT;
+      this.item();
+    } else if (this.depth === 4) this.inBlockArray = this.inMessage && byte === OPEN_ARRAY;
+    else if (this.depth === 5 && this.inBlockArray) this.blocks++;
   }
 
   private close(): void {
     if (this.depth === 2) this.inTopArray = false;
+    else if (this.depth === 3) this.inMessage = false;
+    else if (this.depth === 4) this.inBlockArray = false;
     this.depth = Math.max(0, this.depth - 1);
   }
 

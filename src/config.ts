@@ -35,6 +35,9 @@ function validUpstream(value: string): boolean {
   }
 }
 
+/** A DNS name (letters, digits, `-`, dot-separated labels), or `.name` for its subdomains. */
+const HOST_NAME = /^\.?[a-z0-9_]([a-z0-9_-]{0,62})(\.[a-z0-9_]([a-z0-9_-]{0,62}))*$/;
+
 /** Keys shorter than this are refused: a guessable key is no key. */
 export const API_KEY_MIN_LENGTH = 16;
 
@@ -62,7 +65,7 @@ function validRedisUrl(value: string): boolean {
 /**
  * The environment the service reads, parsed once at boot. This is the only module that reads
  * `process.env`; everything else receives a `Config`. Names are part of the public contract
- * (API.md, "Configuration names").
+ * (docs/configuration.md, "Configuration names").
  */
 export const ConfigSchema = z.object({
   HOST: z.string().min(1).default('127.0.0.1'),
@@ -107,6 +110,8 @@ export const ConfigSchema = z.object({
   COMPACTOR_SUMMARIZER_MAX_RETRIES: intFromEnv(0, 10).default(2),
   COMPACTOR_SUMMARIZER_CONCURRENCY: intFromEnv(1, 256).default(4),
   COMPACTOR_PREPARE: z.enum(['on', 'off']).optional(),
+  COMPACTOR_PREPARE_QUEUE_MAX: intFromEnv(1, 100_000).default(16),
+  COMPACTOR_PREPARE_QUEUE_MAX_BYTES: intFromEnv(1024, Number.MAX_SAFE_INTEGER).default(48 * 1024 * 1024),
   /** With a Redis store: first part of the prepared summaries' keys (BullMQ's prefix). */
   COMPACTOR_JOBS_PREFIX: redisPrefix.default('compactor'),
   COMPACTOR_JOBS_LOCK_MS: intFromEnv(1000, 600_000).default(20_000),
@@ -134,6 +139,25 @@ export const ConfigSchema = z.object({
     })
     .optional(),
   COMPACTOR_AUTH_SCOPE: z.enum(['api', 'all']).default('api'),
+  /** Host names served besides IP addresses and single-label names (`*`: any; `.example.com`: its subdomains). */
+  COMPACTOR_ALLOWED_HOSTS: z
+    .string()
+    .transform((v, ctx) => {
+      const names = v
+        .split(',')
+        .map((n) => n.trim().toLowerCase())
+        .filter(Boolean);
+      const bad = names.find((n) => !(n === '*' || HOST_NAME.test(n)));
+      if (names.length === 0 || bad !== undefined) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `${bad === undefined ? 'lists no name' : `${JSON.stringify(bad.slice(0, 80))} is not a host name`}; expected a comma list of names (no scheme or port), .suffix for subdomains, or *`,
+        });
+        return z.NEVER;
+      }
+      return names;
+    })
+    .optional(),
   COMPACTOR_RATE_LIMIT: intFromEnv(0, 1_000_000).default(0),
   COMPACTOR_MAX_EVENT_LOOP_DELAY_MS: intFromEnv(0, 60_000).default(1000),
   COMPACTOR_MAX_QUEUE_WAIT_MS: intFromEnv(0, 600_000).default(5000),
@@ -145,6 +169,8 @@ export const ConfigSchema = z.object({
   COMPACTOR_MAX_INFLIGHT_BYTES: intFromEnv(0, 64 * 1024 * 1024 * 1024).default(64 * 1024 * 1024),
   /** Most messages one request may hold; past it, 413 (0: no cap). */
   COMPACTOR_MAX_MESSAGES: intFromEnv(0, 100_000_000).default(100_000),
+  /** Most bytes of originals one expand may restore; past it, 413 (unset: COMPACTOR_BODY_LIMIT; 0: no cap). */
+  COMPACTOR_EXPAND_MAX_BYTES: intFromEnv(0, 64 * 1024 * 1024 * 1024).optional(),
   /** Deadline of one strategy request once received (summarizer calls included). */
   COMPACTOR_DEADLINE_MS: intFromEnv(1000, 3_600_000).default(120_000),
   /** A JSON price file whose rows replace or extend the built-in price table (read at boot). */
@@ -221,7 +247,7 @@ function readPriceFile(path: string): PriceRow[] | string {
 
 export type Config = z.output<typeof ConfigSchema>;
 
-/** Every variable with its one-line meaning, in the order `.env.example` and the README list them. */
+/** Every variable with its one-line meaning, in the order `.env.example` and docs/configuration.md list them. */
 export const CONFIG_DOCS: Record<keyof Config, string> = {
   HOST: 'Listen address (the container image sets 0.0.0.0)',
   PORT: 'Listen port',
@@ -248,6 +274,10 @@ export const CONFIG_DOCS: Record<keyof Config, string> = {
   COMPACTOR_SUMMARIZER_CONCURRENCY: 'Summarizer calls in flight at once',
   COMPACTOR_PREPARE:
     "on or off: fit prepares the summary a later call will need off the request path (a request's prepare.enabled overrides); unset: on when an LLM summarizer is configured",
+  COMPACTOR_PREPARE_QUEUE_MAX:
+    'Embedded: prepared summaries waiting for the summarizer, at most; a new one drops the oldest waiting (counted as dropped)',
+  COMPACTOR_PREPARE_QUEUE_MAX_BYTES:
+    'Embedded: bytes of the histories those waiting summaries hold, at most; the oldest waiting are dropped to make room',
   COMPACTOR_JOBS_PREFIX:
     "With a redis:// store: first part of the Redis keys of prepared summaries (their BullMQ jobs and each key's index); replicas that share them share it",
   COMPACTOR_JOBS_LOCK_MS:
@@ -255,6 +285,8 @@ export const CONFIG_DOCS: Record<keyof Config, string> = {
   COMPACTOR_API_KEYS:
     'Comma list of keys of at least 16 characters; when set, requests need Authorization: Bearer <key> (never logged)',
   COMPACTOR_AUTH_SCOPE: 'api: keys guard /v1/* only; all: health, metrics and docs too',
+  COMPACTOR_ALLOWED_HOSTS:
+    'Comma list of host names the service answers for besides IP addresses, localhost and other one-label names (.example.com: its subdomains; *: any); others get 421. Checked without COMPACTOR_API_KEYS, or whenever set (DNS rebinding)',
   COMPACTOR_RATE_LIMIT: 'Requests per minute per client on /v1/* (0 = off)',
   COMPACTOR_MAX_EVENT_LOOP_DELAY_MS: 'Above this event-loop delay, answer 503 with retry-after instead of queueing (0 = off)',
   COMPACTOR_MAX_QUEUE_WAIT_MS:
@@ -263,9 +295,11 @@ export const CONFIG_DOCS: Record<keyof Config, string> = {
     'Worker threads that run large requests off the main thread, so health probes answer during them (0 = all on the main thread; each thread adds about 200 MiB)',
   COMPACTOR_WORKER_MIN_BYTES: 'Request bodies of at least this many bytes run on a worker thread',
   COMPACTOR_MAX_INFLIGHT_BYTES:
-    'Request weight worked on at once: body bytes plus 160 per message and 16 per other JSON object or array; a request past it gets 503 with retry-after, one heavier alone 413 (0 = no limit; at least COMPACTOR_BODY_LIMIT). Size memory as about 7 times this, plus 150 MiB, plus 200 MiB per worker',
+    'Request weight worked on at once: body bytes plus 160 per message, content block or tool call and 16 per other JSON object or array; a request past it gets 503 with retry-after, one heavier alone 413 (0 = no limit; at least COMPACTOR_BODY_LIMIT). Size memory as about 7 times this, plus 150 MiB, plus 200 MiB per worker',
   COMPACTOR_MAX_MESSAGES:
     'Most messages (items of the history array) one request may hold; more gets 413 CMP_ERR_REQUEST_TOO_MANY_MESSAGES (0 = no cap)',
+  COMPACTOR_EXPAND_MAX_BYTES:
+    'Most bytes of originals one /v1/expand may restore (they also count against COMPACTOR_MAX_INFLIGHT_BYTES); more gets 413 CMP_ERR_EXPAND_TOO_LARGE (unset = COMPACTOR_BODY_LIMIT: a round trip gives back what one request could send; 0 = no cap)',
   COMPACTOR_DEADLINE_MS: 'Deadline of one strategy request once received, summarizer calls and retries included',
   COMPACTOR_PRICES_FILE:
     'JSON price file, {"models": [{"prefix", "input", "cached_input", "cache_write"?, "output", "currency"?}]} per million tokens, whose rows replace or extend the built-in table (read at boot; a regular file of at most 1 MiB)',

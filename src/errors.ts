@@ -1,6 +1,6 @@
 /**
  * Every error the service can answer with, made once: a stable `CMP_ERR_<AREA>_<WHAT>` code, its
- * HTTP status and a short title. Codes are never reused or renamed; the README documents each one
+ * HTTP status and a short title. Codes are never reused or renamed; docs/api.md documents each one
  * and a test keeps that table, this catalogue and the thrown errors in sync.
  */
 export const ERRORS = {
@@ -21,6 +21,8 @@ export const ERRORS = {
     status: 413,
     title: 'The request holds more messages, or would take more memory, than one request may',
   },
+  CMP_ERR_REQUEST_HOST_NOT_ALLOWED: { status: 421, title: 'The Host header names no host this service answers for' },
+  CMP_ERR_EXPAND_TOO_LARGE: { status: 413, title: 'The originals to restore are larger than one answer may hold' },
   CMP_ERR_REQUEST_UNSUPPORTED_MEDIA_TYPE: {
     status: 415,
     title: 'The request body must be application/json',

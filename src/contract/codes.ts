@@ -2,7 +2,7 @@ import { z } from 'zod';
 
 /**
  * Every warning a response can carry, made once: a stable snake_case code and what it means.
- * Codes are never reused or renamed; the README's troubleshooting table shows each one with this
+ * Codes are never reused or renamed; docs/api.md's troubleshooting table shows each one with this
  * same text (a test keeps them in sync), and the OpenAPI document lists them (`WarningCode`).
  */
 export const WARNINGS = {
@@ -22,6 +22,8 @@ export const WARNINGS = {
     "the summarizer failed and `on_failure` let the request go on: the message is the failure's error code and what happened",
   dry_run_estimate:
     "a dry run's `tokens.after` assumes the summary takes its whole `summarizer.max_tokens` budget (the artifact trail's size is not estimated)",
+  prepared_already_billed:
+    'fit: the prepared summary spliced in was billed to another response that spliced it at the same moment; this one is not billed for it (`usage.prepared` is all 0)',
   cache_not_written:
     'the summary was written but could not be cached (the store did not answer); the next identical request pays for it again',
   prepared_unavailable:
@@ -34,11 +36,13 @@ export const WARNINGS = {
     'an Anthropic content block of a type Compactor does not know was kept verbatim, counted as text, and never separated from its neighbours',
   unknown_item_type:
     'an OpenAI Responses item of a type Compactor does not know was kept verbatim, counted as text, and never separated from its neighbours',
+  placeholder_not_verified:
+    '`/v1/expand` left a signed placeholder as it is: its MAC does not verify in the slot it sits in (copied into another tool call, repeated, edited, or signed for another key or under another installation secret); each placeholder restores only into the call it was written for, once',
 } as const satisfies Record<string, string>;
 
 /**
  * Every `reason` a response (or one of fit's stages) gives for changing nothing, made once, as the
- * warnings are: the README's troubleshooting table shows each with this text and what to do.
+ * warnings are: docs/api.md's troubleshooting table shows each with this text and what to do.
  */
 export const REASONS = {
   below_trigger:
@@ -72,12 +76,12 @@ function described(intro: string, catalogue: Record<string, string>): string {
 
 export const WarningCode = z.enum(codesOf(WARNINGS)).meta({
   id: 'WarningCode',
-  description: described('A stable warning code (the README, "Troubleshooting"):', WARNINGS),
+  description: described('A stable warning code (docs/api.md, "Troubleshooting"):', WARNINGS),
 });
 export type WarningCode = z.output<typeof WarningCode>;
 
 export const ReasonCode = z.enum(codesOf(REASONS)).meta({
   id: 'ReasonCode',
-  description: described('Why nothing changed, a stable code (the README, "Troubleshooting"):', REASONS),
+  description: described('Why nothing changed, a stable code (docs/api.md, "Troubleshooting"):', REASONS),
 });
 export type ReasonCode = z.output<typeof ReasonCode>;

@@ -288,5 +288,5 @@ export const CostSchema = z
   .meta({
     id: 'Cost',
     description:
-      'What a reduction costs and saves with the provider\'s prompt cache in view (the README, "What fit does"); for a deferred fit, the best reduction found, not made.',
+      'What a reduction costs and saves with the provider\'s prompt cache in view (docs/fit.md, "What fit does"); for a deferred fit, the best reduction found, not made.',
   });

@@ -50,7 +50,7 @@ function reportedPrompt(usage: ReportedUsage): { prompt: number; cached: number 
 }
 
 /**
- * The cache state of a request (STRATEGIES.md, "Cost"): the prefix the provider holds is the
+ * The cache state of a request (docs/strategies.md, "Cost"): the prefix the provider holds is the
  * previous call's prompt (from `usage`: what it covered, minus its reply), or the part of it its
  * cache fields name, mapped onto the messages by the service's own counts (scaled to the
  * provider's). Without usage, the provider is assumed to cache (they all do): the prompt before

@@ -24,7 +24,7 @@ export interface CostModel {
   readonly calls: number;
 }
 
-/** One candidate reduction, priced (STRATEGIES.md, "Cost"). */
+/** One candidate reduction, priced (docs/strategies.md, "Cost"). */
 export interface Estimate {
   /** Tokens of the coming call written to the cache that as is would have been read from it. */
   readonly rewriteTokens: number;

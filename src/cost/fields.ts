@@ -41,14 +41,14 @@ export const HorizonSchema = z
   })
   .meta({ id: 'Horizon' });
 
-/** The cost fields fit, compact and summarize accept (API.md, "Cost fields"). */
+/** The cost fields fit, compact and summarize accept (docs/api.md, "The objects named above"; docs/fit.md, "What fit does"). */
 export const COST_FIELDS = {
   pricing: PricingSchema.optional().describe(
     "the agent's model's prices; omitted: the built-in table for the request's model, else the format's provider defaults in relative units",
   ),
   cache: CacheSchema.optional().describe("the prompt cache of the agent's provider; the cached prefix is read from `usage`"),
   horizon: HorizonSchema.optional().describe(
-    'expected remaining calls; omitted: estimated from the t calls the run has made (what P(more than x left) = t / (t + x) expects, up to 200), see the README',
+    'expected remaining calls; omitted: estimated from the t calls the run has made (what P(more than x left) = t / (t + x) expects, up to 200), see docs/fit.md',
   ),
 };
 

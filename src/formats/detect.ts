@@ -9,7 +9,7 @@ interface Scan {
 }
 
 /**
- * Detects a history's format from its shapes (API.md, `format`). A format is a candidate when
+ * Detects a history's format from its shapes (docs/formats.md, "Detection"). A format is a candidate when
  * every message fits it; among candidates, the one with a distinctive message wins, and a history
  * of plain text that several formats accept is read as `openai-chat`. A history that fits no
  * format, or mixes two, is a 400 naming the first offending message.

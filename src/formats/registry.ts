@@ -8,14 +8,14 @@ import { openaiResponses } from './openai-responses.js';
 import { RESPONSES_SHAPES } from './openai-responses-parse.js';
 import { foreignTo } from './shapes.js';
 
-/**
- * Every supported wire format. The request schemas' `format` enum and detection are derived from
- * this list: adding a format is one adapter file and one line here.
- */
 /** Every format's own shapes: what is foreign to each is what the others declare. */
 const DECLARED = [CHAT_SHAPES, ANTHROPIC_SHAPES, RESPONSES_SHAPES, GEMINI_SHAPES];
 const foreign = (own: (typeof DECLARED)[number]) => foreignTo(own, DECLARED);
 
+/**
+ * Every supported wire format. The request schemas' `format` enum and detection are derived from
+ * this list: adding a format is one adapter file and one line here.
+ */
 export const FORMATS = [
   openaiChat(foreign(CHAT_SHAPES)),
   anthropic(foreign(ANTHROPIC_SHAPES)),

@@ -1,5 +1,7 @@
+import { bindings } from './bindings.js';
 import type { FormatAdapter } from './format.js';
-import type { Markers, SummaryMarker } from './markers.js';
+import { type Markers, type SummaryMarker, signedPlaceholderIds } from './markers.js';
+import type { Warning } from './types.js';
 import { isRangePayload, SUMMARY_REQUEST, SUMMARY_TOOL } from './vocabulary.js';
 
 /** One placeholder found in a history: where it is and which artifact it names. */
@@ -12,16 +14,38 @@ interface Reference {
   callId: string;
 }
 
-/** The placeholders of ours in a history (their MAC verifies for the call they sit in), naming an artifact. */
-function references(format: FormatAdapter, markers: Markers, messages: readonly unknown[]): Reference[] {
+/**
+ * The placeholders of ours in a history, naming an artifact: those whose MAC verifies for the
+ * site they sit in and the call it belongs to (`bindings`), each at most once (the same
+ * placeholder twice in one call's slots is a copy; `used`: those restored in earlier rounds). The ids of the others that carry a MAC (moved
+ * to another call, repeated, edited, another key's or another secret's) go to `unverified`.
+ */
+function references(
+  format: FormatAdapter,
+  markers: Markers,
+  messages: readonly unknown[],
+  unverified?: Set<string>,
+  used = new Set<string>(),
+): Reference[] {
   const refs: Reference[] = [];
+  const bound = bindings(format, messages);
+  const read = (kind: 'call' | 'result', binding: string | undefined, text: string): string | undefined => {
+    const id = binding === undefined ? undefined : markers.readPlaceholder(kind, binding, text)?.id;
+    const key = id ? JSON.stringify([kind, binding, id]) : '';
+    if (id && !used.has(key)) {
+      used.add(key);
+      return id;
+    }
+    if (unverified) for (const claimed of signedPlaceholderIds(text)) unverified.add(claimed);
+    return undefined;
+  };
   messages.forEach((message, index) => {
     for (const r of format.resultSites(message)) {
-      const id = markers.readPlaceholder('result', r.callId, r.text)?.id;
+      const id = read('result', bound.result(index, r.slot), r.text);
       if (id) refs.push({ index, kind: 'result', slot: r.slot, id, callId: r.callId });
     }
     for (const c of format.callSites(message)) {
-      const id = c.args ? markers.readPlaceholder('call', c.id, JSON.stringify(c.args))?.id : undefined;
+      const id = c.args ? read('call', bound.call(index, c.slot), JSON.stringify(c.args)) : undefined;
       if (id) refs.push({ index, kind: 'call', slot: c.slot, id, callId: c.id });
     }
   });
@@ -37,7 +61,23 @@ export interface ExpandResult {
   messages: unknown[];
   restored: number;
   missing: string[];
+  warnings: Warning[];
 }
+
+/** The warning for signed placeholders left as they are because they do not verify where they sit (a few ids named). */
+function unverifiedWarning(ids: ReadonlySet<string>): Warning[] {
+  if (ids.size === 0) return [];
+  const named = [...ids].slice(0, 5).join(', ');
+  return [
+    {
+      code: 'placeholder_not_verified',
+      message: `${ids.size} signed placeholder${ids.size === 1 ? '' : 's'} (${named}${ids.size > 5 ? ', …' : ''}) left as they are: each verifies only in the slot of the tool call it was written for, once (copied into another call or repeated, edited, or signed for another key or under another COMPACTOR_ARTIFACT_SECRET)`,
+    },
+  ];
+}
+
+/** Told the ids of the originals about to be restored (one entry per place), before they are; throws to refuse. */
+export type Weigh = (ids: readonly string[]) => void;
 
 /**
  * Puts every original whose artifact `lookup` knows back in place of its placeholder, byte-exact
@@ -46,24 +86,32 @@ export interface ExpandResult {
  * into a slot of the same tool call, so text that merely quotes a marker is never replaced; a
  * summary, section summary or QA header is expanded only when its marker verifies (`markers`: the
  * caller's), so a forged, quoted or foreign one stays as the user's text. Rounds repeat while
- * restored originals hold placeholders or summaries of their own.
+ * restored originals hold placeholders or summaries of their own. `weigh` is told the ids about to
+ * be restored (one per placeholder or summary) before they are, and may refuse by throwing.
  */
 export async function expandHistory(
   format: FormatAdapter,
   markers: Markers,
   input: readonly unknown[],
   lookup: (ids: readonly string[]) => Promise<Map<string, unknown>>,
+  weigh: Weigh = () => {},
 ): Promise<ExpandResult> {
   const missing = new Set<string>();
   // Summaries first, in rounds: a restored span can hold summaries of an earlier call.
-  let summaries = await expandSummaries(format, markers, input, lookup, missing);
+  let summaries = await expandSummaries(format, markers, input, lookup, missing, weigh);
   let restored = summaries.restored;
   for (let round = 0; round < 8 && summaries.restored > 0; round++) {
-    summaries = await expandSummaries(format, markers, summaries.messages, lookup, missing);
+    summaries = await expandSummaries(format, markers, summaries.messages, lookup, missing, weigh);
     restored += summaries.restored;
   }
-  const offloaded = await restoreOffloaded(format, markers, summaries.messages, lookup, missing);
-  return { messages: offloaded.messages, restored: restored + offloaded.restored, missing: [...missing] };
+  const unverified = new Set<string>();
+  const offloaded = await restoreOffloaded(format, markers, summaries.messages, lookup, missing, weigh, unverified);
+  return {
+    messages: offloaded.messages,
+    restored: restored + offloaded.restored,
+    missing: [...missing],
+    warnings: unverifiedWarning(unverified),
+  };
 }
 
 /**
@@ -79,13 +127,17 @@ export async function restoreOffloaded(
   input: readonly unknown[],
   lookup: (ids: readonly string[]) => Promise<Map<string, unknown>>,
   missing: Set<string> = new Set(),
+  weigh: Weigh = () => {},
+  unverified?: Set<string>,
 ): Promise<{ messages: unknown[]; restored: number }> {
   const messages = [...input];
   let restored = 0;
+  const used = new Set<string>();
   for (let round = 0; round < 8; round++) {
-    const refs = references(format, markers, messages).filter((r) => !missing.has(r.id));
+    const refs = references(format, markers, messages, unverified, used).filter((r) => !missing.has(r.id));
     if (refs.length === 0) break;
     const found = await lookup([...new Set(refs.map((r) => r.id))]);
+    weigh(refs.filter((r) => found.has(r.id)).map((r) => r.id));
     let progress = false;
     for (const ref of refs) {
       if (!found.has(ref.id)) {
@@ -160,6 +212,7 @@ async function expandSummaries(
   input: readonly unknown[],
   lookup: (ids: readonly string[]) => Promise<Map<string, unknown>>,
   missing: Set<string>,
+  weigh: Weigh,
 ): Promise<{ messages: unknown[]; restored: number }> {
   const resolve = async (id: string, depth: number): Promise<unknown[] | undefined> => {
     const found = (await lookup([id])).get(id);
@@ -167,6 +220,7 @@ async function expandSummaries(
       missing.add(id);
       return undefined;
     }
+    weigh([id]);
     const earlier = found.previous_id ? ((await resolve(found.previous_id, depth + 1)) ?? []) : [];
     return [...earlier, ...found.messages];
   };

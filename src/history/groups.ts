@@ -1,7 +1,7 @@
 import type { Group, GroupKind, Item } from './types.js';
 
 /**
- * Splits a history into groups (STRATEGIES.md): the head of leading system messages, user turns,
+ * Splits a history into groups (docs/strategies.md, "Groups"): the head of leading system messages, user turns,
  * assistant messages without tool calls, and tool exchanges (one assistant message with calls
  * plus every following message that carries their results). A trailing exchange whose calls are
  * not all answered yet is the in-flight group. A pinned instruction joins the group before it

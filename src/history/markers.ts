@@ -32,22 +32,27 @@ export interface RangeMarker {
 /** A placeholder's place: a tool result's text, or a tool call's arguments (their JSON). */
 export type PlaceholderSite = 'result' | 'call';
 
+/**
+ * `binding` below: the call a placeholder belongs to (`Binding`, history/bindings.ts: the call's
+ * id, tool, arguments and rank among identical calls), which its MAC covers with the site's text.
+ */
+
 /** Writes and verifies one caller's markers. Each read is one syntactic match and, on a match, one MAC over the text. */
 export interface Markers {
   /**
    * Signs the placeholders of one site: `text` holds `[compactor:<id>]` (`cleared` for `id`
    * null) where compaction put it, amid whatever else (a truncated result's head and tail); each
-   * becomes `[compactor:<id> mac=…]`, the MAC over the site, its call id and the whole text.
+   * becomes `[compactor:<id> mac=…]`, the MAC over the site, the call's binding and the whole text.
    */
-  placeholder(site: PlaceholderSite, callId: string, id: string | null, text: string): string;
+  placeholder(site: PlaceholderSite, binding: string, id: string | null, text: string): string;
   /**
-   * The placeholder a site's text carries when one of its markers verifies for this site and call
-   * id: the artifact it names (null for a cleared one). Undefined for anything else: a quote, a
-   * forgery, a placeholder moved to another call or with text added, another caller's.
+   * The placeholder a site's text carries when one of its markers verifies for this site and
+   * binding: the artifact it names (null for a cleared one). Undefined for anything else: a quote,
+   * a forgery, a placeholder moved to another call or with text added, another caller's.
    */
-  readPlaceholder(site: PlaceholderSite, callId: string, text: string): { id: string | null } | undefined;
+  readPlaceholder(site: PlaceholderSite, binding: string, text: string): { id: string | null } | undefined;
   /** A call's arguments with the placeholders of its top-level values signed, over the arguments' JSON (as `placeholder` for a `call` site). */
-  placeholderArgs(callId: string, id: string | null, args: Record<string, unknown>): Record<string, unknown>;
+  placeholderArgs(binding: string, id: string | null, args: Record<string, unknown>): Record<string, unknown>;
   /** A summary's whole text: its signed first line, then `body`. */
   summary(id: string | null, placement: SummaryPlacement, covers: number, body: string): string;
   /** The summary a text is, when it starts with a marker that verifies; undefined for anything else. */
@@ -62,9 +67,25 @@ export interface Markers {
 
 const ID = '(art_[0-9a-f]{24}|none)';
 const MAC = 'mac=([0-9a-f]{16})';
-const SUMMARY_LINE = new RegExp(`^\\[compactor:summary ${ID} (own|pair|joined|joined-string) covers=(\\d{1,15}) ${MAC}\\]\\n`);
-const SECTION_LINE = new RegExp(`^\\[compactor:section-summary ${ID} ${MAC}\\]\\n`);
-const QA_LINE = new RegExp(`^\\[compactor:qa-header ${ID} ${MAC}\\]\\n`);
+/** What follows a marker on its line: `recallHint`, or nothing (a marker written before it). */
+const HINT = '([^\\n]{0,120})';
+const SUMMARY_LINE = new RegExp(
+  `^\\[compactor:summary ${ID} (own|pair|joined|joined-string) covers=(\\d{1,15}) ${MAC}\\]${HINT}\\n`,
+);
+const SECTION_LINE = new RegExp(`^\\[compactor:section-summary ${ID} ${MAC}\\]${HINT}\\n`);
+const QA_LINE = new RegExp(`^\\[compactor:qa-header ${ID} ${MAC}\\]${HINT}\\n`);
+
+/**
+ * What a summary's, section summary's or QA header's marker line ends with when it names an
+ * artifact: the tool that gives the messages it replaced back. It depends on the id only (a
+ * prompt cache keeps it); a line whose tail is not exactly this (or nothing) does not verify.
+ */
+export function recallHint(id: string | null): string {
+  return id ? ` (the messages it replaces: call the \`recall\` tool with ${id})` : '';
+}
+
+/** Whether a marker line's tail is what `recallHint` writes for its id, or empty (written before the hint was). */
+const hintFits = (tail: string | undefined, id: string) => tail === '' || tail === recallHint(id === 'none' ? null : id);
 /**
  * The placeholder compaction writes where an original was (unsigned: `Markers.placeholder` signs
  * the text it sits in): `[compactor:art_<24 hex>]` names the artifact holding the original
@@ -78,6 +99,15 @@ export function placeholderMarker(id: string | null): string {
 const PLACEHOLDER = /\[compactor:(art_[0-9a-f]{24}|cleared)( mac=[0-9a-f]{16})?\]/g;
 /** What a text is signed over: its placeholders without their MACs (whoever wrote them). */
 const unsigned = (text: string) => (text.includes('[compactor:') ? text.replace(PLACEHOLDER, '[compactor:$1]') : text);
+
+/**
+ * The artifact ids of the placeholders in a text that carry a MAC, verified or not (for saying
+ * which ones a history holds that do not verify where they are); `cleared` ones name none.
+ */
+export function signedPlaceholderIds(text: string): string[] {
+  if (!text.includes(' mac=')) return [];
+  return [...text.matchAll(PLACEHOLDER)].filter((m) => m[2] !== undefined && m[1] !== 'cleared').map((m) => m[1] as string);
+}
 
 /** Any marker of ours, up to its MAC (bounded: a marker line is short). */
 const SIGNED = /(\[compactor:[^\]\n]{1,120}?) mac=[0-9a-f]{16}\]/g;
@@ -105,46 +135,47 @@ export function markers(secret: string, scope: string): Markers {
   const readId = (id: string) => (id === 'none' ? null : id);
   const range = (kind: 'section' | 'qa', line: RegExp, text: string | undefined): RangeMarker | undefined => {
     const m = text === undefined ? null : line.exec(text);
-    if (!m || text === undefined) return undefined;
+    if (!m || text === undefined || !hintFits(m[3], m[1] as string)) return undefined;
     const body = text.slice(m[0].length);
     return verified(kind, m[1] as string, body, m[2] as string) ? { id: readId(m[1] as string), text: body } : undefined;
   };
   return {
     summary(id, placement, covers, body) {
       const claims = `${idOf(id)} ${placement} covers=${covers}`;
-      return `[compactor:summary ${claims} mac=${mac('summary', claims, body)}]\n${body}`;
+      return `[compactor:summary ${claims} mac=${mac('summary', claims, body)}]${recallHint(id)}\n${body}`;
     },
     readSummary(text) {
       const m = text === undefined ? null : SUMMARY_LINE.exec(text);
-      if (!m || text === undefined) return undefined;
+      if (!m || text === undefined || !hintFits(m[5], m[1] as string)) return undefined;
       const claims = `${m[1]} ${m[2]} covers=${m[3]}`;
       const body = text.slice(m[0].length);
       if (!verified('summary', claims, body, m[4] as string)) return undefined;
       return { id: readId(m[1] as string), placement: m[2] as SummaryPlacement, covers: Number(m[3]), text: body };
     },
-    section: (id, body) => `[compactor:section-summary ${idOf(id)} mac=${mac('section', idOf(id), body)}]\n${body}`,
+    section: (id, body) =>
+      `[compactor:section-summary ${idOf(id)} mac=${mac('section', idOf(id), body)}]${recallHint(id)}\n${body}`,
     readSection: (text) => range('section', SECTION_LINE, text),
-    qaHeader: (id, body) => `[compactor:qa-header ${idOf(id)} mac=${mac('qa', idOf(id), body)}]\n${body}`,
+    qaHeader: (id, body) => `[compactor:qa-header ${idOf(id)} mac=${mac('qa', idOf(id), body)}]${recallHint(id)}\n${body}`,
     readQaHeader: (text) => range('qa', QA_LINE, text),
-    placeholder(site, callId, id, text) {
+    placeholder(site, binding, id, text) {
       const name = id ?? 'cleared';
-      const tag = mac('placeholder', JSON.stringify([site, callId]), unsigned(text));
+      const tag = mac('placeholder', JSON.stringify([site, binding]), unsigned(text));
       return text.replaceAll(`[compactor:${name}]`, `[compactor:${name} mac=${tag}]`);
     },
-    placeholderArgs(callId, id, args) {
+    placeholderArgs(binding, id, args) {
       const name = id ?? 'cleared';
-      const tag = mac('placeholder', JSON.stringify(['call', callId]), unsigned(JSON.stringify(args)));
+      const tag = mac('placeholder', JSON.stringify(['call', binding]), unsigned(JSON.stringify(args)));
       const signed = (v: unknown) =>
         typeof v === 'string' ? v.replaceAll(`[compactor:${name}]`, `[compactor:${name} mac=${tag}]`) : v;
       return Object.fromEntries(Object.entries(args).map(([k, v]) => [k, signed(v)]));
     },
-    readPlaceholder(site, callId, text) {
+    readPlaceholder(site, binding, text) {
       if (!text.includes(' mac=')) return undefined;
       let tag: string | undefined;
       for (const m of text.matchAll(PLACEHOLDER)) {
         const given = m[2]?.slice(5);
         if (given === undefined) continue;
-        tag ??= mac('placeholder', JSON.stringify([site, callId]), unsigned(text));
+        tag ??= mac('placeholder', JSON.stringify([site, binding]), unsigned(text));
         if (timingSafeEqual(Buffer.from(tag), Buffer.from(given))) return { id: m[1] === 'cleared' ? null : (m[1] as string) };
       }
       return undefined;

@@ -1,7 +1,7 @@
 import type { Item, Violation } from './types.js';
 
 /**
- * The pairing rule every format shares (API.md rule 1): the results of a message's tool calls
+ * The pairing rule every format shares (docs/strategies.md, guarantee 1): the results of a message's tool calls
  * come in the contiguous block of result-carrying messages right after it, each call is answered
  * exactly once, and no result stands without its call. A trailing block whose calls are not all
  * answered yet is in flight and allowed. An item of a type the service does not know (`sticky`)

@@ -53,7 +53,7 @@ export interface Item {
 export type GroupKind = 'head' | 'user' | 'assistant' | 'tool_exchange' | 'in_flight' | 'other';
 
 /**
- * The unit every strategy cuts on (STRATEGIES.md, "Groups"). `end` is exclusive. A tool exchange
+ * The unit every strategy cuts on (docs/strategies.md, "Groups"). `end` is exclusive. A tool exchange
  * is one assistant message with tool calls plus every message that carries their results.
  */
 export interface Group {

@@ -65,3 +65,24 @@ export function trailLine(line: string): { label: string; items: string[] } | { 
   const rest = line.slice(colon + 1).trim();
   return { label: line.slice(0, colon), items: rest === '' ? [] : rest.split(', ') };
 }
+
+/** Tools whose string arguments carry file contents or patches: `clear_tool_inputs` may clear any of them. */
+export const WRITE_TOOLS: ReadonlySet<string> = new Set([
+  'write',
+  'write_file',
+  'create_file',
+  'edit',
+  'edit_file',
+  'multiedit',
+  'str_replace_editor',
+  'str_replace_based_edit_tool',
+  'apply_patch',
+  'notebookedit',
+  'replace_in_file',
+  'insert',
+]);
+
+/** Whether `clear_tool_inputs` may clear an argument: any string of a write/edit tool, a `content` string of any other. */
+export function clearableArg(tool: string, key: string, value: unknown): boolean {
+  return typeof value === 'string' && (WRITE_TOOLS.has(tool.toLowerCase()) || key === 'content');
+}

@@ -49,7 +49,7 @@ export interface BullJobQueueOptions<Data, Result> {
   readonly closeDeadlineMs?: number;
   /** false: this replica adds and reads jobs but runs none (no worker). Default true. */
   readonly work?: boolean;
-  /** Only for `wait`'s bound (BullMQ keeps its own time). */
+  /** For `close`'s bounds and an aged-out job's `created_at` (BullMQ keeps its own time). */
   readonly clock?: JobClock;
   readonly listener?: JobListener;
   /** Connection and worker errors BullMQ reports in the background (it reconnects by itself). */

@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { type Job, Queue, QueueEvents, UnrecoverableError, WaitingError, Worker } from 'bullmq';
+import { type Job, Queue, UnrecoverableError, WaitingError, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { type BullJobQueueOptions, bullDefaults, bullJobId, type Envelope, stateOf } from './bullmq-options.js';
 import {
   type JobClock,
+  type JobListener,
   type JobQueue,
   JobQueueClosedError,
   JobQueueUnavailableError,
@@ -11,7 +12,6 @@ import {
   PermanentJobError,
   systemClock,
 } from './types.js';
-import { messageOf, tell, Waiters } from './waiters.js';
 
 /** How long each Redis-side step of `close` may take after the jobs' deadline (Redis may be down). */
 const CLOSE_GRACE_MS = 2000;
@@ -25,23 +25,20 @@ const CLOSE_GRACE_MS = 2000;
  * queue object (a restarted replica) reads every job the old one added.
  *
  * Connections: one for adding and reading (commands fail after one reconnection attempt, so a
- * request is not held while Redis is down), one for the worker and the event reader, which BullMQ
+ * request is not held while Redis is down), one for the worker, which BullMQ
  * duplicates for its blocking reads (those need `maxRetriesPerRequest: null`).
  *
  * `close` stops fetching jobs and lets running ones finish until the deadline; a job still running
  * then is moved back to wait (its processor's signal aborted) so that another replica runs it at
  * once; if even that fails, its lock expires and the stalled check hands it over. No job is lost.
- * With Redis unreachable or hung, `add`, `state` and `wait` reject (`JobQueueUnavailableError`, or
- * the connection's error) within `callTimeoutMs` (each command within `commandTimeoutMs`), and
+ * With Redis unreachable or hung, `add` and `state` reject (`JobQueueUnavailableError`, or the
+ * connection's error) within `callTimeoutMs` (each command within `commandTimeoutMs`), and
  * `close` gives up on each Redis step after 2 s: it resolves within its deadline and 4 s.
  */
 export class BullJobQueue<Data, Result> implements JobQueue<Data, Result> {
   private readonly queue: Queue<Envelope<Data>, Result>;
   private readonly worker: Worker<Envelope<Data>, Result> | undefined;
   private readonly clients: Redis[];
-  private readonly waiters: Waiters<Result>;
-  /** Resolves once the event reader reads from a point before any `wait` reads a state. */
-  private readonly listening: Promise<QueueEvents>;
   private readonly aborted = new AbortController();
   private readonly clock: JobClock;
   private closing: Promise<void> | undefined;
@@ -61,7 +58,6 @@ export class BullJobQueue<Data, Result> implements JobQueue<Data, Result> {
     this.clock = options.clock ?? systemClock;
     this.timeoutMs = options.commandTimeoutMs ?? bullDefaults.commandTimeoutMs;
     this.callTimeoutMs = options.callTimeoutMs ?? bullDefaults.callTimeoutMs;
-    this.waiters = new Waiters(this.clock);
     const prefix = options.prefix ?? bullDefaults.prefix;
     const name = options.name ?? bullDefaults.name;
     const onError = (error: unknown): void => options.onError?.(error);
@@ -76,7 +72,6 @@ export class BullJobQueue<Data, Result> implements JobQueue<Data, Result> {
     this.clients = [commands, blocking];
     this.queue = new Queue<Envelope<Data>, Result>(name, { connection: commands, prefix, skipWaitingForReady: true });
     this.queue.on('error', onError);
-    this.listening = this.listen(name, prefix, commands, blocking);
     this.worker = options.work === false ? undefined : this.work(name, prefix, blocking);
   }
 
@@ -139,37 +134,9 @@ export class BullJobQueue<Data, Result> implements JobQueue<Data, Result> {
     }
   }
 
-  wait(id: string, ms: number, signal?: AbortSignal): Promise<JobState<Result> | undefined> {
-    const listening = this.listening.then(() => undefined);
-    return this.waiters.wait(bullJobId(id), ms, () => this.state(id), signal, listening);
-  }
-
   close(deadlineMs = this.options.closeDeadlineMs ?? bullDefaults.closeDeadlineMs): Promise<void> {
     this.closing ??= this.shutdown(deadlineMs);
     return this.closing;
-  }
-
-  /**
-   * The event reader starts at the stream's last entry as it is now, so that a waiter that read a
-   * state after `listening` resolved cannot miss the event that settles it. When Redis cannot tell
-   * (down at start), it starts at whatever is newest when it connects: a waiter may then miss an
-   * event and return at its bound, with the state read then.
-   */
-  private async listen(name: string, prefix: string, commands: Redis, blocking: Redis): Promise<QueueEvents> {
-    const last = await commands.xrevrange(`${prefix}:${name}:events`, '+', '-', 'COUNT', 1).then(
-      (entries) => entries[0]?.[0] ?? '0-0',
-      (error: unknown) => {
-        this.options.onError?.(error);
-        return '$';
-      },
-    );
-    const events = new QueueEvents(name, { connection: blocking, prefix, autorun: false, lastEventId: last });
-    events.on('error', (error) => this.options.onError?.(error));
-    for (const event of ['completed', 'failed', 'removed'] as const) {
-      events.on(event, ({ jobId }: { jobId: string }) => this.waiters.notify(jobId));
-    }
-    events.run().catch((error: unknown) => this.options.onError?.(error));
-    return events;
   }
 
   private work(name: string, prefix: string, connection: Redis): Worker<Envelope<Data>, Result> {
@@ -233,9 +200,7 @@ export class BullJobQueue<Data, Result> implements JobQueue<Data, Result> {
       this.aborted.abort(new JobQueueClosedError());
       await this.within(closing, CLOSE_GRACE_MS);
     }
-    this.waiters.release();
-    const events = await this.listening;
-    await this.within(Promise.allSettled([events.close(), this.queue.close()]), CLOSE_GRACE_MS);
+    await this.within(this.queue.close(), CLOSE_GRACE_MS);
     const quits = this.clients.map((client) => (client.status === 'ready' ? client.quit() : undefined));
     await this.within(Promise.allSettled(quits), CLOSE_GRACE_MS);
     for (const client of this.clients) client.disconnect();
@@ -260,4 +225,18 @@ export class BullJobQueue<Data, Result> implements JobQueue<Data, Result> {
       cancel();
     }
   }
+}
+
+/** Tells the listener, whatever it does: a counter that throws must not break a job. */
+function tell(listener: JobListener | undefined, event: Parameters<JobListener>[0]): void {
+  try {
+    listener?.(event);
+  } catch {
+    // A metrics hook is not allowed to fail a job.
+  }
+}
+
+/** The message of whatever a processor threw, for the job's `error`. */
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
 }

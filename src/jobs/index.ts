@@ -2,8 +2,6 @@ import type { BullJobQueueOptions } from './bullmq-options.js';
 import type { JobQueue } from './types.js';
 
 export { type BullJobQueueOptions, bullDefaults } from './bullmq-options.js';
-export { EmbeddedJobQueue, type EmbeddedJobQueueOptions } from './embedded.js';
-export { MemoryJobRecords } from './memory-records.js';
 export {
   type JobClock,
   type JobContext,
@@ -13,7 +11,6 @@ export {
   type JobQueue,
   JobQueueClosedError,
   JobQueueUnavailableError,
-  type JobRecords,
   type JobState,
   type JobStatus,
   PermanentJobError,

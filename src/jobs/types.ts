@@ -34,8 +34,8 @@ export interface JobContext {
 }
 
 /**
- * The work itself. It resolves with a JSON-serializable result (BullMQ stores it as JSON; so may a
- * `JobRecords`); it rejects to fail the attempt. The error's message becomes the job's `error`:
+ * The work itself. It resolves with a JSON-serializable result (BullMQ stores it as JSON in
+ * Redis); it rejects to fail the attempt. The error's message becomes the job's `error`:
  * it must carry no message content, prompt or key (it is stored and may be logged).
  */
 export type JobProcessor<Data, Result> = (data: Data, context: JobContext) => Promise<Result>;
@@ -87,12 +87,6 @@ export interface JobQueue<Data, Result> {
   /** The job's state; undefined for an id never added, or whose state expired. */
   state(id: string): Promise<JobState<Result> | undefined>;
   /**
-   * Resolves with the job's state once it is `ready` or `failed`, or with its current state after
-   * at most `ms` (0: at once); undefined for an unknown id. Woken by the job's events, never by
-   * polling. Rejects with `signal.reason` when `signal` aborts first.
-   */
-  wait(id: string, ms: number, signal?: AbortSignal): Promise<JobState<Result> | undefined>;
-  /**
    * Stops taking jobs (`add` then fails), lets running ones finish for up to `deadlineMs` (the
    * queue's default when omitted), then aborts their signals and resolves. What each
    * implementation does with a job it did not finish is in its own TSDoc.
@@ -100,24 +94,14 @@ export interface JobQueue<Data, Result> {
   close(deadlineMs?: number): Promise<void>;
 }
 
-/**
- * The small persistence the embedded queue keeps its state in (the lead backs it with the
- * artifact store). `put` replaces a record and sets its expiry to `ttlSeconds` after `now`; `get`
- * returns it until then. Both may reject (a store outage); the queue reports that to the caller.
- */
-export interface JobRecords {
-  put(id: string, record: JobState<unknown>, ttlSeconds: number, now: number): Promise<void>;
-  get(id: string, now: number): Promise<JobState<unknown> | undefined>;
-}
-
-/** Time for the embedded queue and for `wait`: the clock and a cancellable timer (tests pass a fake). */
+/** Time for the queue: the clock and a cancellable timer (tests pass a fake). */
 export interface JobClock {
   now(): number;
   /** Calls `fn` once after `ms`; the returned function cancels it. */
   after(ms: number, fn: () => void): () => void;
 }
 
-/** The real clock: `Date.now` and unref'd timers (a pending retry or wait never keeps the process alive). */
+/** The real clock: `Date.now` and unref'd timers (a pending timer never keeps the process alive). */
 export const systemClock: JobClock = {
   now: () => Date.now(),
   after(ms, fn) {

@@ -5,12 +5,26 @@
  * bytes of one event (or of a JSON answer) are held: the usage object sits at the end of each
  * (after the output), so an answer of any size is read in bounded memory and linear time, and a
  * parse never holds the client's bytes (the tap sees a copy, after they were written).
+ *
+ * It works on bytes: a chunk is searched (natively) for `"usage` and for its last event boundary,
+ * and only the events that name usage are decoded and parsed. Text deltas, nearly all of a long
+ * answer, are never decoded, split into lines or joined.
  */
 
 /** Bytes of an event or answer kept to find its usage in: its end. */
 export const TAIL = 256 * 1024;
 
 const KEYS = ['"usage":', '"usageMetadata":'];
+/** What every key begins with, searched for in the bytes. */
+const MENTION = Buffer.from('"usage');
+/** SSE event boundaries (a blank line after LF, CRLF or CR line ends), as bytes. */
+const LF_BOUNDARY = Buffer.from('\n\n');
+const BOUNDARIES = [LF_BOUNDARY, Buffer.from('\r\n\r\n'), Buffer.from('\r\r')];
+const CR = 13;
+const EVENT_SPLIT = /\r\n\r\n|\n\n|\r\r/;
+const LINE_SPLIT = /\r\n|\n|\r/;
+/** SSE lines that carry no data: `event:`, `id:`, `retry:` fields and `:` comments. */
+const NOT_DATA = /^(?:event|id|retry)?:/;
 
 /**
  * The last JSON object that follows one of `KEYS` in `text`, parsed; undefined when there is
@@ -72,33 +86,59 @@ function merge(into: Record<string, unknown>, from: Record<string, unknown>): Re
   return into;
 }
 
-/** A bounded text: what was appended, the last `TAIL` characters of it kept. */
+/** Where the last SSE event boundary in `bytes` ends, or -1 when there is none. */
+function lastBoundaryEnd(bytes: Buffer): number {
+  const lf = bytes.lastIndexOf(LF_BOUNDARY);
+  // Most streams end lines with LF only: the CR forms are looked for only where a CR is.
+  if (bytes.indexOf(CR) < 0) return lf < 0 ? -1 : lf + 2;
+  let end = -1;
+  for (const b of BOUNDARIES) {
+    const i = bytes.lastIndexOf(b);
+    if (i >= 0 && i + b.length > end) end = i + b.length;
+  }
+  return end;
+}
+
+/** Bounded bytes: what was appended, the last `TAIL` of them kept once more than twice that is held. */
 class Tail {
-  private parts: string[] = [];
+  private parts: Buffer[] = [];
   private length = 0;
 
-  push(text: string): void {
-    this.parts.push(text);
-    this.length += text.length;
-    if (this.length > 2 * TAIL) this.trim();
+  push(bytes: Buffer): void {
+    if (bytes.length === 0) return;
+    this.parts.push(bytes);
+    this.length += bytes.length;
+    if (this.length > 2 * TAIL) this.join();
   }
 
-  text(): string {
-    this.trim();
-    return this.parts.join('');
+  /** The bytes held, as one buffer. */
+  bytes(): Buffer {
+    this.join();
+    return this.parts[0] ?? Buffer.alloc(0);
   }
 
-  clear(): void {
-    this.parts = [];
-    this.length = 0;
+  /** Holds `bytes` only. */
+  reset(bytes: Buffer): void {
+    this.parts = bytes.length > 0 ? [bytes] : [];
+    this.length = bytes.length;
   }
 
-  private trim(): void {
-    const all = this.parts.join('');
-    const kept = all.length > TAIL ? all.slice(all.length - TAIL) : all;
-    this.parts = [kept];
-    this.length = kept.length;
+  private join(): void {
+    if (this.parts.length <= 1 && this.length <= TAIL) return;
+    const all = Buffer.concat(this.parts, this.length);
+    this.reset(all.length > TAIL ? all.subarray(all.length - TAIL) : all);
   }
+}
+
+/** The data of one SSE event: its data lines without their field name, joined as SSE joins them. */
+function dataOf(event: string): string {
+  const lines: string[] = [];
+  for (const line of event.split(LINE_SPLIT)) {
+    if (line.startsWith('data:')) lines.push(line.slice(5));
+    // A line cut at the front by the tail keeps its text: it can only be the end of a data line.
+    else if (!NOT_DATA.test(line)) lines.push(line);
+  }
+  return lines.join('\n');
 }
 
 /**
@@ -107,61 +147,67 @@ class Tail {
  * reported none (or could not be read: a compressed answer, a cut stream).
  */
 export class UsageTap {
-  private readonly decoder = new TextDecoder();
-  private readonly event = new Tail();
+  /** SSE: the current event so far (its end, when long); otherwise the answer's end. */
+  private readonly held = new Tail();
+  /** The last bytes written, so that a mention split across two chunks is seen. */
+  private edge = Buffer.alloc(0);
+  /** SSE: the current event mentions usage (it is parsed when it ends). */
+  private mentioned = false;
   private usage: Record<string, unknown> | undefined;
-  /** The current SSE line so far (its end when it is long), and whether it is a `data:` line. */
-  private pending = '';
-  private pendingData: boolean | undefined;
 
   constructor(private readonly sse: boolean) {}
 
   write(chunk: Uint8Array): void {
-    const text = this.decoder.decode(chunk, { stream: true });
+    const bytes = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
     if (!this.sse) {
-      this.event.push(text);
+      this.held.push(bytes);
       return;
     }
-    this.lines(text);
+    const mentions = this.mentioned || bytes.includes(MENTION) || this.straddles(bytes);
+    this.keepEdge(bytes);
+    if (!mentions) {
+      const end = lastBoundaryEnd(bytes);
+      if (end < 0) this.held.push(bytes);
+      else this.held.reset(bytes.subarray(end));
+      return;
+    }
+    this.held.push(bytes);
+    const all = this.held.bytes();
+    const end = lastBoundaryEnd(all);
+    if (end < 0) {
+      this.mentioned = true;
+      return;
+    }
+    this.parse(all.subarray(0, end));
+    const rest = all.subarray(end);
+    this.held.reset(rest);
+    this.mentioned = rest.includes(MENTION);
   }
 
   end(): Record<string, unknown> | undefined {
-    const rest = this.decoder.decode();
-    if (!this.sse) {
-      this.event.push(rest);
-      this.take(this.event.text());
-      return this.usage;
-    }
-    this.lines(`${rest}\n\n`);
+    const rest = this.held.bytes();
+    if (!this.sse) this.take(rest.toString('utf8'));
+    else if (rest.includes(MENTION)) this.parse(rest);
+    this.held.reset(Buffer.alloc(0));
     return this.usage;
   }
 
-  /** SSE: events end at a blank line; an event's `data:` lines are what is read. */
-  private lines(text: string): void {
-    let from = 0;
-    for (;;) {
-      const nl = text.indexOf('\n', from);
-      const piece = text.slice(from, nl < 0 ? text.length : nl);
-      this.pending += piece;
-      if (this.pendingData === undefined && this.pending.length >= 5) this.pendingData = this.pending.startsWith('data:');
-      if (nl < 0) {
-        // A long line (an answer's whole output in one event) keeps its end only.
-        if (this.pending.length > TAIL) {
-          if (this.pendingData) this.event.push(this.pending.slice(0, this.pending.length - 5));
-          this.pending = this.pending.slice(this.pending.length - 5);
-          this.pendingData = this.pendingData && true;
-        }
-        return;
-      }
-      from = nl + 1;
-      const line = this.pending.replace(/\r$/, '');
-      const data = this.pendingData ?? line.startsWith('data:');
-      this.pending = '';
-      this.pendingData = undefined;
-      if (line === '') {
-        this.take(this.event.text());
-        this.event.clear();
-      } else if (data) this.event.push(line.startsWith('data:') ? line.slice(5) : line);
+  /** Whether the mention begins in the previous chunk and ends in this one. */
+  private straddles(bytes: Buffer): boolean {
+    if (this.edge.length === 0) return false;
+    return Buffer.concat([this.edge, bytes.subarray(0, MENTION.length - 1)]).includes(MENTION);
+  }
+
+  private keepEdge(bytes: Buffer): void {
+    const n = MENTION.length - 1;
+    this.edge =
+      bytes.length >= n ? Buffer.from(bytes.subarray(bytes.length - n)) : Buffer.concat([this.edge, bytes]).subarray(-n);
+  }
+
+  /** Complete SSE events: those that mention usage are read. */
+  private parse(bytes: Buffer): void {
+    for (const event of bytes.toString('utf8').split(EVENT_SPLIT)) {
+      if (event.includes('"usage')) this.take(dataOf(event));
     }
   }
 

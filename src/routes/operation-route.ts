@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { z } from 'zod';
-import { failureError, RawBody } from '../plugins/worker-pool.js';
+import { failureError, RawBody } from '../plugins/app/worker-pool.js';
+import { reserveMore } from '../plugins/load/admission.js';
 import { Problem } from '../schemas/common.js';
 import type { Operation, OperationUrl } from '../service/operations.js';
 
@@ -9,16 +10,6 @@ export const PROBLEMS = { 400: Problem, 401: Problem, 413: Problem, 415: Problem
 export const SUMMARIZER_PROBLEMS = { 502: Problem, 504: Problem };
 /** What a strategy that offloads originals to the store may answer besides: originals larger than its cap. */
 export const STORE_PROBLEMS = { 507: Problem };
-
-/**
- * Whether a fit body may prepare or splice (what `preparing` decides in the strategy): not with
- * `prepare.enabled: false` nor in a dry run, so that such a call never waits for Redis. A body
- * left raw for a worker thread is not read here: it may.
- */
-function mayPrepare(body: unknown): boolean {
-  const b = body as { prepare?: { enabled?: boolean }; dry_run?: boolean } | undefined;
-  return b?.prepare?.enabled !== false && b?.dry_run !== true;
-}
 
 /** How a POST endpoint describes itself in the OpenAPI document. */
 export interface RouteDocs {
@@ -51,27 +42,29 @@ export function operationRoute<Body extends z.ZodType, Response extends z.ZodTyp
     handler: async (request, reply) => {
       const { body } = request;
       const caller = app.compactor.caller(request.apiKeyDigest);
-      const prepared =
-        op.url === '/v1/fit' && mayPrepare(checked.get(request)) ? await app.preparer.context(caller.scope) : undefined;
       if (body instanceof RawBody) {
-        const result = await app.workerPool.run(op.url, body.bytes, request, prepared);
-        if (!result.ok) throw failureError(result);
-        request.report = result.report;
-        // The payload is serialized already: a summary that could not be queued is logged by the preparer.
-        await app.preparer.after(caller.scope, result);
+        const result = await op.around(app.preparer, caller.scope, undefined, async (prepared) => {
+          const done = await app.workerPool.run(op.url, body.bytes, request, prepared);
+          if (!done.ok) throw failureError(done);
+          request.report = done.report;
+          return done;
+        });
         return reply
           .type('application/json; charset=utf-8')
           .send(Buffer.from(result.payload.buffer, result.payload.byteOffset, result.payload.byteLength));
       }
       // Checked in preValidation (a body object is never undefined).
-      const outcome = await op.run(app.compactor, checked.get(request) ?? op.check(body), {
-        signal: AbortSignal.timeout(app.deadlineMs),
-        caller,
-        prepared,
+      const input = checked.get(request) ?? op.check(body);
+      const outcome = await op.around(app.preparer, caller.scope, input, async (prepared) => {
+        const done = await op.run(app.compactor, input, {
+          signal: AbortSignal.timeout(app.deadlineMs),
+          caller,
+          prepared,
+          reserve: (bytes) => reserveMore(request, bytes),
+        });
+        request.report = done.report;
+        return done;
       });
-      request.report = outcome.report;
-      const late = await app.preparer.after(caller.scope, outcome);
-      if (late.length > 0) (outcome.value as { warnings?: unknown[] }).warnings?.push(...late);
       return outcome.value;
     },
   });

@@ -2,7 +2,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { type Config, ConfigError } from '../config.js';
-import { failureError } from '../plugins/worker-pool.js';
+import { failureError } from '../plugins/app/worker-pool.js';
 import { readBody } from '../proxy/body.js';
 import { saveIndex, saveState, saveUsage } from '../proxy/conversation.js';
 import { clientResponseHeaders, credentialOf, headerValue, upstreamRequestHeaders } from '../proxy/headers.js';

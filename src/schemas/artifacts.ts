@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Message } from '../contract/parts.js';
+import { Message, WarningSchema } from '../contract/parts.js';
 import { FORMAT_NAMES } from '../formats/registry.js';
 import { HistoryFields } from './common.js';
 
@@ -34,10 +34,15 @@ export const ExpandRequest = z
 
 export const ExpandResponse = z
   .object({
-    messages: z.array(Message).describe('the history with every known original restored, byte-exact'),
-    format: z.enum(FORMAT_NAMES).describe('the format the history was read as'),
     restored: z.number().int().describe('placeholders replaced by their originals'),
     missing: z.array(z.string()).describe('artifact ids that were unknown or expired: their placeholders stay'),
+    warnings: z
+      .array(WarningSchema)
+      .describe(
+        'what the caller should know: `placeholder_not_verified` for signed placeholders that stay, not being in their own call',
+      ),
+    format: z.enum(FORMAT_NAMES).describe('the format the history was read as'),
+    messages: z.array(Message).describe('the history with every known original restored, byte-exact'),
   })
   .meta({ id: 'ExpandResponse', description: 'The history with its offloaded originals put back.' });
 
@@ -50,9 +55,9 @@ export const ArtifactResponse = z
     id: z.string().describe('art_… content address'),
     kind: z.string().describe('tool_result, tool_input, summary_range, … (as in ArtifactRef)'),
     tool_name: z.string().nullable().describe('the tool whose call or result it was; null for other content'),
-    content: z.unknown().describe('the original JSON value that was replaced'),
     sha256: z.string().describe('SHA-256 of the original JSON value, hex'),
     created_at: z.string().describe('ISO 8601'),
     expires_at: z.string().describe('ISO 8601'),
+    content: z.unknown().describe('the original JSON value that was replaced'),
   })
   .meta({ id: 'Artifact', description: 'One offloaded original, until it expires.' });

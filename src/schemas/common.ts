@@ -63,7 +63,7 @@ export const Trigger = z
   })
   .meta({ id: 'Trigger', description: 'Act only if occupancy reaches any of these; omitted = always act.' });
 
-/** The fields every POST that takes a history accepts (API.md, "Common request fields"). */
+/** The fields every POST that takes a history accepts (docs/api.md, "Common request fields"). */
 export const HistoryFields = {
   messages: z.array(Message).min(1).describe('the history, exactly as the agent would send it to its provider'),
   format: z
@@ -93,7 +93,7 @@ export const HistoryFields = {
 export const HistoryRequest = z.strictObject(HistoryFields);
 export type HistoryRequest = z.output<typeof HistoryRequest>;
 
-/** Fields every strategy response carries (API.md, "Common response fields"). */
+/** Fields every strategy response carries (docs/api.md, "Common response fields"). */
 export const StrategyResponseFields = {
   messages: z.array(Message).describe('the reduced history, same format as the request'),
   format: z.enum(FORMAT_NAMES).describe('the format the history was read as'),
@@ -112,7 +112,7 @@ export const Problem = z
     title: z.string().describe("the code's short title"),
     status: z.number().int().describe('the HTTP status'),
     detail: z.string().describe('what was wrong with this request'),
-    code: z.string().describe('stable CMP_ERR_… code, documented in the README'),
+    code: z.string().describe('stable CMP_ERR_… code, documented in docs/api.md, "Errors"'),
     request_id: z.string().describe('the id the logs know this request by'),
     errors: z
       .array(

@@ -10,7 +10,6 @@ export const TokensRequest = z.strictObject(fields).meta({ id: 'TokensRequest' }
 export const TokensResponse = z
   .object({
     total: z.number().int().describe('messages, system, tools and every framing overhead the provider charges'),
-    messages: z.array(z.number().int()).describe('tokens per message, framing included'),
     system: z.number().int().describe('tokens of the top-level `system`'),
     tools: z.number().int().describe('tokens of the tool definitions'),
     occupancy: z.number().int().describe('reported usage plus counted tokens after it; equals total without usage'),
@@ -20,6 +19,7 @@ export const TokensResponse = z
     tokenizer: z.string().describe('the tokenizer that counted'),
     format: z.enum(FORMAT_NAMES).describe('the format the history was read as'),
     context_window: z.number().int().nullable().describe("the model's context window; null when the model is unknown"),
+    messages: z.array(z.number().int()).describe('tokens per message, framing included'),
   })
   .meta({ id: 'TokensResponse', description: 'The history counted, per message and in total.' });
 

@@ -35,6 +35,8 @@ export interface Caller {
 export interface ArtifactServiceOptions {
   store?: ArtifactStore | undefined;
   ttlSeconds: number;
+  /** Most bytes of originals one expand restores (`COMPACTOR_EXPAND_MAX_BYTES`); 0: no cap. */
+  expandMaxBytes?: number;
   logger?: { error(obj: Record<string, unknown>, msg: string): void } | undefined;
   now: () => number;
 }
@@ -126,21 +128,68 @@ export class ArtifactService {
   }
 
   /**
+   * What an expand will restore, weighed before it is restored (a body of a few kilobytes can name
+   * one original many times): every restored original's bytes (`sizes`, by id) count against
+   * `expandMaxBytes` (413 `CMP_ERR_EXPAND_TOO_LARGE` past it) and, through `reserve`, against the
+   * bytes in flight. The returned function takes the ids about to be restored, one per placeholder.
+   */
+  private weigher(sizes: ReadonlyMap<string, number>, reserve: ((bytes: number) => void) | undefined) {
+    const cap = this.options.expandMaxBytes ?? 0;
+    let total = 0;
+    const check = (bytes: number) => {
+      if (cap > 0 && bytes > cap) {
+        const detail = `the originals to restore take at least ${bytes} bytes, over COMPACTOR_EXPAND_MAX_BYTES=${cap}: expand a shorter part of the history at a time`;
+        throw new CompactorError('CMP_ERR_EXPAND_TOO_LARGE', `messages: ${detail}`, [{ path: 'messages', message: detail }]);
+      }
+    };
+    return {
+      /** The distinct originals read so far, before they are parsed: none is parsed once they pass the cap. */
+      loaded: (bytes: number) => check(bytes),
+      restore: (ids: readonly string[]) => {
+        let bytes = 0;
+        for (const id of ids) bytes += sizes.get(id) ?? 0;
+        total += bytes;
+        check(total);
+        reserve?.(bytes);
+      },
+    };
+  }
+
+  /**
+   * Claims `id` for the caller, once across threads and replicas (`ArtifactStore.claim`), for the
+   * artifacts' TTL. Without a store, or while it cannot answer, every call claims it: a bill is
+   * not dropped for an outage (the preparer's own index still bills a summary once in sequence).
+   */
+  async claim(caller: Caller, id: string): Promise<boolean> {
+    if (!this.options.store) return true;
+    try {
+      return await this.options.store.claim(caller.scope, id, this.options.ttlSeconds, this.options.now());
+    } catch {
+      return true;
+    }
+  }
+
+  /**
    * Restores every placeholder whose artifact is known, from the request's own `artifacts` (what
    * `store: "inline"` returned; each checked against the id the caller's addresser gives its
-   * content) or from the caller's part of the store.
+   * content) or from the caller's part of the store; what it restores is weighed first (`weigher`).
    */
   async expand(
     caller: Caller,
     format: FormatAdapter,
     messages: readonly unknown[],
     given: readonly { id: string; content?: unknown }[] = [],
+    reserve?: (bytes: number) => void,
   ): Promise<ExpandResult> {
     const inline = new Map<string, unknown>();
+    const sizes = new Map<string, number>();
+    const weigh = this.weigher(sizes, reserve);
     given.forEach((a, i) => {
       // A response's artifacts may mix inline originals with refs to stored ones (no content).
       if (!('content' in a) || a.content === undefined) return;
-      if (caller.address(JSON.stringify(a.content)).id !== a.id) {
+      const json = JSON.stringify(a.content);
+      sizes.set(a.id, Buffer.byteLength(json));
+      if (caller.address(json).id !== a.id) {
         throw fieldError(
           'CMP_ERR_ARTIFACT_MISMATCH',
           `artifacts[${i}].content`,
@@ -149,17 +198,25 @@ export class ArtifactService {
       }
       inline.set(a.id, a.content);
     });
-    return expandHistory(format, caller.markers, messages, async (ids) => {
+    let loaded = 0;
+    const lookup = async (ids: readonly string[]) => {
       const out = new Map<string, unknown>();
       const wanted = ids.filter((id) => !inline.has(id));
       for (const id of ids) if (inline.has(id)) out.set(id, inline.get(id));
       // Inline-only requests work without a store; anything else asks the store.
       if (wanted.length > 0 && (this.options.store || inline.size === 0)) {
         const found = await this.call((store) => store.get(caller.scope, wanted, this.options.now(), this.use()));
+        for (const [id, a] of found) {
+          const bytes = Buffer.byteLength(a.content);
+          sizes.set(id, bytes);
+          loaded += bytes;
+        }
+        weigh.loaded(loaded);
         for (const [id, a] of found) out.set(id, JSON.parse(a.content));
       }
       return out;
-    });
+    };
+    return expandHistory(format, caller.markers, messages, lookup, weigh.restore);
   }
 
   /** One original, read as a use; 404 `CMP_ERR_ARTIFACT_NOT_FOUND` when unknown, expired or evicted. */

@@ -17,8 +17,8 @@ import type { ArtifactStore } from '../store/types.js';
 import {
   type BilledUsage,
   keepAll,
+  NO_BILLED,
   type PreparedContext,
-  type PrepareRequest,
   type Strategy,
   type StrategyResult,
   withTotal,
@@ -30,13 +30,15 @@ import type { TokenCounter } from '../tokens/counter.js';
 import { ArtifactService, type ArtifactView, type Caller } from './artifacts.js';
 import { checkParallel, type HistoryInput, parseHistory, prepareRequest, triggered } from './request-history.js';
 
+/** What a strategy's result carries beyond the generic fields (fit's `FitResult`: a summary to prepare, the one spliced in). */
+export type Beyond<R> = Partial<Omit<R, keyof StrategyResult<unknown>>>;
+
 /** A strategy endpoint's answer: the contract's common response fields, with the strategy's own fields in `extra`. */
-export type StrategyResponse<Extra> = z.output<z.ZodObject<typeof StrategyResponseFields>> & {
+export type StrategyResponse<Extra, R = StrategyResult<Extra>> = z.output<z.ZodObject<typeof StrategyResponseFields>> & {
   /** The error code of a summarizer failure the strategy recovered from; for the metrics, not a response field. */
   failure?: ErrorCode;
-  /** A summary to prepare off the request path, and the prepared one spliced in (fit); not response fields. */
-  prepare?: PrepareRequest;
-  spliced?: string;
+  /** What the strategy asks of the service off the request path (`Beyond`), handed on as it is; not response fields. */
+  after: Beyond<R>;
   /**
    * For each output message, the input message it is (kept or edited), or -1 for one written anew:
    * how the proxy keeps a conversation's upstream history in the client's terms. Not a response field.
@@ -44,6 +46,18 @@ export type StrategyResponse<Extra> = z.output<z.ZodObject<typeof StrategyRespon
   sources: number[];
   extra: Extra;
 };
+
+/** What `out` carries beyond the generic result fields. */
+function beyond<R extends StrategyResult<unknown>>(out: R): Beyond<R> {
+  const { plan, warnings, reason, bestEffort, usage, fallback, failure, extra, ...rest } = out;
+  return rest;
+}
+
+/** The prepared summary a result spliced in (fit's), if any. */
+function splicedOf(after: object): string | undefined {
+  const { spliced } = after as { spliced?: unknown };
+  return typeof spliced === 'string' ? spliced : undefined;
+}
 
 /** Logs what happened, never what was said: counts, codes and rule names only. */
 export interface CompactorLogger {
@@ -57,6 +71,8 @@ export interface CompactorOptions {
   store?: ArtifactStore;
   /** How long offloaded originals live (default 7 days). */
   artifactTtlSeconds?: number;
+  /** Most bytes of originals one expand restores (`COMPACTOR_EXPAND_MAX_BYTES`); 0 or unset: no cap. */
+  expandMaxBytes?: number;
   logger?: CompactorLogger;
   /** The clock, in milliseconds since the epoch. */
   now?: () => number;
@@ -121,6 +137,7 @@ export class Compactor {
     this.artifacts = new ArtifactService({
       store: options.store,
       ttlSeconds: options.artifactTtlSeconds ?? 7 * 24 * 3600,
+      expandMaxBytes: options.expandMaxBytes ?? 0,
       logger: options.logger,
       now: options.now ?? Date.now,
     });
@@ -145,6 +162,7 @@ export class Compactor {
    * from the request's own `artifacts` (what `store: "inline"` returned), and names the ones that are not.
    * An inline `content` nested deeper than `MAX_DEPTH` is a 400 `CMP_ERR_REQUEST_TOO_DEEP` naming
    * it: it is hashed and restored, both recursive (no original the service returned is that deep).
+   * `reserve` counts the bytes it restores against the in-flight limit (where the HTTP layer has one).
    */
   async expand(
     req: {
@@ -153,12 +171,13 @@ export class Compactor {
       artifacts?: { id: string; content?: unknown }[] | undefined;
     },
     caller: Caller = this.shared,
+    reserve?: (bytes: number) => void,
   ): Promise<ExpandResult & { format: string }> {
     const { format } = parseHistory(req);
     req.artifacts?.forEach((a, i) => {
       checkDepth(a.content, `artifacts[${i}].content`);
     });
-    return { ...(await this.artifacts.expand(caller, format, req.messages, req.artifacts)), format: format.name };
+    return { ...(await this.artifacts.expand(caller, format, req.messages, req.artifacts, reserve)), format: format.name };
   }
 
   /** `GET /v1/artifacts/{id}`: one of the caller's originals; 404 when unknown, expired or another's. */
@@ -194,12 +213,12 @@ export class Compactor {
    * Runs a strategy: trigger check, the strategy itself, then the format's rules over its output.
    * An output that breaks a rule is never returned (500 `CMP_ERR_INTERNAL_INVALID_OUTPUT`).
    */
-  async run<O extends z.ZodObject, E>(
-    strategy: Strategy<O, E>,
+  async run<O extends z.ZodObject, E, R extends StrategyResult<E>>(
+    strategy: Strategy<O, E, z.ZodRawShape, R>,
     req: HistoryInput,
     options: z.output<O>,
     call: RunOptions = {},
-  ): Promise<StrategyResponse<E>> {
+  ): Promise<StrategyResponse<E, R>> {
     const { signal } = call;
     const caller = call.caller ?? this.shared;
     const h = prepareRequest(req, this.counter);
@@ -212,7 +231,7 @@ export class Compactor {
       counting: h.counting,
       tokenizer: h.profile.tokenizer,
     });
-    const unchanged = (reason: ReasonCode, warnings: Warning[], extra: E, usage?: BilledUsage): StrategyResponse<E> => ({
+    const unchanged = (reason: ReasonCode, warnings: Warning[], extra: E, usage?: BilledUsage): StrategyResponse<E, R> => ({
       messages: req.messages,
       format: h.format.name,
       applied: false,
@@ -222,6 +241,7 @@ export class Compactor {
       actions: keepAll(h.items.length),
       warnings,
       sources: req.messages.map((_, i) => i),
+      after: {},
       extra,
     });
     strategy.check?.(options, { profile: h.profile, summarizer: this.summarizer });
@@ -249,14 +269,17 @@ export class Compactor {
       ...(signal ? { signal } : {}),
       ...(prepared ? { prepared } : {}),
     });
-    const warnings = [...early, ...out.warnings, ...(dryRun ? [] : await this.cacheQuietly(caller, out.bestEffort))];
-    const failure = {
-      ...(out.failure ? { failure: out.failure } : {}),
-      ...(out.prepare && !dryRun ? { prepare: out.prepare } : {}),
-      ...(out.spliced ? { spliced: out.spliced } : {}),
-    };
+    const internal = { ...(out.failure ? { failure: out.failure } : {}), after: beyond(out) };
+    const billed = await this.billOnce(caller, out.usage, splicedOf(internal.after));
+    const warnings = [
+      ...early,
+      ...out.warnings,
+      ...billed.warnings,
+      ...(dryRun ? [] : await this.cacheQuietly(caller, out.bestEffort)),
+    ];
+    // Not response fields: the failure the metrics count, and what the strategy asks of the service.
     if (out.reason || !out.plan)
-      return { ...unchanged(out.reason ?? 'nothing_to_reduce', warnings, out.extra(undefined), out.usage), ...failure };
+      return { ...unchanged(out.reason ?? 'nothing_to_reduce', warnings, out.extra(undefined), billed.usage), ...internal };
     const applied = applyPlan(h, out.plan, (m) => this.counter.countMessage(h.format, h.profile, m));
     this.checkOutput(strategy.kind, h.format, applied.messages);
     if (!dryRun) await this.artifacts.persist(caller, applied.offload);
@@ -267,17 +290,43 @@ export class Compactor {
       applied: !dryRun,
       ...(dryRun ? { reason: 'dry_run' } : {}),
       tokens: tokens(saved),
-      usage: withTotal(out.usage),
+      usage: withTotal(billed.usage),
       actions: applied.actions,
       warnings,
       sources: dryRun ? req.messages.map((_, i) => i) : applied.sources,
       ...(out.fallback ? { fallback: out.fallback } : {}),
-      ...failure,
+      ...internal,
       extra: out.extra(applied),
     };
   }
 
   /** Writes the summary-cache entries a strategy made, if the store answers; a warning when it does not. */
+  /**
+   * A prepared summary spliced in is billed to one response: the first to claim it in the store.
+   * Concurrent responses all read it unbilled from the index; the others take its usage out of
+   * their totals (`usage.prepared` all 0) and say so.
+   */
+  private async billOnce(
+    caller: Caller,
+    usage: BilledUsage | undefined,
+    spliced: string | undefined,
+  ): Promise<{ usage: BilledUsage | undefined; warnings: Warning[] }> {
+    const made = usage?.prepared;
+    if (!usage || !made || !spliced || made.calls === 0 || (await this.artifacts.claim(caller, `prepared:${spliced}`))) {
+      return { usage, warnings: [] };
+    }
+    const rest = {
+      input_tokens: usage.input_tokens - made.input_tokens,
+      output_tokens: usage.output_tokens - made.output_tokens,
+      cached_input_tokens: usage.cached_input_tokens - made.cached_input_tokens,
+      calls: usage.calls - made.calls,
+    };
+    return {
+      usage: { ...rest, model: rest.calls > 0 ? usage.model : null, prepared: withTotal({ ...NO_BILLED, model: made.model }) },
+      warnings: [{ code: 'prepared_already_billed', message: `the prepared summary ${spliced} was billed to another response` }],
+    };
+  }
+
   private async cacheQuietly(caller: Caller, entries: StrategyResult<unknown>['bestEffort']): Promise<Warning[]> {
     if (!entries || !(await this.artifacts.persistQuietly(caller, entries))) return [];
     return [{ code: 'cache_not_written', message: 'the summary cache could not be written: the store did not answer' }];

@@ -28,6 +28,7 @@ export async function createCompactor(config: Config, deps: CompactorDeps): Prom
     secret: deps.secret,
     logger: deps.logger,
     artifactTtlSeconds: config.COMPACTOR_ARTIFACT_TTL_SECONDS,
+    expandMaxBytes: config.COMPACTOR_EXPAND_MAX_BYTES ?? config.COMPACTOR_BODY_LIMIT,
     summarizer: await createSummarizer(config, counter, deps.summarizerSlots),
     ...installedPrices(config.COMPACTOR_PRICES_FILE, config.COMPACTOR_SUMMARIZER_PRICING),
   });

@@ -3,11 +3,12 @@ import type { ReasonCode } from '../contract/codes.js';
 import type { ArtifactRefSchema } from '../contract/parts.js';
 import type { CostReport } from '../cost/model.js';
 import type { ErrorCode } from '../errors.js';
+import type { Warning } from '../history/types.js';
 import { ExpandRequest, ExpandResponse } from '../schemas/artifacts.js';
-import { STRATEGY_SCHEMAS } from '../schemas/strategies.js';
+import { STRATEGY_SCHEMAS, type StrategySchemas } from '../schemas/strategies.js';
 import { TokensRequest, TokensResponse, ValidateRequest, ValidateResponse } from '../schemas/tokens.js';
-import { STRATEGIES, type StrategyKind } from '../strategies/registry.js';
-import type { PreparedContext, PrepareRequest, Strategy } from '../strategies/types.js';
+import { STRATEGIES, STRATEGY_KINDS, type StrategyKind } from '../strategies/registry.js';
+import type { PreparedContext, PrepareRequest, Strategy, StrategyResult } from '../strategies/types.js';
 import type { Caller } from './artifacts.js';
 import type { Compactor, StrategyResponse } from './compactor.js';
 import { checkBody } from './request-body.js';
@@ -19,6 +20,11 @@ export interface Call {
   readonly caller: Caller;
   /** The caller's prepared summaries, where the service makes them (fit only). */
   readonly prepared?: PreparedContext | undefined;
+  /**
+   * Counts bytes the call will produce beyond its body (an expand's restored originals) against
+   * the in-flight limit; throws 503 past it. Only where the HTTP layer admits it (the main thread).
+   */
+  readonly reserve?: ((bytes: number) => void) | undefined;
 }
 
 /**
@@ -57,6 +63,25 @@ export interface Outcome {
   sources?: number[];
 }
 
+/** The caller's prepared summaries as an operation uses them (`PreparedSummaries`, kept by the main thread). */
+export interface PreparedStore {
+  context(scope: string): Promise<PreparedContext>;
+  /** Warnings for the response: what could not be handed on (a job queue that did not answer). */
+  after(scope: string, outcome: Pick<Outcome, 'prepare' | 'spliced'>): Promise<Warning[]>;
+}
+
+/**
+ * Where an operation's work runs (in line or on a worker thread) with what only the main thread
+ * holds: given the caller's prepared summaries, and handing the preparer what it asked for.
+ */
+export type Around = <R extends Pick<Outcome, 'prepare' | 'spliced'> & { value?: unknown }>(
+  preparer: PreparedStore,
+  scope: string,
+  /** The checked body, or undefined when it is left raw for a worker thread. */
+  input: unknown,
+  work: (prepared: PreparedContext | undefined) => Promise<R>,
+) => Promise<R>;
+
 /** One POST endpoint's work, free of HTTP: its schemas and what it runs, typed by its body schema. */
 export interface Operation<
   Body extends z.ZodType = z.ZodType,
@@ -72,17 +97,42 @@ export interface Operation<
   run(compactor: Compactor, body: z.output<Body>, call: Call): Promise<Outcome>;
   /** Checks a parsed body and runs it (a worker thread's path, tests). */
   perform(compactor: Compactor, raw: unknown, call: Call): Promise<Outcome>;
+  /** Runs the work of one call, where it runs, with the caller's prepared summaries if it uses them. */
+  readonly around: Around;
 }
 
-/** An operation from its schemas and its work; `perform` validates first. */
+/**
+ * Whether a fit may use prepared summaries: not with `prepare.enabled: false` nor in a dry run,
+ * so that such a call never waits for their index. A body left raw for a worker thread may.
+ */
+function mayPrepare(input: unknown): boolean {
+  const b = input as { prepare?: { enabled?: boolean }; dry_run?: boolean } | undefined;
+  return b?.prepare?.enabled !== false && b?.dry_run !== true;
+}
+
+/**
+ * Fit's: the caller's prepared summaries before, and what it asked to prepare and spliced in
+ * after; what could not be handed on joins the response's warnings (a response serialized on a
+ * worker thread has them logged by the preparer instead).
+ */
+const withPrepared: Around = async (preparer, scope, input, work) => {
+  const outcome = await work(mayPrepare(input) ? await preparer.context(scope) : undefined);
+  const late = await preparer.after(scope, outcome);
+  const value = outcome.value as { warnings?: unknown[] } | undefined;
+  if (late.length > 0) value?.warnings?.push(...late);
+  return outcome;
+};
+
+/** An operation from its schemas, its work and what that needs around it (most: nothing); `perform` validates first. */
 function operation<Url extends string, Body extends z.ZodType, Response extends z.ZodType>(
   url: Url,
   body: Body,
   response: Response,
   run: Operation<Body, Response>['run'],
+  around: Around = (_preparer, _scope, _input, work) => work(undefined),
 ): Operation<Body, Response, Url> {
   const check = (raw: unknown) => checkBody(body, raw);
-  return { url, body, response, check, run, perform: (compactor, raw, call) => run(compactor, check(raw), call) };
+  return { url, body, response, check, run, perform: (compactor, raw, call) => run(compactor, check(raw), call), around };
 }
 
 type ArtifactRef = z.output<typeof ArtifactRefSchema>;
@@ -94,15 +144,15 @@ interface ReportedExtra {
   cost?: CostReport | undefined;
 }
 
-async function runStrategy<O extends z.ZodObject, E extends object>(
+async function runStrategy<O extends z.ZodObject, E extends object, R extends StrategyResult<E>>(
   compactor: Compactor,
   kind: StrategyKind,
-  strategy: Strategy<O, E>,
+  strategy: Strategy<O, E, z.ZodRawShape, R>,
   request: HistoryInput & z.output<O>,
   call: Call,
 ): Promise<Outcome> {
   const answer = await compactor.run(strategy, request, request, call);
-  const { extra, failure, prepare, spliced, sources, ...result } = answer;
+  const { extra, failure, after, sources, ...result } = answer;
   const x: ReportedExtra = extra;
   const dryRun = request.dry_run === true;
   const report: Report = {
@@ -129,40 +179,39 @@ async function runStrategy<O extends z.ZodObject, E extends object>(
       summarizer: c.summarizer_cost,
     };
   }
-  return {
-    value: { ...result, ...extra },
-    report,
-    sources,
-    ...(prepare ? { prepare } : {}),
-    ...(spliced ? { spliced } : {}),
-  };
+  return { value: { ...result, ...extra }, report, sources, ...after };
 }
 
-const { window, compact, summarize, fit } = STRATEGY_SCHEMAS;
+/** What a strategy's operation runs with besides its schemas and its strategy: fit's prepared summaries. */
+const AROUND: { readonly [K in StrategyKind]?: Around } = { fit: withPrepared };
+
+type StrategyOperations = {
+  [K in StrategyKind as `/v1/${K}`]: Operation<StrategySchemas<K>['request'], StrategySchemas<K>['response'], `/v1/${K}`>;
+};
+
+/** `POST /v1/{kind}` for every strategy, in the registry's order. */
+function strategyOperations(): StrategyOperations {
+  const entries = STRATEGY_KINDS.map((kind) => {
+    const { request, response } = STRATEGY_SCHEMAS[kind];
+    const strategy = STRATEGIES[kind] as Strategy<z.ZodObject, object>;
+    const run = (c: Compactor, body: HistoryInput, call: Call) => runStrategy(c, kind, strategy, body, call);
+    return [`/v1/${kind}`, operation(`/v1/${kind}`, request, response, run, AROUND[kind])];
+  });
+  return Object.fromEntries(entries) as StrategyOperations;
+}
 
 /**
- * Every POST endpoint, by URL, written out: the routes register these entries, and a worker
- * thread performs the same ones for large bodies, so both paths validate, run and answer alike.
+ * Every POST endpoint, by URL: the routes register these entries, and a worker thread performs
+ * the same ones for large bodies, so both paths validate, run and answer alike.
  */
 export const OPERATIONS = {
-  '/v1/window': operation('/v1/window', window.request, window.response, (c, body, call) =>
-    runStrategy(c, 'window', STRATEGIES.window, body, call),
-  ),
-  '/v1/compact': operation('/v1/compact', compact.request, compact.response, (c, body, call) =>
-    runStrategy(c, 'compact', STRATEGIES.compact, body, call),
-  ),
-  '/v1/summarize': operation('/v1/summarize', summarize.request, summarize.response, (c, body, call) =>
-    runStrategy(c, 'summarize', STRATEGIES.summarize, body, call),
-  ),
-  '/v1/fit': operation('/v1/fit', fit.request, fit.response, (c, body, call) =>
-    runStrategy(c, 'fit', STRATEGIES.fit, body, call),
-  ),
+  ...strategyOperations(),
   '/v1/tokens': operation('/v1/tokens', TokensRequest, TokensResponse, async (c, body) => ({ value: c.tokens(body) })),
   '/v1/validate': operation('/v1/validate', ValidateRequest, ValidateResponse, async (c, body) => ({
     value: c.validate(body),
   })),
   '/v1/expand': operation('/v1/expand', ExpandRequest, ExpandResponse, async (c, body, call) => ({
-    value: await c.expand(body, call.caller),
+    value: await c.expand(body, call.caller, call.reserve),
   })),
 };
 

@@ -108,9 +108,9 @@ interface Stored extends PreparedRange {
  * replica runs one, once per range, a dead replica's job is taken over), and each caller's index
  * of ranges is one hash and one sorted set (`<prefix>:ranges:{<scope>}`, with `:order`), the newest
  * `perScope` kept, expiring a TTL after the last add. A range's state is its job's; it is billed
- * once across replicas, by the response whose splice first sets its `b:` field. Two responses
- * that splice it at the same moment on two replicas may both show its usage (each read the index
- * before either billed); the counters count it once.
+ * once across replicas: responses that splice it at the same moment (each read the index before
+ * either reported back) claim it in the store, and only the first bills it; the counters count
+ * it once, by the `b:` field the first report sets.
  */
 export class RedisPreparer implements PreparedSummaries {
   private readonly perScope: number;

@@ -1,6 +1,7 @@
+import PQueue from 'p-queue';
 import { CompactorError } from '../errors.js';
 import type { Warning } from '../history/types.js';
-import { EmbeddedJobQueue, type JobEvent, type JobQueue, MemoryJobRecords, PermanentJobError } from '../jobs/index.js';
+import { PermanentJobError } from '../jobs/index.js';
 import { STRATEGIES } from '../strategies/registry.js';
 import type { BilledUsage, PreparedContext, PrepareRequest } from '../strategies/types.js';
 import type { Compactor } from './compactor.js';
@@ -28,6 +29,8 @@ interface Entry {
   billed: boolean;
   readonly created: number;
   error?: string;
+  /** The job's `/v1/summarize` body as JSON until it settles (held once, here), then undefined. */
+  body: string | undefined;
 }
 
 /** A prepared summary's job data: the caller's scope and the `/v1/summarize` body. */
@@ -36,8 +39,11 @@ export interface Job {
   body: Record<string, unknown>;
 }
 
-/** What happened to prepared summaries, for the metrics: with the tokens their summarizer calls cost. */
-export type PrepareEvent = 'prepared' | 'spliced' | 'wasted' | 'failed';
+/**
+ * What happened to prepared summaries, for the metrics: with the tokens their summarizer calls
+ * cost. `dropped`: one dropped before it ran (the queue was full, or its range left the index).
+ */
+export type PrepareEvent = 'prepared' | 'spliced' | 'wasted' | 'failed' | 'dropped';
 
 /** What a request reports back: the range it asked to prepare, the prepared summary it spliced in. */
 export interface PrepareOutcome {
@@ -71,8 +77,13 @@ export interface PreparerOptions {
   perScope?: number;
   /** Prepared summaries kept in all. */
   maxEntries?: number;
+  /** Embedded: jobs waiting to be made, at most (the oldest are dropped for a new one): 16 by default. */
+  maxQueued?: number;
+  /** Embedded: bytes of the `/v1/summarize` bodies of those jobs, at most: 48 MiB by default (a body at the 32 MiB request limit fits). */
+  maxQueuedBytes?: number;
   onEvent?: (event: PrepareEvent, tokens: number) => void;
-  onJob?: (event: JobEvent) => void;
+  /** The wait before the one retry of a failed job, ms: 1000 by default. */
+  backoffMs?: number;
 }
 
 export const tokensOf = (u: Usage | undefined) => u?.total_tokens ?? 0;
@@ -96,28 +107,31 @@ export async function summarizeFor(compactor: Compactor, job: Job, signal: Abort
 
 /**
  * Prepared summaries (issue 22, embedded): the summaries fit asks for ahead of need, made off the
- * request path on an in-process job queue (one run per range, one retry with backoff) by the same
- * `/v1/summarize` operation a client would call, as the caller who asked. What it makes lands in
- * the summary cache (the store), where the request that needs it finds it; this object keeps the
- * caller's index of ranges (scope, prefix, range, state) that fit matches a later history against,
- * and bills each summary once, to the response that splices it in. One per process, on the main
- * thread: requests run on worker threads get the caller's entries with their task and report back.
+ * request path by the same `/v1/summarize` operation a client would call, as the caller who
+ * asked, at most `concurrency` at once (p-queue), one retry after a backoff. What it makes lands
+ * in the summary cache (the store), where the request that needs it finds it. The state is kept
+ * once, here: each caller's index of ranges (scope, prefix, range, state, usage) that fit matches
+ * a later history against, with the body of each job until it settles. It bills each summary
+ * once, to the response that splices it in. One per process, on the main thread: requests run on
+ * worker threads get the caller's entries with their task and report back. A restart forgets
+ * everything: the next call that finds a summary due prepares again.
  */
 export class Preparer implements PreparedSummaries {
   private readonly entries = new Map<string, Entry>();
-  private readonly queue: JobQueue<Job, Usage>;
+  private readonly queue: PQueue;
+  /** Keys of the entries whose jobs wait for a slot (not running yet), oldest first, with their bytes. */
+  private readonly waiting = new Map<string, number>();
+  private waitingBytes = 0;
+  private readonly retries = new Set<NodeJS.Timeout>();
+  /** The running attempts' signals (`close` aborts them). */
+  private readonly running = new Set<AbortController>();
+  private closing = false;
 
   constructor(
     private readonly compactor: Compactor,
     private readonly options: PreparerOptions,
   ) {
-    this.queue = new EmbeddedJobQueue<Job, Usage>({
-      processor: (job, context) => this.make(job, context.id, context.signal),
-      records: new MemoryJobRecords(options.maxEntries ?? 10_000),
-      concurrency: options.concurrency,
-      ttlSeconds: 24 * 3600,
-      ...(options.onJob ? { listener: options.onJob } : {}),
-    });
+    this.queue = new PQueue({ concurrency: options.concurrency });
   }
 
   async context(scope: string): Promise<PreparedContext> {
@@ -132,14 +146,18 @@ export class Preparer implements PreparedSummaries {
   /** Starts preparing a range fit asked for, unless it is known already. */
   add(scope: string, request: PrepareRequest): void {
     const key = `${scope}\0${request.id}`;
-    if (this.entries.has(key)) return;
+    if (this.entries.has(key) || this.closing) return;
     const { body, ...range } = request;
-    this.entries.set(key, { scope, range, state: 'started', usage: undefined, billed: false, created: Date.now() });
+    const text = JSON.stringify(body);
+    const bytes = Buffer.byteLength(text);
+    const entry: Entry = { scope, range, state: 'started', usage: undefined, billed: false, created: Date.now(), body: text };
+    this.entries.set(key, entry);
     this.bound(scope);
-    this.queue.add(key, { scope, body }).catch(() => {
-      const entry = this.entries.get(key);
-      if (entry) entry.state = 'failed';
-    });
+    if (!this.makeRoom(bytes)) {
+      this.drop(key, 'CMP_ERR_OVERLOADED');
+      return;
+    }
+    this.schedule(key, entry, bytes, 1);
   }
 
   async after(scope: string, outcome: PrepareOutcome): Promise<Warning[]> {
@@ -171,24 +189,96 @@ export class Preparer implements PreparedSummaries {
     };
   }
 
-  close(deadlineMs?: number): Promise<void> {
-    return this.queue.close(deadlineMs);
+  /**
+   * Stops taking jobs; waiting ones and pending retries are dropped (a restart redoes them on the
+   * next request), running ones get `deadlineMs` (10 s by default) to finish, then their signals abort.
+   */
+  async close(deadlineMs = 10_000): Promise<void> {
+    this.closing = true;
+    this.queue.clear();
+    for (const timer of this.retries) clearTimeout(timer);
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, deadlineMs);
+    });
+    await Promise.race([this.queue.onIdle(), deadline]);
+    clearTimeout(timer);
+    for (const controller of this.running) controller.abort();
   }
 
-  /** The job, with the entry's state kept along. */
-  private async make(job: Job, key: string, signal: AbortSignal): Promise<Usage> {
-    const entry = this.entries.get(key);
-    if (entry) entry.state = 'running';
-    try {
-      const usage = await summarizeFor(this.compactor, job, signal);
-      if (entry) Object.assign(entry, { state: 'ready', usage });
-      this.options.onEvent?.('prepared', tokensOf(usage));
-      return usage;
-    } catch (error) {
-      if (entry) Object.assign(entry, { state: 'failed', error: (error as Error).message });
-      this.options.onEvent?.('failed', 0);
-      throw error;
+  /** Queues attempt `attempt` of the entry's job; a waiting one holds `bytes` of the queue's bound. */
+  private schedule(key: string, entry: Entry, bytes: number, attempt: number): void {
+    if (attempt === 1) {
+      this.waiting.set(key, bytes);
+      this.waitingBytes += bytes;
     }
+    this.queue.add(() => this.make(key, entry, attempt)).catch(() => {});
+  }
+
+  /**
+   * One attempt of a job, the entry's state kept along. One dropped before it ran (its range left
+   * the index, or the queue was full) makes nothing: no summarizer call for a range no call can
+   * splice. A failure other than a permanent one is retried once, after `backoffMs`.
+   */
+  private async make(key: string, entry: Entry, attempt: number): Promise<void> {
+    this.unwait(key);
+    const text = entry.body;
+    if (text === undefined || this.entries.get(key) !== entry || this.closing) return;
+    entry.state = 'running';
+    const controller = new AbortController();
+    this.running.add(controller);
+    try {
+      const usage = await summarizeFor(this.compactor, { scope: entry.scope, body: JSON.parse(text) }, controller.signal);
+      Object.assign(entry, { state: 'ready', usage, body: undefined, error: undefined });
+      this.options.onEvent?.('prepared', tokensOf(usage));
+    } catch (error) {
+      Object.assign(entry, { state: 'failed', error: (error as Error).message });
+      if (attempt < 2 && !(error instanceof PermanentJobError) && !this.closing) {
+        const timer = setTimeout(() => {
+          this.retries.delete(timer);
+          this.schedule(key, entry, 0, attempt + 1);
+        }, this.options.backoffMs ?? 1000);
+        timer.unref();
+        this.retries.add(timer);
+        return;
+      }
+      entry.body = undefined;
+      this.options.onEvent?.('failed', 0);
+    } finally {
+      this.running.delete(controller);
+    }
+  }
+
+  /**
+   * Drops the oldest waiting jobs until one of `bytes` fits under `maxQueued` and `maxQueuedBytes`
+   * (a slow summarizer must not pile up histories); false when it cannot fit at all.
+   */
+  private makeRoom(bytes: number): boolean {
+    const maxCount = this.options.maxQueued ?? 16;
+    const maxBytes = this.options.maxQueuedBytes ?? 48 * 1024 * 1024;
+    if (bytes > maxBytes) return false;
+    for (const key of this.waiting.keys()) {
+      if (this.waiting.size < maxCount && this.waitingBytes + bytes <= maxBytes) break;
+      this.drop(key, 'CMP_ERR_OVERLOADED');
+    }
+    return true;
+  }
+
+  /** A job dropped before it ran: its body released, its entry (if kept) failed with `error`, counted. */
+  private drop(key: string, error: string): void {
+    this.unwait(key);
+    const entry = this.entries.get(key);
+    if (entry) Object.assign(entry, { state: 'failed', error, body: undefined });
+    this.options.onEvent?.('dropped', 0);
+  }
+
+  /** The job no longer waits for a slot (it runs, or was dropped); whether it was waiting. */
+  private unwait(key: string): boolean {
+    const bytes = this.waiting.get(key);
+    if (bytes === undefined) return false;
+    this.waiting.delete(key);
+    this.waitingBytes -= bytes;
+    return true;
   }
 
   /** Keeps at most `perScope` entries per caller and `maxEntries` in all, oldest first; an unspliced ready one is wasted. */
@@ -201,6 +291,9 @@ export class Preparer implements PreparedSummaries {
       if (mine <= perScope && this.entries.size <= max) break;
       if (e.scope !== scope && this.entries.size <= max) continue;
       if (e.state === 'ready' && !e.billed) this.options.onEvent?.('wasted', tokensOf(e.usage));
+      // Its job, if it has not started, never will: nothing could splice what it would make.
+      if (this.unwait(key)) this.options.onEvent?.('dropped', 0);
+      e.body = undefined;
       this.entries.delete(key);
       if (e.scope === scope) mine--;
     }

@@ -30,6 +30,8 @@ export class MemoryStore implements ArtifactStore {
   private evicted = 0;
   private nextSweep = 0;
   private installed: string | undefined;
+  /** `claim`'s claims, keyed as `entries`, with their expiry. */
+  private readonly claims = new Map<string, number>();
 
   constructor(options: StoreOptions = {}) {
     this.maxBytes = options.maxBytes ?? 0;
@@ -81,6 +83,7 @@ export class MemoryStore implements ArtifactStore {
 
   private sweep(now: number): void {
     for (const [key, entry] of this.entries) if (entry.artifact.expires_at <= now) this.remove(key, entry);
+    for (const [key, expires] of this.claims) if (expires <= now) this.claims.delete(key);
     this.nextSweep = now + 60_000;
   }
 
@@ -122,6 +125,15 @@ export class MemoryStore implements ArtifactStore {
     return this.installed;
   }
 
+  /** One thread owns the map, and nothing is awaited between the check and the set: atomic. */
+  async claim(scope: string, id: string, ttlSeconds: number, now: number): Promise<boolean> {
+    const key = `${scope}\0${id}`;
+    if ((this.claims.get(key) ?? 0) > now) return false;
+    if (now >= this.nextSweep) this.sweep(now);
+    this.claims.set(key, now + ttlSeconds * 1000);
+    return true;
+  }
+
   async ping(): Promise<boolean> {
     return true;
   }
@@ -134,6 +146,7 @@ export class MemoryStore implements ArtifactStore {
 
   async close(): Promise<void> {
     this.entries.clear();
+    this.claims.clear();
     this.bytes = 0;
   }
 }

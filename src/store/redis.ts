@@ -179,6 +179,12 @@ export class RedisStore implements ArtifactStore {
     }
   }
 
+  /** One `SET NX PX`: Redis answers OK to the first replica that sets the key, nil to the rest. */
+  async claim(scope: string, id: string, ttlSeconds: number): Promise<boolean> {
+    const key = `${this.prefix}claim:${scope}:${id}`;
+    return this.run('claim', async () => (await this.client.set(key, '1', 'PX', ttlSeconds * 1000, 'NX')) === 'OK');
+  }
+
   async ping(): Promise<boolean> {
     try {
       return (await this.client.ping()) === 'PONG';

@@ -2,7 +2,7 @@ import type { MessagePort } from 'node:worker_threads';
 import type { Artifact, ArtifactStore, ArtifactUse, NewArtifact, RecentLimit, StoreUsage } from './types.js';
 import { StoreCapacityError, StoreFailedError, StoreUnavailableError } from './types.js';
 
-type Method = 'put' | 'get' | 'recent' | 'secret' | 'ping' | 'probe';
+type Method = 'put' | 'get' | 'recent' | 'secret' | 'claim' | 'ping' | 'probe';
 
 interface StoreRequest {
   id: number;
@@ -57,6 +57,8 @@ export function serveStore(port: MessagePort, store: ArtifactStore): void {
           return store.recent(a as string, b as string[], c as number, d as RecentLimit);
         case 'secret':
           return store.secret(a as string);
+        case 'claim':
+          return store.claim(a as string, b as string, c as number, d as number);
         case 'probe':
           return store.probe(a as number);
         default:
@@ -117,6 +119,10 @@ export class RemoteStore implements ArtifactStore {
 
   secret(candidate: string): Promise<string> {
     return this.call('secret', [candidate]);
+  }
+
+  claim(scope: string, id: string, ttlSeconds: number, now: number): Promise<boolean> {
+    return this.call('claim', [scope, id, ttlSeconds, now]);
   }
 
   ping(): Promise<boolean> {

@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 
 /** The layout `migrate` leaves, recorded in `PRAGMA user_version`. */
-export const SCHEMA_VERSION = 2;
+export const SCHEMA_VERSION = 3;
 
 /**
  * `content` comes last: SQLite stores a row's columns in order and spills what does not fit in
@@ -57,6 +57,13 @@ const USE = `CREATE TABLE IF NOT EXISTS artifact_use (
     BEGIN DELETE FROM artifact_use WHERE scope = OLD.scope AND id = OLD.id; END`;
 
 /**
+ * Version 3: `claim`'s claims (a prepared summary billed once), one small row each, expiring.
+ * A file of version 2 gains the table; an older service ignores it.
+ */
+const CLAIMS = `CREATE TABLE IF NOT EXISTS claims (
+    scope TEXT NOT NULL, id TEXT NOT NULL, expires_at INTEGER NOT NULL, PRIMARY KEY (scope, id)) WITHOUT ROWID`;
+
+/**
  * Version 0 to 1, the layouts before it: the table of versions before 0.2 (`artifacts`, ids
  * derived from content alone, no scope) is dropped (its ids could be guessed, and any caller could
  * read any row); a `scoped_artifacts` table of the first scoped layout (content before the small
@@ -84,8 +91,9 @@ function toVersion1(db: Database.Database): void {
 /**
  * Brings a database file to `SCHEMA_VERSION`, in one immediate transaction (two processes
  * opening one file at once do it once): the layouts before version 1 (`toVersion1`), then
- * version 2's table of last uses (`USE`). A file of version 1 opens as it is, its rows untouched.
- * An older service opening a version 2 file still works: the triggers keep the new table right.
+ * version 2's table of last uses (`USE`), version 3's claims (`CLAIMS`). A file of version 1 or 2
+ * opens as it is, its rows untouched. An older service opening a newer file still works: the
+ * triggers keep the table of uses right.
  */
 export function migrate(db: Database.Database): void {
   db.transaction(() => {
@@ -93,6 +101,7 @@ export function migrate(db: Database.Database): void {
     if (version >= SCHEMA_VERSION) return;
     if (version < 1) toVersion1(db);
     db.exec(`${USE};
+      ${CLAIMS};
       PRAGMA user_version = ${SCHEMA_VERSION}`);
   }).immediate();
 }

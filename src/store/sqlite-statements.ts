@@ -21,6 +21,10 @@ export interface Statements {
   remove: Database.Statement;
   /** (scope, id): deletes a row of use whose artifact is gone. */
   forget: Database.Statement;
+  /** (scope, id, expires, now): claims a key unless a live claim holds it; one row changed when this call claimed it. */
+  claim: Database.Statement;
+  /** (now): deletes every expired claim. */
+  purgeClaims: Database.Statement;
 }
 
 /** Prepares the statements on a database `migrate` brought to the current layout. */
@@ -44,5 +48,8 @@ export function prepareStatements(db: Database.Database): Statements {
       WHERE (u.last_used, u.scope, u.id) > (?, ?, ?) ORDER BY u.last_used, u.scope, u.id LIMIT ${EVICT_PAGE}`),
     remove: db.prepare('DELETE FROM scoped_artifacts WHERE rowid = ?'),
     forget: db.prepare('DELETE FROM artifact_use WHERE scope = ? AND id = ?'),
+    claim: db.prepare(`INSERT INTO claims (scope, id, expires_at) VALUES (?, ?, ?)
+      ON CONFLICT(scope, id) DO UPDATE SET expires_at = excluded.expires_at WHERE claims.expires_at <= ?`),
+    purgeClaims: db.prepare('DELETE FROM claims WHERE expires_at <= ?'),
   };
 }

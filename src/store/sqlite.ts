@@ -124,6 +124,7 @@ export class SqliteStore implements ArtifactStore {
         }
         if (now >= this.nextPurge) {
           this.sql.purge.run(now);
+          this.sql.purgeClaims.run(now);
           this.nextPurge = now + 60_000;
         }
         return this.evict(new Set(artifacts.map((a) => `${scope}\0${a.id}`)), now);
@@ -258,6 +259,16 @@ export class SqliteStore implements ArtifactStore {
       throw classifySqlite('secret', error);
     }
     return kept() ?? candidate;
+  }
+
+  /** One statement: SQLite runs one writer at a time, so of the threads and processes on the file one claims it. */
+  async claim(scope: string, id: string, ttlSeconds: number, now: number): Promise<boolean> {
+    this.writable();
+    try {
+      return this.sql.claim.run(scope, id, now + ttlSeconds * 1000, now).changes === 1;
+    } catch (error) {
+      throw classifySqlite('claim', error);
+    }
   }
 
   async ping(): Promise<boolean> {

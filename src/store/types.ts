@@ -99,6 +99,12 @@ export interface ArtifactStore {
    * `candidate`, stored now. Replicas sharing a store agree on it; it survives restarts.
    */
   secret(candidate: string): Promise<string>;
+  /**
+   * Claims `id` under `scope` for `ttlSeconds`, atomically across threads and replicas: true for
+   * the one call that claims it first, false while its claim lives. What bills a prepared summary
+   * once when several responses splice it at the same moment.
+   */
+  claim(scope: string, id: string, ttlSeconds: number, now: number): Promise<boolean>;
   /** Whether the store answers reads right now (diagnostics; readiness asks `probe`). */
   ping(): Promise<boolean>;
   /**

@@ -27,7 +27,7 @@ export const CompactOptions = z.strictObject({
     .union([z.number().int().min(0), z.literal('auto')])
     .optional()
     .describe(
-      'do nothing unless at least this many tokens would be freed; "auto": unless the saving pays, over the expected remaining calls, for the cached tokens the compaction rewrites (the cost rule of fit, see the README; `cost.break_even_tokens` says how much would)',
+      'do nothing unless at least this many tokens would be freed; "auto": unless the saving pays, over the expected remaining calls, for the cached tokens the compaction rewrites (the cost rule of fit, see docs/fit.md; `cost.break_even_tokens` says how much would)',
     ),
   store: z
     .enum(['server', 'inline', 'none'])

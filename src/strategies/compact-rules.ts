@@ -94,21 +94,7 @@ export const BUILT_IN_RULES: readonly BuiltIn[] = [
   },
 ];
 
-/** Argument names that carry file contents or patches in write/edit tools: cleared by `clear_tool_inputs`. */
-export const WRITE_TOOLS = new Set([
-  'write',
-  'write_file',
-  'create_file',
-  'edit',
-  'edit_file',
-  'multiedit',
-  'str_replace_editor',
-  'str_replace_based_edit_tool',
-  'apply_patch',
-  'notebookedit',
-  'replace_in_file',
-  'insert',
-]);
+export { WRITE_TOOLS } from '../history/vocabulary.js';
 
 export const DEFAULT_PLACEHOLDER = 'Output of {tool} cleared to save context.';
 export const INPUT_PLACEHOLDER = '[Content saved to file]';

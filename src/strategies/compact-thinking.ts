@@ -15,7 +15,7 @@ export interface Turns {
 
 /**
  * Splits a history into assistant turns. A turn is everything from one real user message to the
- * next (API.md's runs without run ids: a user message that only carries tool results is not a
+ * next (docs/strategies.md's runs without run ids: a user message that only carries tool results is not a
  * turn), so a tool-use loop (assistant, results, assistant, …) is one turn, as Anthropic, Gemini
  * and DeepSeek-style `reasoning_content` servers count it. Messages before the first user
  * message form a turn of their own.

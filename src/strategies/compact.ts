@@ -3,14 +3,16 @@ import type { ReasonCode } from '../contract/codes.js';
 import { ArtifactRefSchema, CostSchema } from '../contract/parts.js';
 import { breakEvenTokens, estimate, worthIt } from '../cost/estimate.js';
 import type { CostReport } from '../cost/model.js';
+import { type Bindings, bindings } from '../history/bindings.js';
 import { type Markers, placeholderMarker as marker } from '../history/markers.js';
 import { applyPlan } from '../history/plan/apply.js';
 import { Draft } from '../history/plan/draft.js';
 import { evaluatePlan } from '../history/plan/evaluate.js';
 import type { ArtifactRef } from '../history/plan/types.js';
 import type { ActionKind, Warning } from '../history/types.js';
+import { clearableArg } from '../history/vocabulary.js';
 import { CompactOptions } from './compact-options.js';
-import { INPUT_PLACEHOLDER, placeholderFor, render, WRITE_TOOLS } from './compact-rules.js';
+import { INPUT_PLACEHOLDER, placeholderFor, render } from './compact-rules.js';
 import { clearThinking } from './compact-thinking.js';
 import { costAsked, modelFor, pricedResult } from './priced.js';
 import { countWith, type PreparedHistory, type Strategy, type StrategyContext, type StrategyResult } from './types.js';
@@ -27,6 +29,8 @@ interface ResultSiteInfo {
   text: string;
   tool: string;
   args: Record<string, unknown> | undefined;
+  /** The call it answers (`Bindings`): what its placeholder is signed for. */
+  binding: string;
   /** Never touched: the newest results, the newest group, excluded tools, earlier placeholders (verified). */
   protected: boolean;
   /** Kept by a rule's `keep_last`: never cleared, but truncated when over `truncate_tokens`. */
@@ -34,7 +38,7 @@ interface ResultSiteInfo {
 }
 
 /** Every tool result, with what compaction needs; one whose placeholder of ours verifies is protected. */
-function resultSites(h: PreparedHistory, o: CompactOptions, markers: Markers): ResultSiteInfo[] {
+function resultSites(h: PreparedHistory, o: CompactOptions, markers: Markers, bound: Bindings): ResultSiteInfo[] {
   const calls = new Map<string, { name: string; args: Record<string, unknown> | undefined }>();
   const sites: ResultSiteInfo[] = [];
   const newest = h.groups[h.groups.length - 1];
@@ -46,6 +50,7 @@ function resultSites(h: PreparedHistory, o: CompactOptions, markers: Markers): R
     for (const r of h.format.resultSites(message)) {
       const call = calls.get(r.callId);
       const tool = call?.name ?? 'unknown';
+      const binding = bound.result(index, r.slot) ?? '';
       sites.push({
         index,
         slot: r.slot,
@@ -53,7 +58,8 @@ function resultSites(h: PreparedHistory, o: CompactOptions, markers: Markers): R
         text: r.text,
         tool,
         args: call?.args,
-        protected: index >= frozenFrom || o.exclude_tools.includes(tool) || !!markers.readPlaceholder('result', r.callId, r.text),
+        binding,
+        protected: index >= frozenFrom || o.exclude_tools.includes(tool) || !!markers.readPlaceholder('result', binding, r.text),
         kept: false,
       });
     }
@@ -110,7 +116,7 @@ class Compaction {
   replace(s: ResultSiteInfo, kind: string, text: (id: string | null, tokens: number) => string): void {
     const original = this.draft.original(s.index, 'result', s.slot, { kind, tool: s.tool, tokens: this.sizeOf(s) });
     const action: ActionKind = kind === 'tool_result_truncated' ? 'truncate' : original.id ? 'offload' : 'clear';
-    const signed = this.ctx.markers.placeholder('result', s.callId, original.id, text(original.id, original.spec.tokens));
+    const signed = this.ctx.markers.placeholder('result', s.binding, original.id, text(original.id, original.spec.tokens));
     if (this.draft.replaceResult(s.index, s.slot, signed, action, original)) this.done.add(s);
   }
 
@@ -120,8 +126,9 @@ class Compaction {
   }
 }
 
+/** What a placeholder ends with: the tool that gives the original back (the text depends on the artifact only, so a prompt cache keeps it). */
 const recall = (id: string | null, tokens: number) =>
-  id ? `(${tokens} tokens offloaded; recall artifact ${id} to see them)` : `(${tokens} tokens cleared)`;
+  id ? `(${tokens} tokens offloaded; call the \`recall\` tool with ${id} to see them)` : `(${tokens} tokens cleared)`;
 
 /** Step 1: an older copy of a newer result becomes a pointer to the newest copy. */
 function dedupe(c: Compaction, sites: readonly ResultSiteInfo[]): void {
@@ -160,7 +167,7 @@ function truncateResults(c: Compaction, sites: readonly ResultSiteInfo[], limit:
     if (s.protected || c.done.has(s) || c.underTarget() || c.sizeOf(s) <= limit) continue;
     c.replace(s, 'tool_result_truncated', (id, tokens) => {
       const { head, tail } = headAndTail(s.text, tokens, limit);
-      const note = id ? `the full output is artifact ${id}` : 'the full output was not kept';
+      const note = id ? `call the \`recall\` tool with ${id} for the full output` : 'the full output was not kept';
       return `${head}\n\n${marker(id)} … ${tokens - limit} of ${tokens} tokens omitted; ${note} …\n\n${tail}`;
     });
   }
@@ -181,10 +188,11 @@ function run(h: PreparedHistory, o: CompactOptions, ctx: StrategyContext): Strat
   const c = new Compaction(h, o, ctx);
   const w = c.draft;
   const warnings: Warning[] = [];
-  const sites = resultSites(h, o, ctx.markers);
+  const bound = bindings(h.format, h.messages);
+  const sites = resultSites(h, o, ctx.markers, bound);
   if (o.dedupe) dedupe(c, sites);
   clearResults(c, sites);
-  if (o.clear_tool_inputs) clearInputs(c, sites);
+  if (o.clear_tool_inputs) clearInputs(c, sites, bound);
   if (o.truncate_tokens !== undefined) truncateResults(c, sites, o.truncate_tokens);
   if (o.clear_thinking) warnings.push(...clearThinking(h, o.clear_thinking.keep_turns, w, c.underTarget));
 
@@ -243,7 +251,7 @@ function finish(c: Compaction, warnings: Warning[]): StrategyResult<CompactExtra
 }
 
 /** Step 3: large arguments of old calls (write/edit tools' contents, any large `content`) are cleared. */
-function clearInputs(c: Compaction, sites: readonly ResultSiteInfo[]): void {
+function clearInputs(c: Compaction, sites: readonly ResultSiteInfo[], bound: Bindings): void {
   const { h, o, ctx, draft: w } = c;
   const underTarget = c.underTarget;
   const protectedCalls = new Set(sites.filter((s) => s.protected || s.kept).map((s) => s.callId));
@@ -253,21 +261,22 @@ function clearInputs(c: Compaction, sites: readonly ResultSiteInfo[]): void {
     if (group && group === h.groups[h.groups.length - 1]) return;
     for (const call of h.format.callSites(h.messages[index])) {
       if (!call.args || protectedCalls.has(call.id) || o.exclude_tools.includes(call.name) || underTarget()) continue;
-      if (ctx.markers.readPlaceholder('call', call.id, JSON.stringify(call.args))) continue;
+      if (ctx.markers.readPlaceholder('call', bound.call(index, call.slot) ?? '', JSON.stringify(call.args))) continue;
       const large = Object.entries(call.args).filter(
-        ([key, value]) =>
-          typeof value === 'string' &&
-          (WRITE_TOOLS.has(call.name.toLowerCase()) || key === 'content') &&
-          tokensOf(ctx, value) >= o.min_tokens,
+        ([key, value]) => clearableArg(call.name, key, value) && tokensOf(ctx, value as string) >= o.min_tokens,
       );
       if (large.length === 0) continue;
       const tokens = large.reduce((sum, [, v]) => sum + tokensOf(ctx, v as string), 0);
       const original = w.original(index, 'call', call.slot, { kind: 'tool_input', tool: call.name, tokens });
       const args = { ...call.args };
       for (const [key, value] of large) {
-        args[key] = `${marker(original.id)} ${INPUT_PLACEHOLDER} (${tokensOf(ctx, value as string)} tokens)`;
+        const tokens = tokensOf(ctx, value as string);
+        args[key] = original.id
+          ? `${marker(original.id)} ${INPUT_PLACEHOLDER} (${tokens} tokens; call the \`recall\` tool with ${original.id} to see them)`
+          : `${marker(original.id)} ${INPUT_PLACEHOLDER} (${tokens} tokens)`;
       }
-      const signed = ctx.markers.placeholderArgs(call.id, original.id, args);
+      // The binding leaves out what clearing changes: the call reads as the same call once cleared, and so do its results.
+      const signed = ctx.markers.placeholderArgs(bound.call(index, call.slot) ?? '', original.id, args);
       w.replaceArgs(index, call.slot, signed, original.id ? 'offload' : 'clear', original);
     }
   });

@@ -3,7 +3,11 @@ import { fitStrategy } from './fit/index.js';
 import { windowStrategy } from './sliding-window.js';
 import { summarizeStrategy } from './summarize/index.js';
 
-/** Every strategy, by kind: the only list of them. Endpoint schemas are derived from it. */
+/**
+ * Every strategy, by kind: the only list of them. Each one's endpoint (`POST /v1/{kind}`) is
+ * derived from it: its schemas (`schemas/strategies.ts`), its operation (`service/operations.ts`)
+ * and its route (`routes/strategies.ts`), in this order.
+ */
 export const STRATEGIES = {
   window: windowStrategy,
   compact: compactStrategy,
@@ -12,3 +16,5 @@ export const STRATEGIES = {
 } as const;
 
 export type StrategyKind = keyof typeof STRATEGIES;
+
+export const STRATEGY_KINDS = Object.keys(STRATEGIES) as StrategyKind[];

@@ -134,21 +134,24 @@ export interface StrategyResult<Extra> {
    * window; fit's summarize stage): the metrics count it. Not a response field.
    */
   failure?: ErrorCode;
-  /** A summary to prepare off the request path (fit); not a response field. */
-  prepare?: PrepareRequest;
-  /** The prepared summary this result spliced in (fit): its id, for the service to count and bill once. */
-  spliced?: string;
   extra(applied: Applied | undefined): Extra;
 }
 
 /**
- * One strategy, one file, one registry line (ARCHITECTURE.md). `options` is a strict zod object
+ * One strategy, one file, one registry line (docs/architecture.md, rule 4). `options` is a strict zod object
  * (an unknown option is an error, never dropped: parsed alone, nested in fit, or as request
  * fields) whose fields join the common request fields in the endpoint's schema, as `response`'s
  * join the common response fields; `idle` gives the extra fields for a response where the strategy
- * did not run (below the trigger). Its endpoint's schemas are made from these; its route (`routes/{kind}.ts`) describes it.
+ * did not run (below the trigger). Its endpoint's schemas are made from these; its route (`routes/strategies.ts`) describes it.
+ * `Result` is what `run` answers: the generic result, or one that carries more for the service
+ * (fit's `FitResult`), which `Compactor.run` hands on as it is.
  */
-export interface Strategy<Options extends z.ZodObject, Extra, Response extends z.ZodRawShape = z.ZodRawShape> {
+export interface Strategy<
+  Options extends z.ZodObject,
+  Extra,
+  Response extends z.ZodRawShape = z.ZodRawShape,
+  Result extends StrategyResult<Extra> = StrategyResult<Extra>,
+> {
   readonly kind: string;
   readonly options: Options;
   /** The strategy's own response fields (joined to the common ones in its endpoint's response schema). */
@@ -160,11 +163,7 @@ export interface Strategy<Options extends z.ZodObject, Extra, Response extends z
    * history's size.
    */
   check?(options: z.output<Options>, env: CheckEnv): void;
-  run(
-    history: PreparedHistory,
-    options: z.output<Options>,
-    ctx: StrategyContext,
-  ): StrategyResult<Extra> | Promise<StrategyResult<Extra>>;
+  run(history: PreparedHistory, options: z.output<Options>, ctx: StrategyContext): Result | Promise<Result>;
 }
 
 /** Actions that keep every message. */

@@ -2,7 +2,7 @@ import { MAX_FACT, scanFacts, trimEnd } from './fact-scan.js';
 import { type ClassCount, renderTrail, type Trail } from './trail.js';
 
 /**
- * The fact guard (STRATEGIES.md, rolling step 6): exact identifiers are extracted from the range
+ * The fact guard (docs/strategies.md, a rolling summary, step 6): exact identifiers are extracted from the range
  * before summarizing, and those the summary dropped are appended under "Key references", so that
  * file paths, URLs, ids, error codes and measured numbers survive summarization verbatim.
  */

@@ -53,7 +53,7 @@ interface Failure {
  */
 const MAX_CHARS_PER_TOKEN = 32;
 
-/** The one place where the SDK's errors become ours (ARCHITECTURE.md, rule 6). */
+/** The one place where the SDK's errors become ours (docs/architecture.md, rule 6). */
 export function translate(error: unknown): Failure {
   const fail = (code: ErrorCode, detail: string, retryable: boolean, after?: number): Failure => ({
     error: new CompactorError(code, detail),

@@ -4,7 +4,7 @@ import { splitTrail, TRAIL_HEADING, trailLine } from '../history/vocabulary.js';
 export { TRAIL_CLASSES };
 
 /**
- * The artifact trail (README, Summarization): what an agent touched in a summarized range, built
+ * The artifact trail (docs/strategies.md, "Summarization"): what an agent touched in a summarized range, built
  * deterministically from the tool calls' structured arguments and the range's text, folded
  * across summaries, and written after the summarizer's prose whatever the prose says.
  */
@@ -216,7 +216,7 @@ function fitMentioned(items: readonly string[], before: readonly string[], room:
 
 /**
  * The trail as written after the prose, within `budget` tokens (estimated at 3 characters a
- * token). What is cut, in this order (README, "Artifact trail"): whole classes from the end of
+ * token). What is cut, in this order (docs/strategies.md, "Artifact trail"): whole classes from the end of
  * `TRAIL_CLASSES` (commands first, then mentioned paths, tests, constraints, errors, URLs, files
  * read, deleted, created, and modified last); in the one class the budget splits, its oldest
  * items first (`fitClass`). A mentioned path that another listed item holds verbatim is not

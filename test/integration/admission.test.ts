@@ -139,6 +139,45 @@ t.test(
   },
 );
 
+/** One assistant message of `count` tool calls, each answered: few messages, most objects inside one. */
+function toolCalls(count: number): unknown[] {
+  const calls = Array.from({ length: count }, (_, i) => ({
+    id: `c${i}`,
+    type: 'function',
+    function: { name: 'bash', arguments: '{}' },
+  }));
+  return [
+    { role: 'user', content: 'go' },
+    { role: 'assistant', content: null, tool_calls: calls },
+  ];
+}
+
+t.test('tool calls and content blocks weigh like messages: many in one message are refused by weight, naming them', async (t) => {
+  const app = await build(t, {
+    COMPACTOR_STORE_URL: 'memory:',
+    COMPACTOR_WORKERS: '0',
+    COMPACTOR_BODY_LIMIT: '200000',
+    COMPACTOR_MAX_INFLIGHT_BYTES: '250000',
+  });
+  // 1,500 tool calls in 110 kB: two messages, but modelled one by one they cost what 1,500 messages do.
+  const calls = await app.inject({ method: 'POST', url: '/v1/tokens', payload: { messages: toolCalls(1500) } });
+  t.equal(calls.statusCode, 413, 'heavier alone than the in-flight limit');
+  t.match(calls.headers['content-type'], /application\/problem\+json/);
+  t.match(calls.json(), { code: 'CMP_ERR_REQUEST_TOO_MANY_MESSAGES', errors: [{ path: 'messages' }] });
+  t.match(calls.json().detail, /1500 content blocks and tool calls/);
+  const parts = Array.from({ length: 2500 }, () => ({ type: 'text', text: 'x' }));
+  const anthropic = await app.inject({
+    method: 'POST',
+    url: '/v1/tokens',
+    payload: { format: 'anthropic', messages: [{ role: 'user', content: parts }] },
+  });
+  t.equal(anthropic.statusCode, 413, 'content parts of one message, Anthropic');
+  t.match(anthropic.json().detail, /2500 content blocks/);
+  const fewer = await app.inject({ method: 'POST', url: '/v1/tokens', payload: { messages: toolCalls(300) } });
+  t.equal(fewer.statusCode, 200, 'fewer calls are served');
+  t.equal(await gauge(app, 'compactor_inflight_bytes'), 0, 'nothing stays reserved');
+});
+
 t.test('messages weigh in the bytes in flight: a small body of many messages waits for a large one', async (t) => {
   const llm = await new FakeOpenAI().start();
   t.teardown(() => llm.stop());
@@ -283,3 +322,65 @@ t.test('a chunked body bound for a saturated worker pool is shed as its bytes ar
   const small = await post(port, '/v1/tokens', JSON.stringify({ messages: history(2000) }), true);
   t.equal(small.status, 200, 'a small chunked body runs on the main thread: not shed');
 });
+
+t.test(
+  'a request refused while its body arrives gives back the room its weight took: one growing beside it is admitted',
+  async (t) => {
+    const app = await build(t, {
+      COMPACTOR_STORE_URL: 'memory:',
+      COMPACTOR_WORKERS: '0',
+      COMPACTOR_BODY_LIMIT: '200000',
+      COMPACTOR_MAX_INFLIGHT_BYTES: '250000',
+    });
+    const { port } = await listen(app);
+    // 800 tool uses in one message: about 40 kB of bytes, about 180 kB of weight.
+    const uses = Array.from({ length: 800 }, (_, i) => ({ type: 'tool_use', id: `t${i}`, name: 'b', input: {} }));
+    const body = Buffer.from(
+      JSON.stringify({
+        format: 'anthropic',
+        messages: [
+          { role: 'user', content: 'go' },
+          { role: 'assistant', content: uses },
+        ],
+      }),
+    );
+    const half = Math.floor(body.length / 2);
+    const open = () => {
+      const req = httpRequest({
+        host: '127.0.0.1',
+        port,
+        method: 'POST',
+        path: '/v1/tokens',
+        headers: { 'content-type': 'application/json' },
+      });
+      const answer = new Promise<number>((resolve, reject) => {
+        req.on('response', (res) => {
+          res.resume();
+          res.on('end', () => resolve(res.statusCode ?? 0));
+        });
+        req.on('error', reject);
+      });
+      return { req, answer };
+    };
+    const until = async (name: string, atLeast: number) => {
+      for (let i = 0; i < 500 && (await gauge(app, name)) < atLeast; i++) await new Promise((r) => setTimeout(r, 10));
+      t.ok((await gauge(app, name)) >= atLeast, `${name} reached ${atLeast}`);
+    };
+    const first = open();
+    first.req.write(body.subarray(0, half));
+    await until('compactor_inflight_bytes', 80_000);
+    const second = open();
+    second.req.write(body.subarray(0, half));
+    await until('compactor_inflight_bytes', 170_000);
+    // The first's second half takes the weight in flight past the limit: refused, but its body is not over.
+    first.req.write(body.subarray(half, body.length - 1));
+    await until('compactor_admission_refused_total', 1);
+    second.req.end(body.subarray(half));
+    t.equal(await second.answer, 200, 'the second fits once the first holds only its bytes');
+    first.req.end(body.subarray(body.length - 1));
+    t.equal(await first.answer, 503, 'the first was refused');
+    for (let i = 0; i < 100 && (await gauge(app, 'compactor_inflight_bytes')) > 0; i++)
+      await new Promise((r) => setTimeout(r, 10));
+    t.equal(await gauge(app, 'compactor_inflight_bytes'), 0, 'every byte is released');
+  },
+);

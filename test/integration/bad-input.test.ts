@@ -2,7 +2,7 @@
  * Malformed input through the real app (`inject()`): every rejection is an RFC 9457 problem with
  * the exact 4xx status, the stable `CMP_ERR_…` code and, when a field is at fault, `errors[0].path`
  * naming it. Never a 500, and the same app keeps serving afterwards. `/v1/validate` answers 200 with
- * violations for histories that parse but break a structural rule (API.md).
+ * violations for histories that parse but break a structural rule (docs/strategies.md, "What every output guarantees").
  */
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import t, { type Test } from 'tap';

@@ -81,7 +81,7 @@ t.test('compact, recall an artifact, expand byte-exact', async (t) => {
 
   const ex = await app.inject({ method: 'POST', url: '/v1/expand', payload: { messages: body.messages } });
   t.equal(ex.statusCode, 200);
-  t.same(ex.json(), { messages: history, format: 'openai-chat', restored: 4, missing: [] });
+  t.same(ex.json(), { messages: history, format: 'openai-chat', restored: 4, missing: [], warnings: [] });
 
   const again = await app.inject({ method: 'POST', url: '/v1/compact', payload: { messages: body.messages, keep_tool_uses: 1 } });
   t.same(again.json().messages, body.messages, 'idempotent');
@@ -300,6 +300,9 @@ t.test('a store that cannot be reached is a 503, and window still works', async 
     recent: async () => {
       throw new StoreUnavailableError('down');
     },
+    claim: async () => {
+      throw new StoreUnavailableError('down');
+    },
     ping: async () => false,
     probe: async () => {},
     usage: () => null,
@@ -333,6 +336,7 @@ t.test('a store that fails for good is a 500 naming the problem, without retry-a
     },
     get: async () => new Map(),
     recent: async () => [],
+    claim: async () => true,
     ping: async () => true,
     probe: async () => {
       if (probeFails)

@@ -1,5 +1,5 @@
 /**
- * Dry runs compute and report everything and change nothing (API.md, `dry_run`): `actions` shows
+ * Dry runs compute and report everything and change nothing (docs/api.md, "Common request fields", `dry_run`): `actions` shows
  * what the real run would do to each message (`summarize`, `rewrite`, `offload`, …), while
  * `messages` stays as it came, no LLM is called and nothing is stored. Only the summaries' own
  * size is unknown before they are written: `tokens.after` estimates it, and says so.

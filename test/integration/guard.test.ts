@@ -1,5 +1,8 @@
+import { request as httpRequest } from 'node:http';
 import t from 'tap';
 import { build } from '../support/app.js';
+import { FakeProvider } from '../support/fake-provider.js';
+import { listen } from '../support/net.js';
 
 const history = { messages: [{ role: 'user', content: 'hello' }] };
 
@@ -193,4 +196,144 @@ t.test('over a real socket: absolute-form and encoded request targets need the k
     /^HTTP\/1\.1 200/,
     'with the key it is served',
   );
+});
+
+/** A request over a real socket with its own `Host` header (fetch may not set one). */
+function withHost(
+  port: number,
+  host: string,
+  method: string,
+  path: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+) {
+  return new Promise<{ status: number; type: string; text: string }>((resolve, reject) => {
+    const payload = body === undefined ? undefined : JSON.stringify(body);
+    const req = httpRequest({
+      host: '127.0.0.1',
+      port,
+      method,
+      path,
+      headers: {
+        host,
+        ...(payload === undefined ? {} : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) }),
+        ...headers,
+      },
+    });
+    req.on('response', (res) => {
+      let text = '';
+      res.on('data', (d) => {
+        text += d;
+      });
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, type: String(res.headers['content-type']), text }));
+    });
+    req.on('error', reject);
+    req.end(payload);
+  });
+}
+
+const anthropicCall = {
+  model: 'claude-opus-4-8',
+  max_tokens: 100,
+  messages: [{ role: 'user', content: 'hello' }],
+};
+const mcpList = { jsonrpc: '2.0', id: 1, method: 'tools/list' };
+const mcpHeaders = { accept: 'application/json, text/event-stream' };
+
+/** Every kind of route: health, metrics, docs and Swagger UI, a /v1 operation, /mcp and the proxy. */
+const ROUTES: [string, string, unknown?, Record<string, string>?][] = [
+  ['GET', '/health/live'],
+  ['GET', '/health/ready'],
+  ['GET', '/metrics'],
+  ['GET', '/openapi.json'],
+  ['GET', '/docs/'],
+  ['POST', '/v1/tokens', history],
+  ['POST', '/mcp', mcpList, mcpHeaders],
+  ['POST', '/anthropic/v1/messages', anthropicCall, { 'x-api-key': 'sk-ant-user', 'anthropic-version': '2023-06-01' }],
+];
+
+t.test('without keys, a Host that is a DNS name not configured is refused with 421 on every route (DNS rebinding)', async (t) => {
+  const fake = await new FakeProvider().start();
+  t.teardown(() => fake.stop());
+  const app = await build(t, {
+    COMPACTOR_STORE_URL: 'memory:',
+    COMPACTOR_UPSTREAM_ANTHROPIC: fake.url,
+    COMPACTOR_ALLOWED_HOSTS: 'compactor.internal, .svc.cluster.local',
+  });
+  const { port } = await listen(app);
+  const legitimate = [
+    `127.0.0.1:${port}`,
+    `localhost:${port}`,
+    `[::1]:${port}`,
+    'LOCALHOST',
+    'compactor:8080',
+    'app.localhost',
+    '10.0.0.7:8080',
+    'compactor.internal',
+    'compactor.default.svc.cluster.local:8080',
+  ];
+  for (const host of legitimate) {
+    for (const [method, path, body, headers] of ROUTES) {
+      const res = await withHost(port, host, method, path, body, headers);
+      t.ok(res.status >= 200 && res.status < 400, `${host} ${method} ${path}: ${res.status}`);
+    }
+  }
+  for (const host of [
+    `evil.example:${port}`,
+    'rebind.127.0.0.1.nip.io',
+    'localhost.attacker.com',
+    'compactor.internal.evil.com',
+  ]) {
+    for (const [method, path, body, headers] of ROUTES) {
+      const res = await withHost(port, host, method, path, body, headers);
+      t.equal(res.status, 421, `${host} ${method} ${path}: 421`);
+      t.match(res.type, /application\/problem\+json/);
+      const problem = JSON.parse(res.text);
+      t.equal(problem.code, 'CMP_ERR_REQUEST_HOST_NOT_ALLOWED');
+      t.ok(problem.detail.includes(JSON.stringify(host)), 'the detail names the Host');
+      t.match(problem.errors, [{ path: 'headers.host' }]);
+    }
+  }
+  t.equal(fake.modelRequests().length, legitimate.length, 'only the legitimate hosts reached the provider');
+});
+
+t.test('with keys the key stands in the way and Host is not checked, unless COMPACTOR_ALLOWED_HOSTS is set', async (t) => {
+  const keyed = await build(t, { COMPACTOR_STORE_URL: 'memory:', COMPACTOR_API_KEYS: 'key-one-0123456789' });
+  const { port } = await listen(keyed);
+  const auth = { authorization: 'Bearer key-one-0123456789' };
+  t.equal(
+    (await withHost(port, 'compactor.example.com', 'POST', '/v1/tokens', history, auth)).status,
+    200,
+    'any name with the key',
+  );
+  t.equal((await withHost(port, 'compactor.example.com', 'POST', '/v1/tokens', history)).status, 401, 'without it, 401');
+  const named = await build(t, {
+    COMPACTOR_STORE_URL: 'memory:',
+    COMPACTOR_API_KEYS: 'key-one-0123456789',
+    COMPACTOR_ALLOWED_HOSTS: 'compactor.example.com',
+  });
+  const { port: namedPort } = await listen(named);
+  t.equal((await withHost(namedPort, 'compactor.example.com', 'POST', '/v1/tokens', history, auth)).status, 200);
+  t.equal((await withHost(namedPort, 'other.example.com', 'POST', '/v1/tokens', history, auth)).status, 421);
+  t.equal((await withHost(namedPort, 'other.example.com', 'GET', '/health/live')).status, 421);
+});
+
+t.test('a name HOST is bound to is served; * serves any name', async (t) => {
+  const bound = await build(t, { COMPACTOR_STORE_URL: 'memory:', HOST: 'compactor.lan' });
+  t.equal((await bound.inject({ method: 'GET', url: '/health/live', headers: { host: 'compactor.lan:8080' } })).statusCode, 200);
+  t.equal((await bound.inject({ method: 'GET', url: '/health/live', headers: { host: 'other.lan' } })).statusCode, 421);
+  const any = await build(t, { COMPACTOR_STORE_URL: 'memory:', COMPACTOR_ALLOWED_HOSTS: '*' });
+  t.equal((await any.inject({ method: 'GET', url: '/health/live', headers: { host: 'other.lan' } })).statusCode, 200);
+});
+
+t.test('COMPACTOR_ALLOWED_HOSTS must list host names: a configuration error naming it otherwise', async (t) => {
+  const { loadConfig } = await import('../../src/config.js');
+  for (const value of ['http://compactor.lan', 'compactor.lan:8080', ' , ', 'a b', 'x/y']) {
+    t.throws(() => loadConfig({ COMPACTOR_ALLOWED_HOSTS: value }), /COMPACTOR_ALLOWED_HOSTS/, JSON.stringify(value));
+  }
+  t.same(loadConfig({ COMPACTOR_ALLOWED_HOSTS: 'A.example, .svc.local,*' }).COMPACTOR_ALLOWED_HOSTS, [
+    'a.example',
+    '.svc.local',
+    '*',
+  ]);
 });

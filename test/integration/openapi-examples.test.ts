@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import t from 'tap';
 import { ERRORS } from '../../src/errors.js';
-import { PROBLEMS } from '../../src/plugins/openapi-examples.js';
+import { PROBLEMS } from '../../src/plugins/external/openapi-examples.js';
 import { build } from '../support/app.js';
 
 type Json = Record<string, unknown>;

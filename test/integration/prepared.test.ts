@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import t from 'tap';
 import { buildWithLlm } from '../support/app.js';
 import { conversation, fit, fitBody, SYSTEM, settled } from '../support/prepared.js';
@@ -243,4 +246,99 @@ t.test('a restarted embedded service prepares again on the next request', async 
   t.equal(again.json.prepared?.state, 'started', 'its queue is in memory: the next request starts it again');
   t.equal((await settled(app, again.json.prepared.id)).state, 'ready');
   t.ok(id.length > 0);
+});
+
+for (const [store, workers] of [
+  ['memory', '0'],
+  ['memory', '1'],
+  ['sqlite', '0'],
+  ['sqlite', '1'],
+] as const) {
+  t.test(`${store}, workers=${workers}: concurrent fits splicing one ready summary bill it once`, async (t) => {
+    const dir = mkdtempSync(join(tmpdir(), 'compactor-bill-'));
+    t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+    const { app, server } = await buildWithLlm(t, {
+      COMPACTOR_STORE_URL: store === 'memory' ? 'memory:' : `sqlite:${join(dir, 'store.db')}`,
+      COMPACTOR_WORKER_MIN_BYTES: workers === '1' ? '1' : '262144',
+    });
+    const a = await fit(app, fitBody([SYSTEM, ...conversation(12)]));
+    const { id } = a.json.prepared;
+    t.equal((await settled(app, id)).state, 'ready');
+    const second = [...a.json.messages, ...conversation(6, 12)];
+    // All three read the index before any reports back: each sees the summary unbilled.
+    const splicers = await Promise.all([1, 2, 3].map(() => fit(app, fitBody(second))));
+    t.same(
+      splicers.map((s) => s.json.prepared?.state),
+      ['spliced', 'spliced', 'spliced'],
+      'all three splice it',
+    );
+    t.equal(server.requests.length, 1, 'with no summarizer call on the request path');
+    const billed = splicers.filter((s) => s.json.usage.prepared?.calls === 1);
+    t.equal(billed.length, 1, 'exactly one response bills it');
+    t.equal(billed[0]?.json.usage.calls, 1, 'in its totals');
+    for (const other of splicers.filter((s) => s !== billed[0])) {
+      t.equal(other.json.usage.total_tokens, 0, 'the others bill nothing');
+      // One that read the index after the bill sees no usage to bill; one that raced it says so.
+      const raced = other.json.usage.prepared !== undefined;
+      t.equal(other.json.usage.prepared?.total_tokens ?? 0, 0, 'usage.prepared, if reported, is 0');
+      t.equal(
+        other.json.warnings.some((w: { code: string }) => w.code === 'prepared_already_billed'),
+        raced,
+        'and says it was billed already',
+      );
+    }
+  });
+}
+
+/** `compactor_prepared_total{event}` as `/metrics` reports it. */
+async function preparedCount(app: Awaited<ReturnType<typeof buildWithLlm>>['app'], event: string): Promise<number> {
+  const text = (await app.inject({ method: 'GET', url: '/metrics' })).body;
+  const line = text.split('\n').find((l) => l.startsWith(`compactor_prepared_total{event="${event}"}`));
+  return line ? Number(line.split(' ')[1]) : 0;
+}
+
+/** Resolves once the fake summarizer has received `n` requests. */
+async function calls(server: Awaited<ReturnType<typeof buildWithLlm>>['server'], n: number): Promise<void> {
+  const until = Date.now() + 30_000;
+  while (server.requests.length < n && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 10));
+}
+
+t.test('embedded: a full queue drops its oldest waiting job for a new one, counted, never made', async (t) => {
+  const { app, server } = await buildWithLlm(t, { COMPACTOR_SUMMARIZER_CONCURRENCY: '1', COMPACTOR_PREPARE_QUEUE_MAX: '2' });
+  // The first job holds the only slot for a while: the others wait behind it.
+  server.enqueue({ delayMs: 1500, content: '## Goal and constraints\nA slow summary.' });
+  const ids: string[] = [];
+  for (const from of [0, 100, 200, 300, 400]) {
+    const res = await fit(app, fitBody([SYSTEM, ...conversation(12, from)]));
+    t.equal(res.json.prepared?.state, 'started');
+    ids.push(res.json.prepared.id);
+    if (from === 0) await calls(server, 1);
+  }
+  const views = [];
+  for (const id of ids) views.push(await settled(app, id));
+  t.same(
+    views.map((v) => v.state),
+    ['ready', 'failed', 'failed', 'ready', 'ready'],
+    'the two oldest waiting were dropped for the two newest',
+  );
+  t.equal(views[1].error, 'CMP_ERR_OVERLOADED', 'and say why');
+  t.equal(server.requests.length, 3, 'no summarizer call for a dropped job');
+  t.equal(await preparedCount(app, 'dropped'), 2, 'counted as dropped');
+});
+
+t.test('embedded: a waiting job whose range left the index (newest 32 per key) is dropped before it runs', async (t) => {
+  // Room for every waiting job: only the index drops one here.
+  const { app, server } = await buildWithLlm(t, { COMPACTOR_SUMMARIZER_CONCURRENCY: '1', COMPACTOR_PREPARE_QUEUE_MAX: '64' });
+  server.enqueue({ delayMs: 1500, content: '## Goal and constraints\nA slow summary.' });
+  let last = '';
+  for (let i = 0; i < 34; i++) {
+    const res = await fit(app, fitBody([SYSTEM, ...conversation(12, i * 100)]));
+    t.equal(res.json.prepared?.state, 'started');
+    last = res.json.prepared.id;
+    if (i === 0) await calls(server, 1);
+  }
+  // FIFO on one slot: once the newest is made, every job before it ran or was dropped.
+  t.equal((await settled(app, last)).state, 'ready');
+  t.equal(server.requests.length, 33, 'the second range, out of the index while it waited, was never made');
+  t.equal(await preparedCount(app, 'dropped'), 1, 'counted as dropped');
 });

@@ -6,7 +6,7 @@ import { build } from '../support/app.js';
 import { schemaErrors } from '../support/schemas.js';
 
 /**
- * The sample histories the README's examples use: committed as `make.mjs` writes them, valid for
+ * The sample histories the docs' examples use (README.md, docs/try-it.md): committed as `make.mjs` writes them, valid for
  * their providers' own schemas and for the service, and long enough that compaction,
  * summarization and a forced fit each act on them.
  */

@@ -249,7 +249,7 @@ t.test('sqlite: a file of version 1 (no record of use) opens, and its rows are e
   t.same(await held(store, ['a', 'b', 'c', 'd'], T0 + 12), ['a', 'c', 'd'], 'b, the least recently used, made room');
   const after = new Database(file, { readonly: true });
   t.teardown(() => after.close());
-  t.equal(after.pragma('user_version', { simple: true }), 2, 'the file is at version 2');
+  t.equal(after.pragma('user_version', { simple: true }), 3, 'the file is at version 3');
   t.equal(after.prepare('SELECT count(*) FROM artifact_use').pluck().get(), 3, 'one row of use per artifact');
 });
 

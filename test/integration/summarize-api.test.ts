@@ -63,7 +63,10 @@ t.test('an LLM summary, then a fold: one call over the old summary and only the 
   t.ok(a.usage.calls === 1 && a.usage.input_tokens > 0 && a.usage.model === 'summarizer-small', 'billed usage reported');
   t.ok(a.summary.facts.found > 0, `facts: ${JSON.stringify(a.summary.facts)}`);
   t.same(a.messages.slice(0, 2), history(12).slice(0, 2), 'head and first user message kept');
-  t.match(a.messages[2].content, /^\[compactor:summary art_[0-9a-f]{24} own covers=20 mac=[0-9a-f]{16}\]\n## Goal/);
+  t.match(
+    a.messages[2].content,
+    /^\[compactor:summary art_[0-9a-f]{24} own covers=20 mac=[0-9a-f]{16}\] \(the messages it replaces: call the `recall` tool with art_[0-9a-f]{24}\)\n## Goal/,
+  );
   t.same(a.messages.slice(3), history(12).slice(-4), 'tail kept byte-identical');
   t.equal(server.requests.length, 1);
 
@@ -507,7 +510,7 @@ t.test('sections mode, QA merge: the merged header joins the user messages, or s
   t.equal(joined.applied, true);
   t.match(
     joined.messages[1].content,
-    /^\[compactor:qa-header art_[0-9a-f]{24} mac=[0-9a-f]{16}\]\nRequest number 0: build part 0\.\n\nRequest number 1/,
+    /^\[compactor:qa-header art_[0-9a-f]{24} mac=[0-9a-f]{16}\] \(the messages it replaces: call the `recall` tool with art_[0-9a-f]{24}\)\nRequest number 0: build part 0\.\n\nRequest number 1/,
     'user messages joined verbatim',
   );
   server.requests.length = 0;
@@ -519,7 +522,7 @@ t.test('sections mode, QA merge: the merged header joins the user messages, or s
   const summarized = await post(true);
   t.match(
     summarized.messages[1].content,
-    /^\[compactor:qa-header art_[0-9a-f]{24} mac=[0-9a-f]{16}\]\nThe user asked to build parts 0 to 3\./,
+    /^\[compactor:qa-header art_[0-9a-f]{24} mac=[0-9a-f]{16}\] \(the messages it replaces: call the `recall` tool with art_[0-9a-f]{24}\)\nThe user asked to build parts 0 to 3\./,
     'user messages summarized',
   );
   t.ok(

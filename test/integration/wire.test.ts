@@ -180,7 +180,7 @@ t.test('while closing: the answer in flight closes its connection, and a pipelin
   // Node reaps only the connections idle when the server closes; an answer sent while draining
   // says `connection: close`, so a keep-alive client cannot hold the drain open. A request
   // pipelined behind it is therefore never read (the client retries it elsewhere); requests that
-  // still reach the app while it closes get 503 CMP_ERR_SERVICE_UNAVAILABLE (plugins/problem.ts).
+  // still reach the app while it closes get 503 CMP_ERR_SERVICE_UNAVAILABLE (plugins/app/problem.ts).
   const { app, port } = await start();
   const body = JSON.stringify({ messages: [{ role: 'user', content: 'hello' }] });
   const request = (path: string) =>

@@ -11,7 +11,7 @@ import { adapter, violationsOf } from '../support/invariants.js';
 import { schemaErrors } from '../support/schemas.js';
 
 /**
- * The contract every registered strategy keeps (ARCHITECTURE.md rule 4), run over the registry:
+ * The contract every registered strategy keeps (docs/architecture.md, rule 4), run over the registry:
  * a strategy added to `STRATEGIES` without an entry here does not compile, and once it has one, the
  * same checks run on it in every format. The options press each strategy to act on small histories.
  */

@@ -16,7 +16,7 @@ export function violationsOf(format: string, messages: readonly unknown[]) {
 }
 
 /**
- * The invariants every strategy output must keep (API.md rules 1–6), checked against the input:
+ * The invariants every strategy output must keep (docs/strategies.md, guarantees 1–6), checked against the input:
  * valid for its format; head and newest group byte-identical; every output message is an input
  * message unchanged, in order (for strategies that only keep or drop); actions cover every input.
  * Throws (node:assert) so that fast-check can shrink a failure.

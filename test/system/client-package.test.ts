@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { cpSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -114,4 +114,37 @@ export { n };
     t.notOk(existsSync(join(dir, 'node_modules/@compactor/client/node_modules')), 'nothing built or installed on the way');
     await importAndCall(t, dir, base, 'git');
   });
+
+  await t.test(
+    'the README snippet runs as pasted in a fresh `npm init -y` project (CommonJS), and require loads it',
+    async (t) => {
+      const dir = mkdtempSync(join(tmpdir(), 'compactor-client-init-'));
+      t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+      await npm(dir, 'init', '-y');
+      const manifest = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8'));
+      t.not(manifest.type, 'module', `npm init -y writes a CommonJS project (type: ${manifest.type ?? 'unset'})`);
+      await npm(dir, 'install', '--offline', '--no-audit', '--no-fund', pkg);
+      const readme = readFileSync(join(root, 'clients/README.md'), 'utf8');
+      const snippet = /```ts\n([\s\S]*?)```/.exec(readme)?.[1];
+      t.ok(snippet?.includes("from '@compactor/client'"), 'clients/README.md shows the TypeScript snippet');
+      writeFileSync(join(dir, 'fit.ts'), snippet ?? '');
+      const tsx = join(root, 'node_modules/tsx/dist/cli.mjs');
+      const { stdout } = await run(process.execPath, [tsx, 'fit.ts'], { cwd: dir, env: { ...env, COMPACTOR_URL: base } });
+      const lines = stdout.trim().split('\n');
+      t.match(lines[0], /^(true|false) \S+ \d+ -> \d+$/, `fit answered: ${lines[0]}`);
+      t.equal(lines[1], '404 CMP_ERR_ARTIFACT_NOT_FOUND', 'errors are CompactorHttpError');
+      const required = await run(
+        process.execPath,
+        ['-e', "const c = require('@compactor/client'); console.log(typeof c.CompactorClient, typeof c.CompactorHttpError)"],
+        { cwd: dir, env },
+      );
+      t.equal(required.stdout.trim(), 'function function', 'require() loads the CommonJS build');
+      const imported = await run(
+        process.execPath,
+        ['--input-type=module', '-e', "import { CompactorClient } from '@compactor/client'; console.log(typeof CompactorClient)"],
+        { cwd: dir, env },
+      );
+      t.equal(imported.stdout.trim(), 'function', 'import loads the ESM build');
+    },
+  );
 });

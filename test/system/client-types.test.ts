@@ -32,19 +32,42 @@ t.test(
   },
 );
 
-t.test('clients/typescript/dist is the build of clients/typescript/src (run `npm run client:build`)', async (t) => {
-  const out = mkdtempSync(join(tmpdir(), 'compactor-client-dist-'));
-  t.teardown(() => rmSync(out, { recursive: true, force: true }));
-  execFileSync(process.execPath, [bin('typescript/bin/tsc'), '-p', join(pkg, 'tsconfig.json'), '--outDir', out], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const built = readdirSync(out).sort();
-  t.same(built, ['index.d.ts', 'index.js', 'openapi.d.ts', 'openapi.js']);
-  t.same(readdirSync(join(pkg, 'dist')).sort(), built, 'the same files are committed');
-  for (const file of built) {
-    t.equal(readFileSync(join(pkg, 'dist', file), 'utf8'), readFileSync(join(out, file), 'utf8'), `dist/${file} is up to date`);
-  }
-});
+t.test(
+  'clients/typescript/dist and dist/cjs are the builds of clients/typescript/src (run `npm run client:build`)',
+  async (t) => {
+    for (const [config, into] of [
+      ['tsconfig.json', 'dist'],
+      ['tsconfig.cjs.json', 'dist/cjs'],
+    ] as const) {
+      const out = mkdtempSync(join(tmpdir(), 'compactor-client-dist-'));
+      t.teardown(() => rmSync(out, { recursive: true, force: true }));
+      execFileSync(process.execPath, [bin('typescript/bin/tsc'), '-p', join(pkg, config), '--outDir', out], {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      const built = readdirSync(out).sort();
+      t.same(built, ['index.d.ts', 'index.js', 'openapi.d.ts', 'openapi.js']);
+      const committed = readdirSync(join(pkg, into), { withFileTypes: true })
+        .filter((e) => e.isFile() && e.name !== 'package.json')
+        .map((e) => e.name)
+        .sort();
+      t.same(committed, built, `the same files are committed in ${into}`);
+      for (const file of built) {
+        t.equal(
+          readFileSync(join(pkg, into, file), 'utf8'),
+          readFileSync(join(out, file), 'utf8'),
+          `${into}/${file} is up to date`,
+        );
+      }
+    }
+    const marker = JSON.parse(readFileSync(join(pkg, 'dist/cjs/package.json'), 'utf8'));
+    t.same(marker, { type: 'commonjs' }, 'dist/cjs is read as CommonJS');
+    t.match(
+      readFileSync(join(pkg, 'dist/cjs/index.js'), 'utf8'),
+      /exports\.CompactorClient = CompactorClient/,
+      'with CommonJS exports',
+    );
+  },
+);
 
 t.test('the client package has no runtime dependencies', async (t) => {
   const manifest = JSON.parse(readFileSync(join(pkg, 'package.json'), 'utf8'));

@@ -7,7 +7,7 @@ import { BullJobQueue } from '../../src/jobs/bullmq.js';
 import { type BullJobQueueOptions, bullJobId } from '../../src/jobs/bullmq-options.js';
 import { openBullJobQueue } from '../../src/jobs/index.js';
 import { JobQueueClosedError, PermanentJobError } from '../../src/jobs/types.js';
-import { counting, deferred } from '../support/jobs.js';
+import { counting, deferred, settle } from '../support/jobs.js';
 import { REDIS_URL, redisAvailable } from '../support/redis.js';
 
 const redis = await redisAvailable();
@@ -61,7 +61,7 @@ t.test('two replicas sharing Redis run each id once, however often and wherever 
   const ids = Array.from({ length: 12 }, (_, i) => `tenant-1:range:${i}`);
   // Every id added three times by each replica, all at once.
   await Promise.all(ids.flatMap((id) => [one, two, one, two, one, two].map((q) => q.add(id, id))));
-  const states = await Promise.all(ids.map((id) => one.wait(id, 30_000)));
+  const states = await Promise.all(ids.map((id) => settle(one, id, 30_000)));
   t.same(
     states.map((s) => s?.state),
     ids.map(() => 'ready'),
@@ -99,7 +99,7 @@ t.test(
       },
     });
     await Promise.all([q.add('flaky', 'once'), q.add('broken', 'always'), q.add('refused', 'permanent')]);
-    const [flaky, broken, refused] = await Promise.all(['flaky', 'broken', 'refused'].map((id) => q.wait(id, 30_000)));
+    const [flaky, broken, refused] = await Promise.all(['flaky', 'broken', 'refused'].map((id) => settle(q, id, 30_000)));
     t.match(flaky, { state: 'ready', result: 'ok', attempts: 2 });
     t.match(broken, { state: 'failed', error: 'attempt 2 failed', attempts: 2 });
     t.ok((broken?.finished_at ?? 0) >= (broken?.created_at ?? Infinity), 'finished after it was created');
@@ -110,7 +110,7 @@ t.test(
     // A waiter woken by the failure reads the state, then the job: never a failed job without its error.
     const many = Array.from({ length: 20 }, (_, i) => `refused-${i}`);
     await Promise.all(many.map((id) => q.add(id, 'permanent')));
-    const failed = await Promise.all(many.map((id) => q.wait(id, 30_000)));
+    const failed = await Promise.all(many.map((id) => settle(q, id, 30_000)));
     t.same(
       failed.map((s) => [s?.state, s?.error]),
       many.map(() => ['failed', 'the upstream refused the request']),
@@ -137,7 +137,7 @@ t.test('a job survives a restart of the queue object; its state is readable afte
   await t.rejects(producer.add('other', 'data'), JobQueueClosedError, 'a closed queue takes no job');
 
   const restarted = replica(t, { prefix, processor: async (data) => `done: ${data}` });
-  t.match(await restarted.wait('kept', 30_000), { state: 'ready', result: 'done: data' }, 'the new object ran it');
+  t.match(await settle(restarted, 'kept', 30_000), { state: 'ready', result: 'done: data' }, 'the new object ran it');
   await restarted.close();
 
   const reader = await openBullJobQueue<string, string>({
@@ -165,7 +165,7 @@ t.test('wait honours its bound on a job that is still running; close lets a runn
   });
   await q.add('slow', 'd');
   await inside.promise;
-  t.match(await q.wait('slow', 200), { state: 'running', attempts: 1 }, 'returned at its bound, with the state then');
+  t.match(await settle(q, 'slow', 200), { state: 'running', attempts: 1 }, 'still running at the bound');
   let closed = false;
   const closing = q.close(30_000).then(() => {
     closed = true;
@@ -193,7 +193,7 @@ t.test('a job still running at the close deadline goes back to the queue and ano
   await first.close(100);
   t.equal(signal.aborted, true, 'the processor was told to stop');
   const second = replica(t, { prefix, processor: async (_d, { attempt }) => `second replica, attempt ${attempt}` });
-  t.match(await second.wait('handed-over', 30_000), { state: 'ready', result: 'second replica, attempt 2' });
+  t.match(await settle(second, 'handed-over', 30_000), { state: 'ready', result: 'second replica, attempt 2' });
 });
 
 t.test('a replica killed inside a job has its job finished by another after stalled detection', { skip }, async (t) => {
@@ -227,7 +227,7 @@ t.test('a replica killed inside a job has its job finished by another after stal
     listener: events.listener,
     processor: async (_d, { attempt }) => `taken over, attempt ${attempt}`,
   });
-  t.match(await survivor.wait('orphan', 60_000), { state: 'ready', result: 'taken over, attempt 2', attempts: 2 });
+  t.match(await settle(survivor, 'orphan', 60_000), { state: 'ready', result: 'taken over, attempt 2', attempts: 2 });
   t.equal(events.counts.stalled, 1, 'the survivor found it stalled');
   t.equal(events.counts.completed, 1);
 });
@@ -247,7 +247,6 @@ t.test('with Redis unreachable, add, state and wait reject and close still ends 
   t.same(JSON.parse(out || '{}'), {
     add: 'rejected: MaxRetriesPerRequestError',
     state: 'rejected: MaxRetriesPerRequestError',
-    wait: 'rejected: MaxRetriesPerRequestError',
     close: 'resolved',
     reported: true,
   });
@@ -273,7 +272,7 @@ t.test('a replica that loses a job lock aborts the processor; the job runs again
   await client.quit();
   await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
   t.pass('the processor was told to stop at the next renewal');
-  t.match(await q.wait('lost', 30_000), { state: 'ready', result: 'attempt 2' }, 'the stalled check gave the job back');
+  t.match(await settle(q, 'lost', 30_000), { state: 'ready', result: 'attempt 2' }, 'the stalled check gave the job back');
 });
 
 t.test('a replica runs at most `concurrency` jobs at once', { skip }, async (t) => {
@@ -293,7 +292,7 @@ t.test('a replica runs at most `concurrency` jobs at once', { skip }, async (t) 
   });
   const ids = Array.from({ length: 8 }, (_, i) => `c${i}`);
   await Promise.all(ids.map((id) => q.add(id, id)));
-  const states = await Promise.all(ids.map((id) => q.wait(id, 30_000)));
+  const states = await Promise.all(ids.map((id) => settle(q, id, 30_000)));
   t.same(
     states.map((s) => s?.state),
     ids.map(() => 'ready'),

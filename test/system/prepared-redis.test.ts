@@ -98,6 +98,35 @@ for (const workers of ['0', '1']) {
   );
 }
 
+t.test('concurrent fits on two replicas splicing one ready summary bill it once', { skip }, async (t) => {
+  const prefix = prefixFor(t);
+  const server = await fakeLlm(t);
+  const threads = { COMPACTOR_WORKER_MIN_BYTES: '1' };
+  const a = await replica(t, prefix, server, threads);
+  const b = await replica(t, prefix, server, threads);
+  const one = await fit(a, fitBody([SYSTEM, ...conversation(12)]));
+  t.equal((await settled(a, one.json.prepared.id)).state, 'ready');
+  const second = fitBody([...one.json.messages, ...conversation(6, 12)]);
+  // All read the index before any reports back: each sees the summary unbilled.
+  const splicers = await Promise.all([a, b, a].map((app) => fit(app, second)));
+  t.same(
+    splicers.map((s) => s.json.prepared?.state),
+    ['spliced', 'spliced', 'spliced'],
+  );
+  const billed = splicers.filter((s) => s.json.usage.prepared?.calls === 1);
+  t.equal(billed.length, 1, 'exactly one response bills it');
+  for (const other of splicers.filter((s) => s !== billed[0])) {
+    t.equal(other.json.usage.total_tokens, 0, 'the others bill nothing');
+    const raced = other.json.usage.prepared !== undefined;
+    t.equal(other.json.usage.prepared?.total_tokens ?? 0, 0, 'usage.prepared, if reported, is 0');
+    t.equal(
+      other.json.warnings.some((w: { code: string }) => w.code === 'prepared_already_billed'),
+      raced,
+      'and says it was billed already',
+    );
+  }
+});
+
 t.test('one job per range, however many replicas ask for it', { skip }, async (t) => {
   const prefix = prefixFor(t);
   const server = await fakeLlm(t);

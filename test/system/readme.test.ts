@@ -1,48 +1,22 @@
 import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import t from 'tap';
+import { dirname, join, relative, resolve } from 'node:path';
+import t, { type Test } from 'tap';
 // @ts-expect-error: a plain ES module script without types
 import { render } from '../../scripts/readme-options.mjs';
+import { DOC_FILES, figureHolds, readDoc, root, type Step, steps } from '../support/docs.js';
 import { freePort } from '../support/net.js';
 
 /**
- * The README runs as written: every shell block that talks to the service is run against a freshly
- * started one (`node dist/server.js` on its defaults, from the repository's root, as a reader
- * would), and where a ```text block follows, each of its lines must appear in what the block
- * printed, in order (a JSON line as a subset of the printed one). Its option tables are the ones
- * the schemas generate (its troubleshooting tables are the catalogue's: test/unit/docs.test.ts).
+ * The docs run as written: every shell block of the README and of docs/ that talks to the service
+ * is run against a freshly started one (`node dist/server.js` on its defaults, from the
+ * repository's root, as a reader would), file by file in document order, and where a ```text
+ * block follows, each of its lines must appear in what the block printed, in order (a JSON line as
+ * a subset of the printed one). A figure stated in prose is checked the same way
+ * (`<!-- figure … -->`, test/support/docs.ts). The option tables are the ones the schemas generate
+ * (the tables of codes and variables: test/unit/docs.test.ts).
  */
-const root = new URL('../../', import.meta.url).pathname;
-const readme = readFileSync(join(root, 'README.md'), 'utf8');
-
-interface Block {
-  line: number;
-  script: string;
-  expected?: string[];
-}
-
-/** The README's runnable shell blocks (those addressing the service), each with its expected output. */
-function blocks(): Block[] {
-  const out: Block[] = [];
-  const fence = /```(\w*)\n([\s\S]*?)```/g;
-  let prev: Block | undefined;
-  let prevEnd = 0;
-  for (let m = fence.exec(readme); m; m = fence.exec(readme)) {
-    const [whole, lang, body = ''] = m;
-    const between = readme.slice(prevEnd, m.index);
-    if (lang === 'text' && prev && between.trim() === '') prev.expected = body.trimEnd().split('\n');
-    prev = undefined;
-    if (lang === 'sh' && body.includes('localhost:8080')) {
-      const block: Block = { line: readme.slice(0, m.index).split('\n').length, script: body };
-      out.push(block);
-      prev = block;
-    }
-    prevEnd = m.index + whole.length;
-  }
-  return out;
-}
 
 /** Whether `want` is contained in `got`: equal scalars, objects key by key, arrays item by item. */
 function subset(want: unknown, got: unknown): boolean {
@@ -80,11 +54,7 @@ function matches(expected: string[], printed: string[]): string | undefined {
 
 const hasTools = ['curl', 'jq'].every((bin) => spawnSync('sh', ['-c', `command -v ${bin}`]).status === 0);
 
-t.test('every README shell block addressing the service runs and prints what the README says', async (t) => {
-  if (!hasTools) {
-    t.fail('the README examples need curl and jq on PATH (.ci/run installs them)');
-    return;
-  }
+async function startService(t: Test): Promise<number> {
   const dataDir = mkdtempSync(join(tmpdir(), 'compactor-readme-'));
   t.teardown(() => rmSync(dataDir, { recursive: true, force: true }));
   const port = await freePort();
@@ -111,33 +81,72 @@ t.test('every README shell block addressing the service runs and prints what the
     if (!ready) await new Promise((r) => setTimeout(r, 100));
   }
   t.ok(ready, 'the service started');
-  const found = blocks();
-  t.ok(found.length >= 8, `${found.length} runnable blocks`);
-  for (const block of found) {
-    const script = `set -eo pipefail\n${block.script.replaceAll('localhost:8080', `localhost:${port}`)}`;
-    const run = spawnSync('bash', ['-c', script], { cwd: root, encoding: 'utf8', timeout: 300_000 });
-    const where = `README.md:${block.line}`;
-    t.equal(run.status, 0, `${where} exits 0${run.status ? `: ${run.stderr.slice(0, 300)}` : ''}`);
-    t.notMatch(run.stdout, /CMP_ERR_/, `${where} answers no error`);
-    if (block.expected) {
-      const missing = matches(block.expected, run.stdout.split('\n'));
-      t.equal(
-        missing,
-        undefined,
-        `${where} prints the lines the README shows${missing ? `; got:\n${run.stdout.slice(0, 600)}` : ''}`,
-      );
+  return port;
+}
+
+function run(step: Step, port: number) {
+  const script = `set -eo pipefail\n${step.script.replaceAll('localhost:8080', `localhost:${port}`)}`;
+  return spawnSync('bash', ['-c', script], { cwd: root, encoding: 'utf8', timeout: 300_000 });
+}
+
+t.test('every shell block of the docs addressing the service runs and prints what the docs say', async (t) => {
+  if (!hasTools) {
+    t.fail('the docs examples need curl and jq on PATH (.ci/run installs them)');
+    return;
+  }
+  const port = await startService(t);
+  const all = DOC_FILES.map((file) => ({ file, steps: steps(readDoc(file)) }));
+  const blocks = all.flatMap((d) => d.steps.filter((s) => s.kind === 'block'));
+  const figures = all.flatMap((d) => d.steps.filter((s) => s.kind === 'figure'));
+  t.ok(blocks.length >= 8, `${blocks.length} runnable blocks`);
+  t.ok(figures.length >= 2, `${figures.length} figures in prose`);
+  t.ok(
+    all.find((d) => d.file === 'README.md')?.steps.some((s) => s.kind === 'block'),
+    'the README itself runs at least one block',
+  );
+  for (const { file, steps: list } of all) {
+    for (const step of list) {
+      const where = `${file}:${step.line}`;
+      const out = run(step, port);
+      t.equal(out.status, 0, `${where} exits 0${out.status ? `: ${out.stderr.slice(0, 300)}` : ''}`);
+      t.notMatch(out.stdout, /CMP_ERR_/, `${where} answers no error`);
+      if (step.kind === 'figure') {
+        t.ok(
+          figureHolds(step, out.stdout),
+          `${where}: the prose says ${step.written}${step.tolerance ? ` (±${step.tolerance}%)` : ''}, the service printed ${out.stdout.trim()}`,
+        );
+      } else if (step.expected) {
+        const missing = matches(step.expected, out.stdout.split('\n'));
+        t.equal(
+          missing,
+          undefined,
+          `${where} prints the lines the docs show${missing ? `; got:\n${out.stdout.slice(0, 600)}` : ''}`,
+        );
+      }
     }
   }
 });
 
 t.test('the option tables are the ones the schemas generate', async (t) => {
   const doc = JSON.parse(readFileSync(join(root, 'openapi/openapi.json'), 'utf8'));
-  t.equal(render(readme, doc), readme, 'run `node scripts/readme-options.mjs` after changing a schema');
-  t.match(readme, /<!-- options:\/v1\/fit -->/);
+  for (const file of DOC_FILES) {
+    const text = readDoc(file);
+    t.equal(render(text, doc), text, `${file}: run \`node scripts/readme-options.mjs\` after changing a schema`);
+  }
+  t.match(readDoc('docs/api.md'), /<!-- options:\/v1\/fit -->/);
+  t.match(readDoc('docs/fit.md'), /<!-- description:\/v1\/fit -->/);
+  execFileSync('node', [join(root, 'scripts/readme-options.mjs'), '--check'], { cwd: root });
 });
 
-t.test('the README links nothing outside the repository', async (t) => {
-  t.notMatch(readme, /\]\(\.\.\//, 'no relative link out of the repository');
-  t.notMatch(readme, /`\.\.\/shared\//, 'no path into ../shared');
-  execFileSync('node', [join(root, 'scripts/readme-options.mjs'), '--check'], { cwd: root });
+t.test('the docs link nothing outside the repository, and every relative link resolves', async (t) => {
+  for (const file of DOC_FILES) {
+    const text = readDoc(file);
+    t.notMatch(text, /`\.\.\/shared\//, `${file}: no path into ../shared`);
+    for (const [, target = ''] of text.matchAll(/\]\(([^)\s]+)\)/g)) {
+      if (/^[a-z]+:/.test(target) || target.startsWith('#')) continue;
+      const path = resolve(root, dirname(file), target.split('#')[0] ?? '');
+      t.notOk(relative(root, path).startsWith('..'), `${file}: ${target} stays inside the repository`);
+      t.ok(existsSync(path), `${file}: ${target} exists`);
+    }
+  }
 });

@@ -41,6 +41,7 @@ const SHAPES: Record<string, (body: Json) => boolean> = {
   '/v1/tokens': (b) => isInt(b.total) && Array.isArray(b.messages) && typeof b.tokenizer === 'string',
   '/v1/validate': (b) => b.valid === true && Array.isArray(b.violations),
 };
+const STRATEGY_SHAPES = { '/v1/window': 1, '/v1/compact': 1, '/v1/summarize': 1, '/v1/fit': 1 };
 function strategy(b: Json): boolean {
   const tokens = b.tokens as { before: number; after: number } | undefined;
   return Array.isArray(b.messages) && b.applied === true && !!tokens && tokens.after < tokens.before && Array.isArray(b.actions);
@@ -72,6 +73,9 @@ t.test(
     page.setDefaultTimeout(20_000);
     await page.goto(`${base}/docs`);
     await page.locator('.opblock-post').first().waitFor();
+    // A service without keys is open: no Authorize button, no lock on any endpoint.
+    t.equal(await page.locator('.btn.authorize').count(), 0, 'no Authorize button');
+    t.equal(await page.locator('.authorization__btn').count(), 0, 'no lock icons');
 
     for (const path of posts) {
       const block = page.locator('.opblock-post', { has: page.locator(`.opblock-summary-path[data-path="${path}"]`) });
@@ -93,6 +97,10 @@ t.test(
       const shown = block.locator('.live-responses-table tbody .response-col_status').first();
       await shown.waitFor();
       t.match((await shown.textContent()) ?? '', /^\s*200/, `${path}: the UI shows 200`);
+      if (path in STRATEGY_SHAPES) {
+        const text = (await block.locator('.live-responses-table .response-col_description pre').first().textContent()) ?? '';
+        t.match(text, /^\s*\{\s*"applied"/, `${path}: the answer shown starts with its verdict`);
+      }
     }
   },
 );

@@ -2,7 +2,7 @@ import t from 'tap';
 import { BodyShape } from '../../src/body-shape.js';
 
 /** What the scanner must find, computed from the parsed value. */
-function expected(value: unknown): { containers: number; messages: number; messagesKey: string } {
+function expected(value: unknown): { containers: number; messages: number; messagesKey: string; blocks: number } {
   let containers = 0;
   const walk = (v: unknown): void => {
     if (typeof v !== 'object' || v === null) return;
@@ -12,9 +12,14 @@ function expected(value: unknown): { containers: number; messages: number; messa
   walk(value);
   let messages = 0;
   let messagesKey = '';
+  let blocks = 0;
+  const isObject = (v: unknown): v is object => typeof v === 'object' && v !== null;
   if (value && typeof value === 'object' && !Array.isArray(value)) {
     for (const [key, child] of Object.entries(value)) {
       if (!Array.isArray(child)) continue;
+      // Items of the arrays that are values of an object item: content parts and tool calls.
+      for (const item of child.filter((c) => isObject(c) && !Array.isArray(c)))
+        for (const inner of Object.values(item)) if (Array.isArray(inner)) blocks += inner.filter(isObject).length;
       const items = child.filter((c) => typeof c === 'object' && c !== null).length;
       if (items > messages) {
         messages = items;
@@ -23,7 +28,7 @@ function expected(value: unknown): { containers: number; messages: number; messa
       }
     }
   }
-  return { containers, messages, messagesKey };
+  return { containers, messages, messagesKey, blocks };
 }
 
 function scan(text: string, chunk: number): BodyShape {
@@ -52,6 +57,15 @@ t.test('objects, arrays and the largest top-level array are counted as the parse
     [{ messages: [{}, {}] }],
     { messages: [] },
     { 'a\\"b': [{}, {}, {}], messages: [{ content: [{ type: 'text', text: tricky.join('') }] }] },
+    {
+      messages: [
+        { role: 'assistant', content: null, tool_calls: [{ id: 'a', function: { arguments: '{"x":[1]}' } }, { id: 'b' }] },
+        { role: 'user', content: [{ type: 'tool_result', content: [{ type: 'text', text: ']' }] }, 'x', [1]] },
+        [[{}], {}],
+      ],
+      tools: [{ function: { parameters: { enum: [{}] } } }],
+      contents: [{ parts: [{ functionCall: { args: {} } }, {}, {}] }],
+    },
   ];
   for (const body of bodies) {
     const text = JSON.stringify(body);
@@ -59,7 +73,7 @@ t.test('objects, arrays and the largest top-level array are counted as the parse
       const shape = scan(text, chunk);
       const want = expected(body);
       t.same(
-        { containers: shape.containers, messages: shape.messages, messagesKey: shape.messagesKey },
+        { containers: shape.containers, messages: shape.messages, messagesKey: shape.messagesKey, blocks: shape.blocks },
         want,
         `${text.slice(0, 40)}… in chunks of ${chunk}`,
       );

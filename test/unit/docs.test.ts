@@ -10,9 +10,22 @@ import { MemoryStore } from '../../src/store/memory.js';
 import { TokenCounter } from '../../src/tokens/counter.js';
 import { loadConverted } from '../support/convert.js';
 import { loadCorpus } from '../support/corpus.js';
+import { DOC_FILES, docWith, figureHolds, readDoc, root, steps } from '../support/docs.js';
 
-const root = new URL('../../', import.meta.url).pathname;
-const readme = readFileSync(join(root, 'README.md'), 'utf8');
+/**
+ * Where each table lives (the README is the front page; the reference is under docs/). A row added
+ * to one of these tables goes in the file named here.
+ */
+const HOME = {
+  errors: 'docs/api.md',
+  codes: 'docs/api.md',
+  configuration: 'docs/configuration.md',
+  metrics: 'docs/operations.md',
+  endpoints: 'README.md',
+} as const;
+const errorsDoc = readDoc(HOME.errors);
+const configDoc = readDoc(HOME.configuration);
+const readme = readDoc(HOME.endpoints);
 const envExample = readFileSync(join(root, '.env.example'), 'utf8');
 
 function sources(dir: string): string[] {
@@ -22,9 +35,9 @@ function sources(dir: string): string[] {
   });
 }
 
-t.test('every error code is documented in the README with its status', async (t) => {
+t.test(`every error code is documented in ${HOME.errors} with its status`, async (t) => {
   for (const [code, { status }] of Object.entries(ERRORS)) {
-    t.match(readme, new RegExp(`\\| \`${code}\` \\| ${status} \\|`), code);
+    t.match(errorsDoc, new RegExp(`\\| \`${code}\` \\| ${status} \\|`), code);
   }
 });
 
@@ -40,13 +53,13 @@ t.test('every CMP_ERR code used in src is in the catalogue, and every catalogued
 });
 
 /**
- * The README table under the header line `header`, by the code in its first cell: the second cell
- * (what the code means). Throws when the table is not there.
+ * The table of `file` under the header line `header`, by the code in its first cell: the second
+ * cell (what the code means). Throws when the table is not there.
  */
-function codeTable(header: string): Map<string, string> {
-  const lines = readme.split('\n');
+function codeTable(file: string, header: string): Map<string, string> {
+  const lines = readDoc(file).split('\n');
   const start = lines.indexOf(header);
-  if (start < 0) throw new Error(`no README table headed ${header}`);
+  if (start < 0) throw new Error(`no table headed ${header} in ${file}`);
   const rows = new Map<string, string>();
   for (const line of lines.slice(start + 2)) {
     if (!line.startsWith('|')) break;
@@ -60,8 +73,8 @@ for (const [what, header, catalogue] of [
   ['warning', '| warning `code` | what it means |', WARNINGS],
   ['reason', '| `reason` | what it means | what to do |', REASONS],
 ] as const) {
-  t.test(`every ${what} code is in the README's table with its meaning, and the table lists no other`, async (t) => {
-    const rows = codeTable(header);
+  t.test(`every ${what} code is in ${HOME.codes}'s table with its meaning, and the table lists no other`, async (t) => {
+    const rows = codeTable(HOME.codes, header);
     for (const [code, meaning] of Object.entries(catalogue)) t.equal(rows.get(code), meaning, code);
     for (const code of rows.keys()) t.ok(Object.hasOwn(catalogue, code), `${code} is catalogued`);
   });
@@ -117,13 +130,93 @@ t.test('every code real responses carry is in the catalogue, and the response sc
   t.ok(warnings.size >= 8 && reasons.size >= 6, 'the cases reach most codes');
 });
 
-t.test('every configuration variable is documented in the README and .env.example', async (t) => {
+t.test(`every configuration variable is documented in ${HOME.configuration} and .env.example`, async (t) => {
   const defaults = ConfigSchema.parse({});
   for (const key of Object.keys(ConfigSchema.shape) as (keyof typeof CONFIG_DOCS)[]) {
     const raw = defaults[key];
     const shown = raw === undefined ? 'unset' : `\`${Array.isArray(raw) ? raw.join(',') : raw}\``;
     const doc = CONFIG_DOCS[key].replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
-    t.match(readme, new RegExp(`\\| \`${key}\` \\| ${doc} \\| ${shown} \\|`), key);
+    t.match(configDoc, new RegExp(`\\| \`${key}\` \\| ${doc} \\| ${shown} \\|`), key);
     t.match(envExample, new RegExp(`^#? ?${key}=`, 'm'), `${key} in .env.example`);
   }
+});
+
+t.test('each table lives in one file, the one named in HOME', async (t) => {
+  const headers: [string, string][] = [
+    ['| code | status | meaning |', HOME.errors],
+    ['| warning `code` | what it means |', HOME.codes],
+    ['| `reason` | what it means | what to do |', HOME.codes],
+    ['| variable | meaning | default |', HOME.configuration],
+    ['| endpoint | what it does |', HOME.endpoints],
+    ['| metric | type | labels | what it counts |', HOME.metrics],
+  ];
+  for (const [header, home] of headers) {
+    t.equal(docWith(header), home, `${header} is in ${home}`);
+    const elsewhere = DOC_FILES.filter((f) => f !== home && readDoc(f).split('\n').includes(header));
+    t.same(elsewhere, [], `${header} is in no other file`);
+  }
+});
+
+t.test("the README's endpoint table names every path of the OpenAPI document, the proxy and /mcp", async (t) => {
+  const doc = JSON.parse(readFileSync(join(root, 'openapi/openapi.json'), 'utf8')) as { paths: Record<string, unknown> };
+  const lines = readme.split('\n');
+  const start = lines.indexOf('| endpoint | what it does |');
+  const rows: string[] = [];
+  for (const line of lines.slice(start + 2)) {
+    if (!line.startsWith('|')) break;
+    rows.push(line.split('|')[1] ?? '');
+  }
+  const named = rows.join(' ');
+  for (const path of [
+    ...Object.keys(doc.paths),
+    '/mcp',
+    '/anthropic/*',
+    '/openai/*',
+    '/gemini/*',
+    '/metrics',
+    '/docs',
+    '/openapi.json',
+  ]) {
+    t.ok(named.includes(`${path}\``) || named.includes(`${path},`), `${path} is in the endpoint table`);
+  }
+});
+
+t.test('every figure stated in prose names a figure its paragraph states, and a command that prints it', async (t) => {
+  let count = 0;
+  for (const file of DOC_FILES) {
+    for (const step of steps(readDoc(file))) {
+      if (step.kind !== 'figure') continue;
+      count++;
+      t.ok(step.paragraph.includes(step.written), `${file}:${step.line}: the paragraph states ${step.written}`);
+      t.ok(Number.isFinite(step.value) && step.value > 0, `${file}:${step.line}: ${step.written} is a number`);
+      t.ok(step.script.trim().length > 0, `${file}:${step.line}: a command prints it`);
+    }
+  }
+  t.ok(count >= 3, `${count} figures are checked`);
+  // The comparison the system test makes: exact without a tolerance, within it with one.
+  const figure = { kind: 'figure', line: 1, written: '1,820', value: 1820, tolerance: 3, script: '', paragraph: '' } as const;
+  t.ok(figureHolds(figure, '1844\n'));
+  t.notOk(figureHolds(figure, '1720\n'), 'the old prose figure is out of tolerance');
+  t.notOk(figureHolds({ ...figure, tolerance: 0 }, '1821'));
+  t.notOk(figureHolds(figure, ''), 'nothing printed is no figure');
+});
+
+t.test('the README is a front page: short, with the quick start and the links into docs/', async (t) => {
+  const lines = readme.split('\n').length;
+  t.ok(lines <= 260, `README.md has ${lines} lines`);
+  t.match(readme, /npm ci && npm run build && npm start/);
+  t.match(readme, /npm ci && npm test/);
+  for (const file of DOC_FILES.filter((f) => f !== 'README.md')) t.match(readme, `](${file})`, `the README links ${file}`);
+});
+
+t.test(`every metric the service registers is in ${HOME.metrics}'s table, and the table lists no other`, async (t) => {
+  const text = sources(join(root, 'src'))
+    .map((f) => readFileSync(f, 'utf8'))
+    .join('\n');
+  // Counters, gauges and histograms by name (`name: 'compactor_…'`), and the plugin's stat gauges.
+  const registered = new Set([...text.matchAll(/(?:name: |stat\()'(compactor_[a-z_]+)'/g)].map((m) => m[1] as string));
+  const rows = codeTable(HOME.metrics, '| metric | type | labels | what it counts |');
+  for (const name of registered) t.ok(rows.has(name), `${name} is documented`);
+  for (const name of rows.keys()) t.ok(registered.has(name), `${name} is registered`);
+  t.ok(registered.size >= 20, `${registered.size} metrics`);
 });

@@ -3,7 +3,7 @@ import { TRAIL_HEADING } from '../../src/history/vocabulary.js';
 import { renderTrail, Trail, trailOf } from '../../src/summarizers/trail.js';
 
 /**
- * The trail's budget (README, "Artifact trail"): what is cut, in which order, and what a fold
+ * The trail's budget (docs/strategies.md, "Artifact trail"): what is cut, in which order, and what a fold
  * keeps. Items are estimated at (length + 2) / 3 tokens; the heading and the `left out` line take
  * 12 of the budget, a class's label 3.
  */

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { TurnQueue } from '../../src/plugins/queue.js';
+import { TurnQueue } from '../../src/plugins/load/queue.js';
 
 const iteration = () => new Promise((r) => setImmediate(r));
 

@@ -34,7 +34,7 @@ export const FitOptions = z.strictObject({
     .enum(['cost', 'tokens'])
     .default('cost')
     .describe(
-      'cost: reduce where that lowers the agent\'s bill with its prompt cache in view, always above `limit` (the README, "What fit does"); tokens: reduce whenever over the target',
+      'cost: reduce where that lowers the agent\'s bill with its prompt cache in view, always above `limit` (docs/fit.md, "What fit does"); tokens: reduce whenever over the target',
     ),
   limit: z
     .strictObject({

@@ -1,40 +1,40 @@
-import { type CompactOptions, compactStrategy } from '../compact.js';
+import { compactStrategy } from '../compact.js';
 import { WindowOptions, windowAbove } from '../sliding-window.js';
 import { summarizeStrategy } from '../summarize/index.js';
+import { type FitContext, measured } from './context.js';
+import type { Spliceable } from './decide.js';
 import { fitCompactOptions, summarizeOptions } from './options.js';
+import { markPlanned, type Pipeline, splice, take, took, writtenEnd } from './pipeline.js';
 import { spliceable } from './prepare.js';
-import { type FitRun, type Measured, writtenEnd } from './run.js';
 
-/** One of fit's stages: a step of the run, each only while the run is above its target. */
-export type FitStage = (run: FitRun) => Promise<void> | void;
+/** One of fit's stages: what the stages before left in, what this one leaves out (OpenHands' pipeline condenser). */
+export type FitStage = (c: FitContext, acc: Pipeline) => Promise<Pipeline> | Pipeline;
 
-/** The compaction stage's options (`fitCompactOptions`). */
-export function compactOptions(run: FitRun): CompactOptions {
-  return fitCompactOptions(run.o, run.target);
-}
-
-/** The compaction stage's result, planned once per run (the cost policy prices it before taking it). */
-export async function compaction(run: FitRun): Promise<Measured<unknown>> {
-  run.compacted ??= run.measure(await compactStrategy.run(run.view, compactOptions(run), run.ctx));
-  return run.compacted;
-}
-
-/** Compaction: the first stage, always run. */
-export const compactStage: FitStage = async (run) => {
-  run.take('compact', await compaction(run));
+/** Compaction: the first stage, always run; planned once per run (the cost policy priced it before deciding). */
+export const compactStage: FitStage = async (c, acc) => {
+  const compaction =
+    c.compaction ?? measured(c, acc.view, await compactStrategy.run(acc.view, fitCompactOptions(c.o, c.target), c.ctx));
+  return take(c, acc, 'compact', compaction);
 };
 
 /**
- * The summarize stage, only while above the target. A failure leaves the history as it was and
- * the window stands in (`fallback`), unless the request asked for the error (`on_failure: error`).
- * A dry run knows what the summary would replace, not the summary itself: it is planned (an
- * estimate), and nothing after it is guessed.
+ * The summarize stage, only while above the target, with the prepared summary `find` gives spliced
+ * in. A failure leaves the history as it was and the window stands in (`fallback`), unless the
+ * request asked for the error (`on_failure: error`). A dry run knows what the summary would
+ * replace, not the summary itself: it is planned (an estimate), and nothing after it is guessed.
  */
-export const summarizeStage: FitStage = async (run) => {
-  run.summarized = { result: undefined, failure: undefined, end: run.view.head, planned: false };
-  if (run.occupancy <= run.target) return;
-  await summarizeOnce(run, true);
-};
+export function summarizeWith(
+  find: (c: FitContext, acc: Pipeline) => Promise<Spliceable | undefined> | Spliceable | undefined,
+): FitStage {
+  return async (c, acc) => {
+    const reset = { ...acc, summarized: { result: undefined, failure: undefined, end: acc.view.head, planned: false } };
+    if (acc.occupancy <= c.target) return reset;
+    return summarizeOnce(c, reset, await find(c, acc));
+  };
+}
+
+/** The summarize stage of the ladder: a prepared summary ready for this view is spliced in, one being made waited for (`wait_ms`). */
+export const summarizeStage = summarizeWith((c, acc) => spliceable(c, acc.view, summarizeOptions(c.o), true));
 
 /**
  * After a splice, before the window: a prepared summary covers the range it was prepared for,
@@ -43,30 +43,31 @@ export const summarizeStage: FitStage = async (run) => {
  * the spliced one: the window drops only what a summary could not have saved (a prepared summary
  * never costs the agent messages). Its failure leaves the splice, and the window stands in.
  */
-export const refoldStage: FitStage = async (run) => {
-  if (!run.spliced || !run.summarized.result || run.summarized.planned || run.occupancy <= run.target) return;
-  await summarizeOnce(run, false);
+export const refoldStage: FitStage = (c, acc) => {
+  const { summarized } = acc;
+  if (!acc.spliced || !summarized.result || summarized.planned || acc.occupancy <= c.target) return acc;
+  return summarizeOnce(c, acc, undefined);
 };
 
-/** One summary over the current view (a prepared one spliced in when `splice` and it matches), taken when it frees enough. */
-async function summarizeOnce(run: FitRun, splice: boolean): Promise<void> {
-  const before = run.view;
+/** One summary over the current view (`prepared` spliced in when given), taken when it frees enough. */
+async function summarizeOnce(c: FitContext, acc: Pipeline, prepared: Spliceable | undefined): Promise<Pipeline> {
+  const before = acc.view;
   // What the compaction stage offloaded is not stored yet: the summary's trail reads it from here.
-  const offloaded = run.composed.plan.artifacts;
-  const pending = offloaded.length > 0 ? new Map(offloaded.map((a) => [a.id, a.value])) : run.ctx.pending;
+  const offloaded = acc.composed.plan.artifacts;
+  const pending = offloaded.length > 0 ? new Map(offloaded.map((a) => [a.id, a.value])) : c.ctx.pending;
   // A summary prepared in the background for this range is in the summary cache: asking for it is a hit.
-  const o = summarizeOptions(run.o);
-  const prepared = splice ? await spliceable(run, before, o, true) : undefined;
-  const m = run.measure(await summarizeStrategy.run(before, prepared?.options ?? o, { ...run.ctx, pending }));
-  run.summarized.failure = m.result.failure;
-  if (!run.take('summarize', m)) return;
-  if (prepared) run.splice(prepared.entry);
-  run.summarized.result = m.result;
-  if (m.applied && m.result.plan) run.summarized.end = writtenEnd(m.applied, m.result.plan, before.head);
-  if (run.ctx.dryRun) {
-    run.summarized.planned = true;
-    run.markPlanned();
-  }
+  const options = prepared?.options ?? summarizeOptions(c.o);
+  const m = measured(c, before, await summarizeStrategy.run(before, options, { ...c.ctx, pending }));
+  const tried = { ...acc, summarized: { ...acc.summarized, failure: m.result.failure } };
+  const next = take(c, tried, 'summarize', m);
+  if (!took(next)) return next;
+  const end = m.applied && m.result.plan ? writtenEnd(m.applied, m.result.plan, before.head) : acc.summarized.end;
+  const planned = c.ctx.dryRun === true;
+  const done = {
+    ...(prepared ? splice(next, prepared.entry) : next),
+    summarized: { result: m.result, failure: m.result.failure, end, planned },
+  };
+  return planned ? markPlanned(done) : done;
 }
 
 /**
@@ -76,25 +77,29 @@ async function summarizeOnce(run: FitRun, splice: boolean): Promise<void> {
  * compressed. By default a token budget that meets the target. Then the warning when the target
  * cannot be met.
  */
-export const windowStage: FitStage = (run) => {
-  const { summarized, target } = run;
-  if ((run.occupancy > target || summarized.failure) && !summarized.planned) {
-    const fixed = run.occupancy - run.view.counts.reduce((a, b) => a + b, 0);
-    const keep = run.o.window?.keep ?? { tokens: Math.max(0, target - fixed) };
-    const windowed = windowAbove(run.view, WindowOptions.parse({ ...run.o.window, keep }), summarized.end);
-    run.dropped = run.take('window', run.measure(windowed)) ? windowed.extra(undefined).dropped : null;
-    if (run.dropped && summarized.failure) run.fallback = { from: 'summarize', to: 'window', reason: summarized.failure };
+export const windowStage: FitStage = (c, acc) => {
+  const { summarized } = acc;
+  const { target } = c;
+  let out = acc;
+  if ((acc.occupancy > target || summarized.failure) && !summarized.planned) {
+    const fixed = acc.occupancy - acc.view.counts.reduce((a, b) => a + b, 0);
+    const keep = c.o.window?.keep ?? { tokens: Math.max(0, target - fixed) };
+    const windowed = windowAbove(acc.view, WindowOptions.parse({ ...c.o.window, keep }), summarized.end);
+    out = take(c, acc, 'window', measured(c, acc.view, windowed));
+    const dropped = took(out) ? windowed.extra(undefined).dropped : null;
+    const fallback =
+      dropped && summarized.failure ? { from: 'summarize', to: 'window', reason: summarized.failure } : acc.fallback;
+    out = { ...out, dropped, fallback };
   }
-  if (run.occupancy > target && !summarized.planned) {
-    const summary = summarized.result?.extra(undefined).summary ? 'the summary ' : '';
-    run.warnings.push({
-      code: 'target_not_met',
-      message: `occupancy is ${run.occupancy}, over the target ${target}: the rest is the head, the first user message, ${summary}and the newest group, which no strategy may remove`,
-    });
-  }
+  if (out.occupancy <= target || summarized.planned) return out;
+  const summary = summarized.result?.extra(undefined).summary ? 'the summary ' : '';
+  const message = `occupancy is ${out.occupancy}, over the target ${target}: the rest is the head, the first user message, ${summary}and the newest group, which no strategy may remove`;
+  return { ...out, warnings: [...out.warnings, { code: 'target_not_met', message }] };
 };
 
 /** Runs stages in order, each on what the previous ones left. */
-export async function runStages(run: FitRun, stages: readonly FitStage[]): Promise<void> {
-  for (const stage of stages) await stage(run);
+export async function runStages(c: FitContext, acc: Pipeline, stages: readonly FitStage[]): Promise<Pipeline> {
+  let out = acc;
+  for (const stage of stages) out = await stage(c, out);
+  return out;
 }

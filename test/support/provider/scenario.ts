@@ -145,7 +145,8 @@ export function recallSteps(options: ToolStepsOptions, state: RecallState): Scen
   let searched = false;
   return async (request): Promise<Reply> => {
     if (state.recalled) return { text: `Recalled ${state.recalled}: done.` };
-    const id = /art_[0-9a-f]{24}/.exec(JSON.stringify(request.history))?.[0];
+    // As a model would: the id the placeholder tells it to pass to the recall tool.
+    const id = /call the `recall` tool with (art_[0-9a-f]{24})/.exec(JSON.stringify(request.history))?.[1];
     const tool = recallTool(request);
     if (id && tool) {
       state.recalled = id;

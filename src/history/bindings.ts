@@ -1,0 +1,68 @@
+import { createHash } from 'node:crypto';
+import type { FormatAdapter } from './format.js';
+import { clearableArg } from './vocabulary.js';
+
+/**
+ * What a tool-result or tool-input placeholder is signed for: the call it belongs to, named by
+ * its id, its tool, a digest of its arguments (those `clear_tool_inputs` may clear left out, so
+ * that a call reads as the same call once its arguments are cleared or restored, and so do its
+ * results) and its rank among the earlier calls of the history identical in all three. A placeholder copied into another call (another id, tool,
+ * arguments or rank) or repeated with its call no longer verifies, while a history that really
+ * repeats a call has a placeholder of its own for each repetition.
+ */
+export type Binding = string;
+
+/** A call's identity before its rank: id, tool and arguments (undefined for a custom tool's input). */
+function callIdentity(id: string, name: string | null, args: Record<string, unknown> | undefined): string {
+  const kept = args === undefined ? undefined : Object.entries(args).filter(([k, v]) => !clearableArg(name ?? '', k, v));
+  const json = kept === undefined ? '' : JSON.stringify(kept);
+  const digest = createHash('sha256').update(json).digest('hex').slice(0, 32);
+  return JSON.stringify([id, name, digest]);
+}
+
+/** The binding of a call whose identity (`callIdentity`) is the `rank`th of its kind in the history. */
+function ranked(identity: string, rank: number): Binding {
+  return `${identity}#${rank}`;
+}
+
+/** The bindings of every call and result site of a history, by message index and slot. */
+export interface Bindings {
+  call(index: number, slot: number): Binding | undefined;
+  result(index: number, slot: number): Binding | undefined;
+}
+
+/**
+ * The bindings of a history's sites, in one pass: each call is ranked among the earlier calls
+ * identical to it, and each result takes the binding of the nearest earlier call with its id (a
+ * result without one is ranked among the earlier results without a call under the same id).
+ * Linear in the history (each call's arguments are hashed once).
+ */
+export function bindings(format: FormatAdapter, messages: readonly unknown[]): Bindings {
+  const calls = new Map<string, Binding>();
+  const results = new Map<string, Binding>();
+  const seen = new Map<string, number>();
+  const latest = new Map<string, Binding>();
+  const key = (index: number, slot: number) => `${index}:${slot}`;
+  const next = (identity: string) => {
+    const rank = seen.get(identity) ?? 0;
+    seen.set(identity, rank + 1);
+    return rank;
+  };
+  messages.forEach((message, index) => {
+    for (const c of format.callSites(message)) {
+      const identity = callIdentity(c.id, c.name, c.args);
+      const rank = next(identity);
+      const binding = ranked(identity, rank);
+      calls.set(key(index, c.slot), binding);
+      latest.set(c.id, binding);
+    }
+    for (const r of format.resultSites(message)) {
+      const orphan = callIdentity(r.callId, null, undefined);
+      results.set(key(index, r.slot), latest.get(r.callId) ?? ranked(orphan, next(orphan)));
+    }
+  });
+  return {
+    call: (index, slot) => calls.get(key(index, slot)),
+    result: (index, slot) => results.get(key(index, slot)),
+  };
+}

@@ -1,0 +1,113 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import rateLimit from '@fastify/rate-limit';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+import { CompactorError } from '../../errors.js';
+import { hostCheck } from './host-check.js';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** Set by the guard when the route is registered: a `/v1` route (keys, rate limit, queue). */
+    api?: boolean;
+  }
+  interface FastifyRequest {
+    /** SHA-256 digest of the API key that was validated for this request; null when none was. */
+    apiKeyDigest: Buffer | null;
+  }
+  interface FastifyInstance {
+    /** Every route the app serves, as registered, with whether it needs a key. */
+    routeTable: { method: string; url: string; protected: boolean }[];
+  }
+}
+
+export interface GuardOptions {
+  /** Keys that may call; empty or undefined: open (bind to localhost). */
+  apiKeys: readonly string[] | undefined;
+  /** `api`: keys guard `/v1/*` only; `all`: health, metrics and docs too. */
+  scope: 'api' | 'all';
+  /** Requests per minute per client on `/v1/*`; 0: off. */
+  rateLimit: number;
+  /** Host names served besides addresses and one-label names (`COMPACTOR_ALLOWED_HOSTS`); set: checked even with keys. */
+  allowedHosts?: readonly string[] | undefined;
+  /** The address the service listens on (`HOST`): served as a `Host` too when it is a name. */
+  bindHost?: string;
+}
+
+const digest = (text: string) => createHash('sha256').update(text).digest();
+
+/**
+ * Whether a request is for a `/v1` route, decided on the route the router matched, never on the
+ * raw request target: `/%76%31/compact`, `/v%31/compact` and `GET http://host/v1/…` all match
+ * `/v1/compact` and are guarded like it. An unmatched request (a 404) is no API request.
+ */
+export function isApiRequest(request: FastifyRequest): boolean {
+  return request.routeOptions.config?.api === true;
+}
+
+/**
+ * The `Host` check (`host-check.ts`); bearer API keys compared in constant time (over SHA-256
+ * digests, so lengths leak nothing), on the route the router matched; and rate limiting per
+ * validated key (per client address when no keys are configured). Load shedding (503) is
+ * `plugins/load/`.
+ */
+export default fp<GuardOptions>(
+  async (app: FastifyInstance, options) => {
+    const keys = (options.apiKeys ?? []).map(digest);
+    const table: FastifyInstance['routeTable'] = [];
+    app.decorate('routeTable', table);
+    app.decorateRequest('apiKeyDigest', null);
+    app.addHook('onRoute', (route) => {
+      const api = route.url.startsWith('/v1/');
+      route.config = { ...route.config, api };
+      // The proxy and /mcp check the key themselves (the proxy in x-compactor-key, since its
+      // Authorization is the provider's), whatever the scope.
+      const own = route.url === '/mcp' || /^\/(anthropic|openai|gemini)\//.test(route.url);
+      for (const method of [route.method].flat())
+        table.push({ method, url: route.url, protected: api || options.scope === 'all' || (own && keys.length > 0) });
+    });
+    const guarded = (request: FastifyRequest) => options.scope === 'all' || isApiRequest(request);
+
+    // Without keys, a page a browser loaded from another name must not reach the service through
+    // DNS rebinding; with keys, the key stands in the way, unless names are configured anyway.
+    if (keys.length === 0 || options.allowedHosts !== undefined) {
+      app.addHook(
+        'onRequest',
+        hostCheck([...(options.allowedHosts ?? []), ...(options.bindHost ? [options.bindHost.toLowerCase()] : [])]),
+      );
+    }
+
+    if (keys.length > 0) {
+      app.addHook('onRequest', async (request, reply) => {
+        if (!guarded(request)) return;
+        const header = request.headers.authorization;
+        const match = typeof header === 'string' ? /^Bearer[ \t]+([^ \t].*)$/i.exec(header) : null;
+        reply.header('www-authenticate', 'Bearer realm="compactor"');
+        if (!match?.[1]) throw new CompactorError('CMP_ERR_AUTH_REQUIRED', 'send Authorization: Bearer <key>');
+        const given = digest(match[1].trim());
+        // Compare with every key, always: the time taken says nothing about which one matched.
+        let ok = false;
+        for (const key of keys) ok = timingSafeEqual(given, key) || ok;
+        if (!ok) throw new CompactorError('CMP_ERR_AUTH_INVALID', 'the API key is not valid');
+        reply.removeHeader('www-authenticate');
+        request.apiKeyDigest = given;
+      });
+    }
+
+    if (options.rateLimit > 0) {
+      await app.register(rateLimit, {
+        max: options.rateLimit,
+        timeWindow: 60_000,
+        allowList: (request) => !isApiRequest(request),
+        // The validated key (however its header was spelled), else the client's address: a made-up
+        // header buys no fresh budget.
+        keyGenerator: (request) => (request.apiKeyDigest ? `key:${request.apiKeyDigest.toString('base64')}` : `ip:${request.ip}`),
+        errorResponseBuilder: (_request, context) =>
+          new CompactorError(
+            'CMP_ERR_RATE_LIMITED',
+            `rate limit of ${context.max} requests per minute reached; retry in ${Math.ceil(context.ttl / 1000)} s`,
+          ),
+      });
+    }
+  },
+  { name: 'guard', dependencies: ['problem'] },
+);

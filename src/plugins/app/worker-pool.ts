@@ -1,0 +1,251 @@
+import { fileURLToPath } from 'node:url';
+import { MessageChannel } from 'node:worker_threads';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+import { Piscina } from 'piscina';
+import { Gauge } from 'prom-client';
+import type { Config } from '../../config.js';
+import { CompactorError } from '../../errors.js';
+import type { OperationUrl } from '../../service/operations.js';
+import { serveStore } from '../../store/remote.js';
+import type { PreparedContext } from '../../strategies/types.js';
+import type { Task, TaskResult, WorkerInit } from '../../worker.js';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    workerPool: WorkerPool;
+  }
+}
+
+/** A request body left unparsed on the main thread: a worker parses, validates and runs it. */
+export class RawBody {
+  constructor(readonly bytes: Buffer) {}
+}
+
+/**
+ * The worker entry: the compiled `worker.js` beside the compiled plugins. Under the test runner,
+ * which loads the TypeScript sources, it is the built one in `dist/` (`npm test` builds first).
+ */
+function workerFile(): string {
+  const here = fileURLToPath(import.meta.url);
+  const compiled = here.endsWith('.ts')
+    ? here.replace(/([\\/])src([\\/])(?!.*[\\/]src[\\/])/, '$1dist$2').replace(/\.ts$/, '.js')
+    : here;
+  return fileURLToPath(new URL('../../worker.js', `file://${compiled}`));
+}
+
+export interface WorkerPoolOptions {
+  /** Worker threads; 0: every request runs on the main thread. */
+  workers: number;
+  /** Bodies of at least this many bytes run on a worker. */
+  minBytes: number;
+  config: Config;
+  /** The summarizer's concurrency count, shared with the main thread. */
+  summarizerSlots: Int32Array;
+}
+
+/**
+ * Large requests run on a pool of worker threads (piscina), started on first use: the main thread
+ * only receives the bytes and sends the answer back, so liveness probes, metrics and new
+ * connections are served within milliseconds while a 30 MB history is worked on.
+ */
+export class WorkerPool {
+  private pool: Piscina | undefined;
+  /** The warm-up in progress (`warm()`), or undefined: never asked (the pool starts on first use). */
+  private warming: Promise<void> | undefined;
+  /** Whether the pool has run a task: readiness waits for it once a warm-up was asked for. */
+  private started = false;
+  /** Whether the warm-up failed (readiness says so). */
+  failed = false;
+  private closing = false;
+  /** Body bytes of the tasks on the pool (running or waiting). */
+  private pendingBytes = 0;
+  /** Artifacts the workers' own store connections evicted (the main thread's metrics add them). */
+  evicted = 0;
+  /**
+   * The pool's throughput in its current or last busy spell (body bytes finished per ms); until
+   * measured, 2 MB/s, about what one thread does counting a history with nothing cached.
+   */
+  private bytesPerMs = 2000;
+  /** When the pool last went from idle to busy (performance.now()), and the bytes it finished since. */
+  private busySince = 0;
+  private doneSinceBusy = 0;
+
+  constructor(
+    private readonly options: WorkerPoolOptions,
+    private readonly app: FastifyInstance,
+  ) {}
+
+  /** Body bytes of the tasks on the pool. */
+  get pending(): number {
+    return this.pendingBytes;
+  }
+
+  /**
+   * How long a task arriving now would wait for the pool to get to it: the bytes ahead of it at the
+   * pool's recent speed (`plugins/load/pool-shedding.ts` sheds by it).
+   */
+  expectedWaitMs(): number {
+    return this.pendingBytes / this.bytesPerMs;
+  }
+
+  /**
+   * Whether the pool is up, as readiness sees it: no workers, or no warm-up asked for (an app built
+   * without the server's boot starts its pool on first use), or the warm-up finished.
+   */
+  get up(): boolean {
+    return this.options.workers === 0 || this.warming === undefined || this.started;
+  }
+
+  /** Whether a body of `bytes` runs on a worker. */
+  accepts(bytes: number): boolean {
+    return this.options.workers > 0 && bytes >= this.options.minBytes;
+  }
+
+  private start(): Piscina {
+    const init: WorkerInit = {
+      config: this.options.config,
+      secret: this.app.artifactSecret,
+      remoteStore: this.app.storeIsLocal,
+      summarizerSlots: this.options.summarizerSlots,
+    };
+    this.pool = new Piscina({
+      filename: workerFile(),
+      minThreads: this.options.workers,
+      maxThreads: this.options.workers,
+      idleTimeout: Number.POSITIVE_INFINITY,
+      // Summaries wait on the LLM: a worker takes more tasks while one waits.
+      concurrentTasksPerWorker: 4,
+      workerData: init,
+    });
+    return this.pool;
+  }
+
+  /**
+   * Runs one request on the pool; the body is moved to the worker, not copied. `keyDigest`: the
+   * caller's, where it is not the request's validated key (a proxied request's credential).
+   */
+  async run(
+    url: OperationUrl,
+    body: Buffer,
+    request: FastifyRequest,
+    prepared?: PreparedContext,
+    keyDigest?: Uint8Array | null,
+  ): Promise<TaskResult> {
+    const pool = this.pool ?? this.start();
+    const bytes = new Uint8Array(body.buffer, body.byteOffset, body.byteLength);
+    const movable = body.byteOffset === 0 && body.byteLength === body.buffer.byteLength ? bytes : new Uint8Array(bytes);
+    const task: Task = {
+      url,
+      body: movable,
+      keyDigest: keyDigest !== undefined ? keyDigest : request.apiKeyDigest ? new Uint8Array(request.apiKeyDigest) : null,
+      deadlineMs: this.app.deadlineMs,
+      requestId: String(request.id),
+      ...(prepared ? { prepared } : {}),
+    };
+    const transferList: (ArrayBuffer | import('node:worker_threads').MessagePort)[] = [movable.buffer as ArrayBuffer];
+    const channel = this.app.storeIsLocal ? new MessageChannel() : undefined;
+    if (channel) {
+      serveStore(channel.port1, this.app.store);
+      task.port = channel.port2;
+      transferList.push(channel.port2);
+    }
+    // The body's memory moves to the worker: its length is read now, while it is still here.
+    const length = body.byteLength;
+    if (this.pendingBytes === 0) {
+      this.busySince = performance.now();
+      this.doneSinceBusy = 0;
+    }
+    this.pendingBytes += length;
+    try {
+      const result = (await pool.run(task, { transferList })) as TaskResult;
+      this.evicted += result.evicted;
+      // Throughput: bytes finished over the time the pool has been busy (tasks on one worker
+      // interleave, so a task's own duration says little about the pool's speed).
+      this.doneSinceBusy += length;
+      const span = performance.now() - this.busySince;
+      if (span >= 20) this.bytesPerMs = this.doneSinceBusy / span;
+      return result;
+    } finally {
+      this.pendingBytes -= length;
+      channel?.port1.close();
+    }
+  }
+
+  /**
+   * Starts the pool and runs one small request on it, so the first large request does not pay for
+   * starting a thread and loading the tokenizer (seconds). The server calls it once it listens;
+   * readiness answers 503 `starting` until it is done. A close during the warm-up ends it quietly.
+   */
+  warm(): Promise<void> {
+    if (this.options.workers === 0 || this.closing) return Promise.resolve();
+    this.warming ??= this.warmUp().catch((error: unknown) => {
+      if (this.closing) return;
+      this.failed = true;
+      throw error;
+    });
+    return this.warming;
+  }
+
+  private async warmUp(): Promise<void> {
+    const body = Buffer.from(JSON.stringify({ messages: [{ role: 'user', content: 'warm up' }] }));
+    const result = await (this.pool ?? this.start()).run({
+      url: '/v1/tokens',
+      body: new Uint8Array(body),
+      keyDigest: null,
+      deadlineMs: 60_000,
+      requestId: 'warm-up',
+    } satisfies Task);
+    if (!(result as TaskResult).ok) throw failureError(result as Extract<TaskResult, { ok: false }>);
+    this.started = true;
+  }
+
+  /**
+   * Stops the pool. A warm-up still starting its thread is let finish first (up to 10 s): a pool
+   * destroyed while its worker boots fails that worker mid-start.
+   */
+  async close(): Promise<void> {
+    this.closing = true;
+    if (this.warming && !this.started) {
+      await Promise.race([this.warming.catch(() => {}), new Promise((r) => setTimeout(r, 10_000).unref())]);
+    }
+    await this.pool?.destroy();
+  }
+}
+
+/** Turns a worker's failure back into the error the in-line path would have thrown. */
+export function failureError(result: Extract<TaskResult, { ok: false }>): Error {
+  const f = result.failure;
+  if (f.kind === 'problem') {
+    return new CompactorError(
+      f.code,
+      f.detail,
+      f.errors,
+      f.retryAfterSeconds !== undefined ? { retryAfterSeconds: f.retryAfterSeconds } : {},
+    );
+  }
+  const error = new Error(`worker: ${f.message}`);
+  if (f.stack) error.stack = f.stack;
+  return error;
+}
+
+/**
+ * Decorates the app with the worker pool (closed with the app); `plugins/load/pool-shedding.ts`
+ * sheds what would wait on it.
+ */
+export default fp<WorkerPoolOptions>(
+  async (app: FastifyInstance, options) => {
+    const pool = new WorkerPool(options, app);
+    app.decorate('workerPool', pool);
+    new Gauge({
+      name: 'compactor_worker_pending_bytes',
+      help: 'Body bytes of the requests running or waiting on the worker pool',
+      registers: [app.metrics.registry],
+      collect() {
+        this.set(pool.pending);
+      },
+    });
+    app.addHook('onClose', async () => pool.close());
+  },
+  { name: 'worker-pool', dependencies: ['compactor', 'metrics'] },
+);

@@ -1,0 +1,90 @@
+import type { CostModel } from '../../cost/estimate.js';
+import { type Applied, applyPlan, type Count } from '../../history/plan/apply.js';
+import { type Evaluation, evaluatePlan } from '../../history/plan/evaluate.js';
+import type { NewArtifact } from '../../store/types.js';
+import { modelFor } from '../priced.js';
+import type { PreparedRange } from '../summarize/prepared.js';
+import { countWith, type PreparedEntry, type PreparedHistory, type StrategyContext, type StrategyResult } from '../types.js';
+import type { Measurements } from './decide.js';
+import { type FitOptions, limitOf, targetOf } from './options.js';
+
+/** One fit request, resolved once (options, target, limit, cost model); nothing changes it. */
+export interface FitRequest {
+  readonly h: PreparedHistory;
+  readonly o: FitOptions;
+  readonly ctx: StrategyContext;
+  readonly policy: FitOptions['policy'];
+  /** The input's occupancy. */
+  readonly occupancy: number;
+  /** The occupancy a reduction aims under. */
+  readonly target: number;
+  /** Policy cost: the occupancy a call must never exceed (above it, a reduction is forced). */
+  readonly limit: number;
+  readonly forced: boolean;
+  /** The request's prices, cache state and horizon. */
+  readonly model: CostModel;
+  readonly count: Count;
+  /** A stage that would free less than this is skipped (policy tokens). */
+  readonly minSaving: number;
+  /** Whether this run prepares and splices: the service offers it, the request or its default wants it, and it is real. */
+  readonly preparing: boolean;
+}
+
+/** The range the next call's summary would cover, in the history as that call will see it, and its entry if asked for before. */
+export interface NextRange {
+  readonly view: PreparedHistory;
+  /** The originals the next call's compaction will offload (the summary's trail reads them). */
+  readonly early: NewArtifact[];
+  readonly range: PreparedRange;
+  readonly known: PreparedEntry | undefined;
+}
+
+/** The request and what was measured to decide: the run context every stage reads, never changes. */
+export interface FitContext extends FitRequest, Measurements {
+  /** Policy cost below the limit: the compaction stage planned over the input (the cost policy priced it). */
+  readonly compaction: Measured<unknown> | undefined;
+  /** Policy cost below the limit: where a summary is expected to be made; prepared summaries are timed from it. */
+  readonly summaryDueAt: number | undefined;
+  /** The next call's range as this input's compaction leaves it, when working it out was needed to decide. */
+  readonly next: NextRange | undefined;
+}
+
+/** One stage's result on a view: its plan (over the view), measured there. */
+export interface Measured<E> {
+  readonly result: StrategyResult<E>;
+  readonly applied: Applied | undefined;
+  /** Tokens the stage frees, net of what it writes (summaries estimated at their budget in a dry run). */
+  readonly freed: number;
+  readonly evaluation: Evaluation | undefined;
+}
+
+export function resolve(h: PreparedHistory, o: FitOptions, ctx: StrategyContext): FitRequest {
+  const target = targetOf(o, ctx.profile);
+  const limit = limitOf(o, ctx.profile, target);
+  const model = modelFor(h, o, ctx, ctx.summarizer?.model?.(o.summarize?.summarizer?.model) ?? null);
+  const preparing = ctx.prepared !== undefined && !ctx.dryRun && (o.prepare?.enabled ?? ctx.prepared.byDefault);
+  const minSaving = o.policy === 'tokens' ? o.min_saving_fraction * h.occupancy : 0;
+  const forced = h.occupancy > limit;
+  return {
+    h,
+    o,
+    ctx,
+    policy: o.policy,
+    occupancy: h.occupancy,
+    target,
+    limit,
+    forced,
+    model,
+    count: countWith(h, ctx),
+    minSaving,
+    preparing,
+  };
+}
+
+/** A stage's result measured on `view`. */
+export function measured<E>(r: Pick<FitRequest, 'count'>, view: PreparedHistory, result: StrategyResult<E>): Measured<E> {
+  if (!result.plan || result.reason) return { result, applied: undefined, freed: 0, evaluation: undefined };
+  const applied = applyPlan(view, result.plan, r.count);
+  const evaluation = evaluatePlan(result.plan, applied);
+  return { result, applied, freed: evaluation.saved, evaluation };
+}
