@@ -55,11 +55,17 @@ t.test(
     const a = await build(t, { COMPACTOR_STORE_URL: redis.url });
     t.equal((await a.inject({ method: 'GET', url: '/health/ready' })).statusCode, 200);
     const secret = await client.get('compactor:secret');
+    const compacted = (await a.inject({ method: 'POST', url: '/v1/compact', payload: compactBody })).json();
 
     await client.flushall();
     // B boots before A's next probe: it makes a secret of its own.
-    await build(t, { COMPACTOR_STORE_URL: redis.url });
+    const b = await build(t, { COMPACTOR_STORE_URL: redis.url });
     t.not(await client.get('compactor:secret'), secret, 'the new replica made another secret');
+    const expanded = (await b.inject({ method: 'POST', url: '/v1/expand', payload: { messages: compacted.messages } })).json();
+    t.ok(
+      (expanded.warnings as { code: string }[]).some((w) => w.code === 'placeholder_not_verified'),
+      "its expand of the first one's placeholders says it cannot verify them, rather than restoring nothing silently",
+    );
     // A's cached answer (at most 1.5 s old) passes first; the check after it sees the split.
     let ready = await a.inject({ method: 'GET', url: '/health/ready' });
     const end = Date.now() + 30_000;
