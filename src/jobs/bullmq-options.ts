@@ -38,10 +38,13 @@ export interface BullJobQueueOptions<Data, Result> {
   /** Takeovers a job may have before it fails (a job that kills its replica fails): 1 by default. */
   readonly maxStalledCount?: number;
   /**
-   * How long `add` and `state` (and each Redis command they send) may take before they reject, so
-   * that a Redis that hangs (paused, a full network buffer) never holds a request: 2,000 by default.
+   * How long each Redis command of `add` and `state` may take before it rejects, so that a Redis
+   * that hangs (paused, a full network buffer) never holds a request: 2,000 by default. `add` and
+   * `state` as a whole (several commands, the connection's first ones loading scripts) are bounded
+   * by `callTimeoutMs`: 5,000 by default.
    */
   readonly commandTimeoutMs?: number;
+  readonly callTimeoutMs?: number;
   /** `close`'s default deadline for running jobs: 10,000 by default. */
   readonly closeDeadlineMs?: number;
   /** false: this replica adds and reads jobs but runs none (no worker). Default true. */
@@ -63,6 +66,7 @@ export const bullDefaults = {
   stalledIntervalMs: 10_000,
   maxStalledCount: 1,
   commandTimeoutMs: 2000,
+  callTimeoutMs: 5000,
   closeDeadlineMs: 10_000,
 } as const;
 

@@ -32,8 +32,8 @@ const CLOSE_GRACE_MS = 2000;
  * then is moved back to wait (its processor's signal aborted) so that another replica runs it at
  * once; if even that fails, its lock expires and the stalled check hands it over. No job is lost.
  * With Redis unreachable or hung, `add` and `state` reject (`JobQueueUnavailableError`, or the
- * connection's error) within `commandTimeoutMs`, and `close` gives up on each Redis step after
- * 2 s: it resolves within its deadline and 4 s.
+ * connection's error) within `callTimeoutMs` (each command within `commandTimeoutMs`), and
+ * `close` gives up on each Redis step after 2 s: it resolves within its deadline and 4 s.
  */
 export class BullJobQueue<Data, Result> implements JobQueue<Data, Result> {
   private readonly queue: Queue<Envelope<Data>, Result>;
@@ -42,8 +42,9 @@ export class BullJobQueue<Data, Result> implements JobQueue<Data, Result> {
   private readonly aborted = new AbortController();
   private readonly clock: JobClock;
   private closing: Promise<void> | undefined;
-  /** The bound on `add` and `state` (`commandTimeoutMs`). */
+  /** The bound on one command of `add` and `state` (`commandTimeoutMs`), and on each call (`callTimeoutMs`). */
   private readonly timeoutMs: number;
+  private readonly callTimeoutMs: number;
 
   /** @throws RangeError for a concurrency, attempts or TTL that is not a positive integer; TypeError for a bad URL */
   constructor(private readonly options: BullJobQueueOptions<Data, Result>) {
@@ -56,6 +57,7 @@ export class BullJobQueue<Data, Result> implements JobQueue<Data, Result> {
     }
     this.clock = options.clock ?? systemClock;
     this.timeoutMs = options.commandTimeoutMs ?? bullDefaults.commandTimeoutMs;
+    this.callTimeoutMs = options.callTimeoutMs ?? bullDefaults.callTimeoutMs;
     const prefix = options.prefix ?? bullDefaults.prefix;
     const name = options.name ?? bullDefaults.name;
     const onError = (error: unknown): void => options.onError?.(error);
@@ -115,14 +117,14 @@ export class BullJobQueue<Data, Result> implements JobQueue<Data, Result> {
   }
 
   /**
-   * `op` within `timeoutMs`, else a rejection: BullMQ may send several commands for one call, or
+   * `op` within `callTimeoutMs`, else a rejection: BullMQ may send several commands for one call, or
    * wait for its connection first, and a hung Redis answers none of them.
    */
   private async bounded<T>(what: string, op: () => Promise<T>): Promise<T> {
     let cancel = (): void => {};
     const late = new Promise<never>((_, reject) => {
-      cancel = this.clock.after(this.timeoutMs, () =>
-        reject(new JobQueueUnavailableError(`the job queue's ${what} got no answer from Redis within ${this.timeoutMs} ms`)),
+      cancel = this.clock.after(this.callTimeoutMs, () =>
+        reject(new JobQueueUnavailableError(`the job queue's ${what} got no answer from Redis within ${this.callTimeoutMs} ms`)),
       );
     });
     try {

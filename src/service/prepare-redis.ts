@@ -1,7 +1,7 @@
 import { Redis, type Result } from 'ioredis';
 import { CompactorError } from '../errors.js';
 import type { Warning } from '../history/types.js';
-import { type JobEvent, type JobQueue, type JobState, openBullJobQueue } from '../jobs/index.js';
+import { type JobEvent, type JobQueue, type JobState, openBullJobQueue, PermanentJobError } from '../jobs/index.js';
 import type { PreparedContext, PreparedRange, PrepareRequest } from '../strategies/types.js';
 import type { Compactor } from './compactor.js';
 import {
@@ -72,6 +72,33 @@ export interface RedisPreparerOptions {
   onError?: (error: unknown) => void;
 }
 
+/**
+ * What a BullMQ job holds: the caller's scope and the id of the artifact that holds its
+ * `/v1/summarize` body (`ref`). A job hash lives until BullMQ removes it, past the artifacts' TTL
+ * and outside the store's cap: it holds no history. (`body`: a job queued by an earlier version.)
+ */
+type QueuedJob = { scope: string; ref: string } | Job;
+
+/** The artifact kind of a job's body (never listed by the MCP search, which asks for tool results). */
+const JOB_BODY_KIND = 'prepared_job_body';
+
+/**
+ * A job's scope and body, its body read from the store (a read that is a use). A body that
+ * expired or was evicted before the job ran fails the job for good; a store that cannot answer
+ * fails the attempt (retried).
+ */
+async function bodyOf(compactor: Compactor, job: QueuedJob): Promise<Job> {
+  if ('body' in job) return job;
+  try {
+    const found = await compactor.artifacts.get(compactor.callerOfScope(job.scope), job.ref);
+    return { scope: job.scope, body: found.content as Record<string, unknown> };
+  } catch (error) {
+    const code = error instanceof CompactorError ? error.code : 'internal error';
+    if (code === 'CMP_ERR_ARTIFACT_NOT_FOUND') throw new PermanentJobError(code);
+    throw new Error(code);
+  }
+}
+
 interface Stored extends PreparedRange {
   readonly created: number;
 }
@@ -90,8 +117,9 @@ export class RedisPreparer implements PreparedSummaries {
   private readonly ttlMs: number;
 
   private constructor(
+    private readonly compactor: Compactor,
     private readonly redis: Redis,
-    private readonly queue: JobQueue<Job, Usage>,
+    private readonly queue: JobQueue<QueuedJob, Usage>,
     private readonly options: RedisPreparerOptions,
   ) {
     this.perScope = options.perScope ?? 32;
@@ -101,19 +129,20 @@ export class RedisPreparer implements PreparedSummaries {
   /** Connects (in the background) and starts this replica's worker. */
   static async open(compactor: Compactor, options: RedisPreparerOptions): Promise<RedisPreparer> {
     const onEvent = options.onEvent;
-    const queue = await openBullJobQueue<Job, Usage>({
+    const queue = await openBullJobQueue<QueuedJob, Usage>({
       url: options.url,
       prefix: options.prefix,
       name: 'prepared',
       concurrency: options.concurrency,
       ttlSeconds: options.ttlSeconds ?? 24 * 3600,
       commandTimeoutMs: REDIS_TIMEOUT_MS,
+      callTimeoutMs: CALL_TIMEOUT_MS,
       ...(options.lockDurationMs
         ? { lockDurationMs: options.lockDurationMs, stalledIntervalMs: Math.ceil(options.lockDurationMs / 2) }
         : {}),
       processor: async (job, context) => {
         try {
-          const usage = await summarizeFor(compactor, job, context.signal);
+          const usage = await summarizeFor(compactor, await bodyOf(compactor, job), context.signal);
           onEvent?.('prepared', tokensOf(usage));
           return usage;
         } catch (error) {
@@ -134,7 +163,7 @@ export class RedisPreparer implements PreparedSummaries {
     redis.on('error', (error) => options.onError?.(error));
     redis.defineCommand('compactorPrepared', { numberOfKeys: 2, lua: ADD_SCRIPT });
     redis.defineCommand('compactorBill', { numberOfKeys: 1, lua: BILL_SCRIPT });
-    return new RedisPreparer(redis, queue, options);
+    return new RedisPreparer(compactor, redis, queue, options);
   }
 
   /** The caller's ranges; while Redis cannot answer (within the bound), none, and `unavailable` says why. */
@@ -167,7 +196,8 @@ export class RedisPreparer implements PreparedSummaries {
     } catch (error) {
       this.options.onError?.(error);
       if (!outcome.prepare) return [];
-      return [{ code: 'prepared_unavailable', message: `${UNAVAILABLE}: the summary asked for was not queued` }];
+      const why = error instanceof CompactorError ? error.message : UNAVAILABLE;
+      return [{ code: 'prepared_unavailable', message: `the summary asked for was not queued: ${why}` }];
     }
   }
 
@@ -222,7 +252,7 @@ export class RedisPreparer implements PreparedSummaries {
     const key = rangesKey(this.options.prefix, scope);
     if (await this.redis.hexists(key, `r:${request.id}`)) return;
     const { body, id, prefix, from, to } = request;
-    await this.queue.add(jobKey(scope, id), { scope, body });
+    await this.queue.add(jobKey(scope, id), { scope, ref: await this.keep(scope, body) });
     const now = Date.now();
     const range = JSON.stringify({ id, prefix, from, to, created: now } satisfies Stored);
     const dropped = await this.redis.compactorPrepared(`${key}:order`, key, id, now, range, this.perScope, this.ttlMs);
@@ -230,6 +260,19 @@ export class RedisPreparer implements PreparedSummaries {
       const job = await this.queue.state(jobKey(scope, old));
       if (job?.state === 'ready') this.options.onEvent?.('wasted', tokensOf(job.result));
     }
+  }
+
+  /**
+   * Stores a job's `/v1/summarize` body (the history range) as one of the caller's artifacts: it
+   * lives the artifacts' TTL and counts against the store's cap, and the job carries only its id.
+   * @throws CompactorError as `ArtifactService.persist` does (store unavailable, over the cap)
+   */
+  private async keep(scope: string, body: Record<string, unknown>): Promise<string> {
+    const caller = this.compactor.callerOfScope(scope);
+    const content = JSON.stringify(body);
+    const { id, sha256 } = caller.address(content);
+    await this.compactor.artifacts.persist(caller, [{ id, kind: JOB_BODY_KIND, tool_name: null, content, sha256 }]);
+    return id;
   }
 
   /** Bills a spliced range once across replicas: the first call counts it. */
@@ -241,19 +284,24 @@ export class RedisPreparer implements PreparedSummaries {
   }
 }
 
-/** How long one Redis command, and one call of the preparer's (several commands), may take, in ms. */
+/** How long one Redis command may take, in ms (as the store's). */
 const REDIS_TIMEOUT_MS = 2000;
+/**
+ * How long one call of the preparer's may take, in ms: several commands (a hung Redis fails the
+ * first at `REDIS_TIMEOUT_MS`), on a busy machine, the queue's first ones loading its scripts.
+ */
+const CALL_TIMEOUT_MS = 5000;
 
 /** What a response is told when the index or the queue did not answer. */
 const UNAVAILABLE = 'prepared summaries are unavailable (Redis did not answer in time)';
 
-/** `op` within `REDIS_TIMEOUT_MS`, else a rejection: a hung Redis never holds a request. */
+/** `op` within `CALL_TIMEOUT_MS`, else a rejection: a hung Redis never holds a request. */
 async function bounded<T>(what: string, op: () => Promise<T>): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<never>((_, reject) => {
     timer = setTimeout(
-      () => reject(new Error(`prepared summaries: the ${what} got no answer within ${REDIS_TIMEOUT_MS} ms`)),
-      REDIS_TIMEOUT_MS,
+      () => reject(new Error(`prepared summaries: the ${what} got no answer within ${CALL_TIMEOUT_MS} ms`)),
+      CALL_TIMEOUT_MS,
     );
   });
   try {

@@ -2,7 +2,7 @@ import { Redis, type Result } from 'ioredis';
 import { classifyRedis } from './redis-faults.js';
 import { PUT_SCRIPT, USE_SCRIPT } from './redis-scripts.js';
 import type { Artifact, ArtifactStore, ArtifactUse, NewArtifact, RecentLimit, StoreOptions, StoreUsage } from './types.js';
-import { checkFits, contentBytes } from './types.js';
+import { checkFits, contentBytes, StoreFailedError } from './types.js';
 
 declare module 'ioredis' {
   interface RedisCommander<Context> {
@@ -29,7 +29,8 @@ const DEFAULT_PREFIX = 'compactor:';
  * keep `noeviction` with append-only persistence, so an artifact lives its TTL unless our cap
  * evicts it (counted), and a full Redis refuses writes (503 `CMP_ERR_STORE_UNAVAILABLE`, readiness
  * off) rather than dropping the secret. An `allkeys-*` policy could evict the secret, which would
- * change every id. Artifacts stored by versions before the cap are counted once stored or read
+ * change every id. A Redis that lost its data gets the secret back from the next `probe`, and a
+ * different one there (another replica made it meanwhile) fails the probe: readiness says so. Artifacts stored by versions before the cap are counted once stored or read
  * again, and otherwise expire by their TTL.
  */
 export class RedisStore implements ArtifactStore {
@@ -40,6 +41,8 @@ export class RedisStore implements ArtifactStore {
   /** Content bytes as the last put of this client saw them (the total is shared by every replica). */
   private bytes = 0;
   private evicted = 0;
+  /** The installation secret this client read or stored (`secret`), re-asserted by each `probe`. */
+  private kept: string | undefined;
   /** Why the last connection attempt failed (`ECONNREFUSED`, `WRONGPASS`, …), until one succeeds. */
   private connection: string | undefined;
 
@@ -70,6 +73,7 @@ export class RedisStore implements ArtifactStore {
     try {
       return await op();
     } catch (error) {
+      if (error instanceof StoreFailedError) throw error;
       throw classifyRedis(what, error, this.connection);
     }
   }
@@ -149,8 +153,30 @@ export class RedisStore implements ArtifactStore {
       await this.client.set(key, candidate, 'NX');
       const value = await this.client.get(key);
       if (value === null) throw new Error('the secret was not kept');
+      this.kept = value;
       return value;
     });
+  }
+
+  /**
+   * Writes the installation secret this client agreed on back if Redis lost it (restarted without
+   * persistence, flushed), so that a replica started later agrees on it too; a different secret
+   * there (a replica started meanwhile made one) is a split that no retry mends: ids and markers
+   * of one replica would be unknown to the other.
+   * @throws StoreFailedError on a mismatch
+   */
+  private async reassert(): Promise<void> {
+    if (this.kept === undefined) return;
+    const key = `${this.prefix}secret`;
+    // Two commands rather than SET … NX GET, which Redis before 7.0 refuses.
+    if ((await this.client.set(key, this.kept, 'NX')) === 'OK') return;
+    const held = await this.client.get(key);
+    if (held !== null && held !== this.kept) {
+      throw new StoreFailedError(
+        'redis holds another installation secret',
+        "holds another installation secret than this replica's (Redis lost its data and another replica made a new one): restart this replica, or set COMPACTOR_ARTIFACT_SECRET on every replica",
+      );
+    }
   }
 
   /** One `SET NX PX`: Redis answers OK to the first replica that sets the key, nil to the rest. */
@@ -167,8 +193,12 @@ export class RedisStore implements ArtifactStore {
     }
   }
 
+  /** A small write, and the installation secret re-asserted (`reassert`): readiness fails on a split. */
   async probe(now: number): Promise<void> {
-    await this.run('probe', () => this.client.set(`${this.prefix}probe`, String(now), 'PX', 60_000));
+    await this.run('probe', async () => {
+      await this.client.set(`${this.prefix}probe`, String(now), 'PX', 60_000);
+      await this.reassert();
+    });
   }
 
   /** The bytes as this client's last put saw them (every replica shares the total), the cap, this client's evictions. */

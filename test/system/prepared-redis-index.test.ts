@@ -1,14 +1,17 @@
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import t, { type Test } from 'tap';
+import { addresser } from '../../src/history/address.js';
+import { ArtifactService } from '../../src/service/artifacts.js';
 import type { Compactor } from '../../src/service/compactor.js';
 import type { PrepareEvent } from '../../src/service/prepare.js';
 import { RedisPreparer, type RedisPreparerOptions } from '../../src/service/prepare-redis.js';
+import { MemoryStore } from '../../src/store/memory.js';
 import { dropPrefix, REDIS_URL, redisAvailable } from '../support/redis.js';
 
 /**
  * The Redis index of prepared ranges on its own (two `RedisPreparer`s as two replicas, a stand-in
- * for the compactor whose summaries cost 10 tokens): the newest `perScope` kept per caller, the
+ * for the compactor whose summaries cost 10 tokens, its artifacts in memory): the newest `perScope` kept per caller, the
  * dropped ready ones counted as wasted, its keys expiring, a splice billed once across replicas.
  */
 
@@ -17,8 +20,10 @@ const skip = redis ? false : `no Redis answers at ${REDIS_URL}`;
 if (!redis) console.log(`# skipping the prepared-index-on-Redis tests: ${skip}`);
 
 const usage = { input_tokens: 8, output_tokens: 2, cached_input_tokens: 0, calls: 1, model: 'm', total_tokens: 10 };
+// A job's range lives in the store, as the service's: a memory store here.
 const compactor = {
-  callerOfScope: (scope: string) => ({ scope }),
+  callerOfScope: (scope: string) => ({ scope, address: addresser('index-test-secret', scope) }),
+  artifacts: new ArtifactService({ store: new MemoryStore(), ttlSeconds: 60, now: Date.now }),
   run: async () => ({ usage }),
 } as unknown as Compactor;
 const body = { messages: [{ role: 'user', content: 'hello' }] };

@@ -36,7 +36,7 @@ async function openShared(app: FastifyInstance, config: Config, common: Preparer
 /**
  * The prepared-summary service of this process (the main thread's: worker threads get a caller's
  * entries with each task), its Prometheus counters, closed with the app after the requests it
- * serves (running jobs get the shutdown grace to finish). With a Redis store it is shared by the
+ * serves (running jobs are handed back or dropped then, not waited for). With a Redis store it is shared by the
  * replicas (BullMQ jobs and an index per caller under `COMPACTOR_JOBS_PREFIX`); else embedded.
  */
 export default fp<{ config: Config }>(
@@ -71,8 +71,11 @@ export default fp<{ config: Config }>(
           maxQueuedBytes: config.COMPACTOR_PREPARE_QUEUE_MAX_BYTES,
         });
     app.decorate('preparer', preparer);
+    // A background job is not a request: the grace period is the requests'. At close (after they
+    // drained), running jobs are handed back at once (BullMQ: moved back to wait, another replica
+    // runs them) or dropped (embedded: the next fit asks again), so the process exits 0.
     app.addHook('onClose', async () => {
-      await preparer.close(config.COMPACTOR_SHUTDOWN_GRACE_MS);
+      await preparer.close(0);
     });
   },
   { name: 'prepare', dependencies: ['metrics', 'compactor'] },
