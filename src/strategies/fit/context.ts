@@ -1,4 +1,3 @@
-import type { CostModel } from '../../cost/estimate.js';
 import { type Applied, applyPlan, type Count } from '../../history/plan/apply.js';
 import { type Evaluation, evaluatePlan } from '../../history/plan/evaluate.js';
 import type { NewArtifact } from '../../store/types.js';
@@ -8,21 +7,11 @@ import { countWith, type PreparedEntry, type PreparedHistory, type StrategyConte
 import type { Measurements } from './decide.js';
 import { type FitOptions, limitOf, targetOf } from './options.js';
 
-/** One fit request, resolved once (options, target, limit, cost model); nothing changes it. */
-export interface FitRequest {
+/** One fit request, resolved once (target, limit, cost model: see `Measurements`); nothing changes it. */
+export interface FitRequest extends Omit<Measurements, 'candidates' | 'pending' | 'ready'> {
   readonly h: PreparedHistory;
   readonly o: FitOptions;
   readonly ctx: StrategyContext;
-  readonly policy: FitOptions['policy'];
-  /** The input's occupancy. */
-  readonly occupancy: number;
-  /** The occupancy a reduction aims under. */
-  readonly target: number;
-  /** Policy cost: the occupancy a call must never exceed (above it, a reduction is forced). */
-  readonly limit: number;
-  readonly forced: boolean;
-  /** The request's prices, cache state and horizon. */
-  readonly model: CostModel;
   readonly count: Count;
   /** A stage that would free less than this is skipped (policy tokens). */
   readonly minSaving: number;
@@ -30,23 +19,19 @@ export interface FitRequest {
   readonly preparing: boolean;
 }
 
-/** The range the next call's summary would cover, in the history as that call will see it, and its entry if asked for before. */
+/** The range the next call's summary would cover, in the history as it will see it (`early`: what its compaction offloads). */
 export interface NextRange {
   readonly view: PreparedHistory;
-  /** The originals the next call's compaction will offload (the summary's trail reads them). */
   readonly early: NewArtifact[];
   readonly range: PreparedRange;
   readonly known: PreparedEntry | undefined;
 }
 
-/** The request and what was measured to decide: the run context every stage reads, never changes. */
+/** The run context every stage reads and none changes: the request, and what was measured to decide (`measure`). */
 export interface FitContext extends FitRequest, Measurements {
-  /** Policy cost below the limit: the compaction stage planned over the input (the cost policy priced it). */
-  readonly compaction: Measured<unknown> | undefined;
-  /** Policy cost below the limit: where a summary is expected to be made; prepared summaries are timed from it. */
-  readonly summaryDueAt: number | undefined;
-  /** The next call's range as this input's compaction leaves it, when working it out was needed to decide. */
-  readonly next: NextRange | undefined;
+  readonly compaction?: Measured<unknown>;
+  readonly summaryDueAt?: number;
+  readonly next?: NextRange;
 }
 
 /** One stage's result on a view: its plan (over the view), measured there. */

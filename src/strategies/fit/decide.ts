@@ -18,11 +18,10 @@ export interface Spliceable {
 /** What fit decides from: the request resolved and, under policy cost below the limit, its candidates measured. */
 export interface Measurements {
   readonly policy: 'cost' | 'tokens';
-  /** The input's occupancy. */
+  /** The input's occupancy, the target it aims under, the limit above which (policy cost) a reduction is forced. */
   readonly occupancy: number;
   readonly target: number;
   readonly limit: number;
-  /** Policy cost: the input is above `limit`. */
   readonly forced: boolean;
   readonly model: CostModel;
   /** Compaction clearing all it may; that and a summary when compaction leaves the history above the target. */
@@ -45,10 +44,9 @@ export interface Deferral {
 }
 
 /**
- * One of: defer; every stage while above the target (`ladder`, policy tokens; `forced`, policy
- * cost above the limit); compaction alone; compaction and a summary made now, or a prepared one
- * spliced in. A summary that fails falls back to `ifFailed` when compaction alone does not pay
- * (undefined: the compaction stands).
+ * Defer; every stage while above the target (`ladder`: policy tokens; `forced`: above the limit);
+ * compaction alone; compaction and a summary, made now or prepared and spliced in, `ifFailed` what
+ * happens when the summary fails (undefined: the compaction stands).
  */
 export type Decision =
   | Deferral
@@ -59,11 +57,9 @@ export type Decision =
 /**
  * Fit's decision (STRATEGIES.md, "Fit" and "Cost"), pure. Policy tokens: above the target, every
  * stage. Policy cost: above the limit, every stage (forced); below it, the candidate whose saving
- * over the horizon most exceeds its cost, or nothing when none pays (`call_again_at` says when it
- * will pay or be forced). A summary that pays and is being prepared in the background is waited
- * for (a later call splices it) rather than paid for twice on the request path; one that nobody
- * prepared yet is asked for now (`withPrepare`): below the limit the agent never waits on the
- * summarizer.
+ * over the horizon most exceeds its cost, or nothing when none pays (`call_again_at`: when it will
+ * pay or be forced). A summary that pays and is being prepared, or that nobody prepared yet (asked
+ * for now: `withPrepare`), is left to a later call to splice: below the limit no agent waits on it.
  */
 export function decide(m: Measurements): Decision {
   if (m.policy === 'tokens') {

@@ -56,18 +56,15 @@ export const fitStrategy: Strategy<typeof FitOptions, FitExtra, typeof FIT_RESPO
   kind: 'fit',
   options: FitOptions,
   response: FIT_RESPONSE,
-  idle: (h, o, cost) => {
-    const model = modelFor(h, o, { cost });
-    return {
-      stages: [],
-      target: 0,
-      artifacts: [],
-      summary: null,
-      dropped: null,
-      call_again_at: h.occupancy,
-      cost: { ...pricedResult(model, o, undefined), decision: 'defer' },
-    };
-  },
+  idle: (h, o, cost) => ({
+    stages: [],
+    target: 0,
+    artifacts: [],
+    summary: null,
+    dropped: null,
+    call_again_at: h.occupancy,
+    cost: pricedResult(modelFor(h, o, { cost }), o, undefined),
+  }),
   check: (o, env) => {
     limitOf(o, env.profile, targetOf(o, env.profile));
     // The summarize stage's model is a 400 even when the stage would not run.

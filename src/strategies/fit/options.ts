@@ -4,19 +4,16 @@ import {
   CostSchema,
   Dropped as DroppedSchema,
   PreparedSchema,
-  type StageSchema,
-  StageSchema as StageSchemaValue,
+  StageSchema,
   SummaryPlanSchema,
   SummaryReportSchema,
 } from '../../contract/parts.js';
 import { COST_FIELDS } from '../../cost/fields.js';
-import type { CostReport } from '../../cost/model.js';
 import { fieldError } from '../../errors.js';
-import type { SummaryPlan } from '../../summarizers/types.js';
 import type { ModelProfile } from '../../tokens/models.js';
-import { type ArtifactRef, CompactOptions } from '../compact.js';
-import { type Dropped, WindowOptions } from '../sliding-window.js';
-import { SummarizeOptions, type SummaryReport } from '../summarize/options.js';
+import { CompactOptions } from '../compact.js';
+import { WindowOptions } from '../sliding-window.js';
+import { SummarizeOptions } from '../summarize/options.js';
 
 /** The cost fields are fit's own, not its stages'. */
 const NOT_NESTED = { pricing: true, cache: true, horizon: true } as const;
@@ -96,7 +93,7 @@ export const ProxyOptions = FitOptions.partial().extend({ context_window: z.numb
 
 /** Fit's own response fields. */
 export const FIT_RESPONSE = {
-  stages: z.array(StageSchemaValue).describe('each stage, in order: whether it ran and what it left'),
+  stages: z.array(StageSchema).describe('each stage, in order: whether it ran and what it left'),
   target: z.number().int().describe('the occupancy aimed at'),
   artifacts: z.array(ArtifactRefSchema).describe('the originals the compact and summarize stages offloaded'),
   summary: SummaryReportSchema.nullable().describe('the summary the summarize stage wrote; null when it did not run or failed'),
@@ -113,21 +110,8 @@ export const FIT_RESPONSE = {
 
 export type Stage = z.output<typeof StageSchema>;
 
-export interface FitExtra {
-  stages: Stage[];
-  target: number;
-  artifacts: ArtifactRef[];
-  summary: SummaryReport | null;
-  dropped: Dropped | null;
-  /** The occupancy at which calling again is worth it. */
-  call_again_at: number;
-  /** What the reduction costs and saves (or, deferred, the best one found). */
-  cost: CostReport;
-  /** A summary prepared for a later call, or the prepared one spliced in. */
-  prepared?: z.output<typeof PreparedSchema>;
-  /** Dry run: the calls the summarize stage would make. */
-  plan?: SummaryPlan;
-}
+/** Fit's own response fields, as its `extra` gives them. */
+export type FitExtra = z.output<z.ZodObject<typeof FIT_RESPONSE>>;
 
 /** The reply reserve under the default limit: 10% of the window, at most this. */
 export const REPLY_RESERVE_MAX = 16_384;

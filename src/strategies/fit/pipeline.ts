@@ -8,20 +8,13 @@ import type { NewArtifact } from '../../store/types.js';
 import { addUsage } from '../../summarizers/types.js';
 import type { Dropped } from '../sliding-window.js';
 import type { SummarizeExtra } from '../summarize/index.js';
-import {
-  type BilledUsage,
-  NO_BILLED,
-  type PreparedContext,
-  type PreparedHistory,
-  type StrategyResult,
-  withTotal,
-} from '../types.js';
+import { type BilledUsage, NO_BILLED, type PreparedContext, type PreparedHistory, withTotal } from '../types.js';
 import type { FitRequest, Measured } from './context.js';
 import type { Stage } from './options.js';
 
 /** What the summarize stage left: its result, where what it wrote ends, whether it was only planned (a dry run). */
 export interface Summarized {
-  readonly result: StrategyResult<SummarizeExtra> | undefined;
+  readonly result: Measured<SummarizeExtra>['result'] | undefined;
   readonly failure: ErrorCode | undefined;
   /** The window keeps everything before this position of its view. */
   readonly end: number;
@@ -29,9 +22,8 @@ export interface Summarized {
 }
 
 /**
- * What the stages have done so far: each stage takes one and returns the next, never changing it.
- * Each plans over `view` (what the stages taken leave); a stage taken composes its plan into
- * `composed.plan`, one plan over the input, applied once at the end (`Compactor.run`).
+ * What the stages have done: each takes one and returns the next. A stage plans over `view`; taken, its plan
+ * is composed into `composed.plan`, one plan over the input, applied once at the end (`Compactor.run`).
  */
 export interface Pipeline {
   readonly composed: Composed;
@@ -41,33 +33,25 @@ export interface Pipeline {
   readonly stages: readonly Stage[];
   readonly warnings: readonly Warning[];
   readonly bestEffort: readonly NewArtifact[];
-  /** The error code of the first summarizer failure a stage recovered from (reported with its warning). */
+  /** The first summarizer failure a stage recovered from. */
   readonly failure: ErrorCode | undefined;
   readonly summarized: Summarized;
   readonly dropped: Dropped | null;
-  /** The prepared summary the summarize stage spliced in. */
   readonly spliced: PreparedContext['entries'][number] | undefined;
-  /** The window stood in for a failed summary. */
-  readonly fallback: StrategyResult<unknown>['fallback'];
+  readonly fallback: Measured<unknown>['result']['fallback'];
 }
 
 /** Nothing taken: the input as it came, no bill, no stage. */
-function untouched(r: FitRequest) {
-  const { h } = r;
+function untouched({ h }: FitRequest) {
   return { composed: identity(h.messages.length), view: h, occupancy: h.occupancy, usage: NO_BILLED, stages: [], bestEffort: [] };
 }
 
+/** No summary yet: the window may drop anything after the head. */
+export const unsummarized = (head: number): Summarized => ({ result: undefined, failure: undefined, end: head, planned: false });
+
 export function start(r: FitRequest): Pipeline {
-  const summarized = { result: undefined, failure: undefined, end: r.h.head, planned: false };
-  return {
-    ...untouched(r),
-    warnings: [],
-    failure: undefined,
-    summarized,
-    dropped: null,
-    spliced: undefined,
-    fallback: undefined,
-  };
+  const nothing = { warnings: [], failure: undefined, dropped: null, spliced: undefined, fallback: undefined };
+  return { ...untouched(r), ...nothing, summarized: unsummarized(r.h.head) };
 }
 
 /** Every stage taken dropped (their plans, bill and records); the warnings and the failure stay. */
@@ -115,10 +99,7 @@ export function took(acc: Pipeline): boolean {
   return acc.stages.at(-1)?.applied === true;
 }
 
-/**
- * A prepared summary spliced in: what making it cost is billed here, once (an entry already
- * billed to an earlier response carries no usage), as `usage.prepared`.
- */
+/** A prepared summary spliced in: what making it cost is billed here, once, as `usage.prepared` (if not billed before). */
 export function splice(acc: Pipeline, entry: PreparedContext['entries'][number]): Pipeline {
   const made = entry.usage;
   if (!made || made.calls === 0) return { ...acc, spliced: entry };

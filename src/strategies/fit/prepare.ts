@@ -52,12 +52,7 @@ async function cached(ctx: StrategyContext, id: string, ms: number): Promise<boo
  * the same place; else, when waiting is allowed (`wait_ms`, by default only above `limit`), one
  * still being made, once it is ready in time. Undefined: summarize as without preparing.
  */
-export async function spliceable(
-  r: FitRequest,
-  view: PreparedHistory,
-  o: SummarizeOptions,
-  wait: boolean,
-): Promise<Spliceable | undefined> {
+export async function spliceable(r: FitRequest, view: PreparedHistory, o: SummarizeOptions, wait: boolean) {
   if (!r.preparing) return undefined;
   const { ctx } = r;
   const entries = ctx.prepared?.entries ?? [];
@@ -65,36 +60,30 @@ export async function spliceable(
   if (ready || !wait) return ready;
   const waitMs = r.o.prepare?.wait_ms ?? (r.forced ? PREPARE_WAIT_ABOVE_LIMIT_MS : 0);
   if (waitMs <= 0) return undefined;
-  const making = preparedIn(view, o, ctx, entries, ['started', 'running']);
+  const making: Spliceable | undefined = preparedIn(view, o, ctx, entries, ['started', 'running']);
   return making && (await cached(ctx, making.entry.id, waitMs)) ? making : undefined;
 }
 
 /**
- * The range the next call's summary would cover, in the history as that call will see it: under
- * policy cost, `view` after the compaction stage clears all it may (deterministic: what it clears
- * in the range now it clears the same way then), so that a range prepared now is still
- * byte-identical after that call's compaction, with the originals that compaction offloads, to
- * store now; under policy tokens (compaction stops at the target) `view` as it is. `compaction`:
- * the compaction already planned over `view`, if any. One prepared summary per conversation at a
- * time: one the history still holds is reported, not started again (a splice covers a shorter
- * range than needed as well: the rest stays verbatim).
+ * The range the next call's summary would cover, in `out` as that call will see it: under policy
+ * cost after its compaction (deterministic: a range prepared now is still byte-identical then;
+ * `compaction`, the one already planned over `out`), under policy tokens as it is. One prepared
+ * summary per conversation at a time: one the history still holds is reported, not started again.
  */
-export async function nextRange(
-  r: FitRequest,
-  view: PreparedHistory,
-  occupancy: number,
-  compaction?: Measured<unknown>,
-): Promise<NextRange | undefined> {
+export async function nextRange(r: FitRequest, out: Output, compaction?: Measured<unknown>): Promise<NextRange | undefined> {
   const o = summarizeOptions(r.o);
-  const seen = r.policy === 'tokens' ? { view, early: [] } : await compacted(r, view, occupancy, compaction);
+  const seen = r.policy === 'tokens' ? { view: out.view, early: [] } : await compacted(r, out, compaction);
   const held = preparedIn(seen.view, o, r.ctx, r.ctx.prepared?.entries ?? [], ['started', 'running', 'ready']);
   const range = held?.entry ?? rollingRange(seen.view, o, r.ctx);
   if (!range) return undefined;
   return { ...seen, range, known: r.ctx.prepared?.entries.find((e) => e.id === range.id) };
 }
 
-/** `view` after the compaction stage, and the originals it offloads to the server. */
-async function compacted(r: FitRequest, view: PreparedHistory, occupancy: number, compaction?: Measured<unknown>) {
+/** The history a run leaves, and its occupancy. */
+type Output = Pick<Pipeline, 'view' | 'occupancy'>;
+
+/** `out` after the compaction stage, and the originals it offloads to the server. */
+async function compacted(r: FitRequest, { view, occupancy }: Output, compaction?: Measured<unknown>) {
   const out = compaction?.result ?? (await compactStrategy.run(view, fitCompactOptions(r.o, r.target), r.ctx));
   if (!out.plan || out.reason) return { view, early: [] };
   const applied = applyPlan(view, out.plan, r.count);
@@ -119,10 +108,9 @@ export function growthPerCall(h: PreparedHistory): number {
 }
 
 /**
- * Whether the summary a later call will need is to be prepared now. The point where it is due:
- * under policy cost, where it pays (`summaryDueAt`); under policy tokens, the target. `prepare.at`
- * places the start at a fraction of that point or in tokens (of the output); by default it starts
- * `PREPARE_LEAD_CALLS` of the agent's calls before it, counted at the history's recent growth.
+ * Whether the summary a later call will need is to be prepared now: at `prepare.at` (a fraction of
+ * the point where it is due, `summaryDueAt` or the target under policy tokens, or tokens of the
+ * output), by default `PREPARE_LEAD_CALLS` of the agent's calls before it, at its recent growth.
  */
 function due(c: FitContext, acc: Pipeline): boolean {
   const dueAt = c.policy === 'tokens' ? c.target : (c.summaryDueAt ?? c.target);
@@ -135,10 +123,8 @@ function due(c: FitContext, acc: Pipeline): boolean {
 }
 
 /**
- * After the stages: when no summary was written or spliced and a summary is soon due (`due`), the
- * range a summary would cover in the output (what the agent sends next, plus what it appends) is
- * asked to be prepared off the request path: `result.prepare`, its `/v1/summarize` body covering
- * exactly that range. A spliced summary is reported as `prepared` with state `spliced`.
+ * After the stages: no summary written or spliced and one soon due, the range it would cover in the
+ * output is asked for off the request path (`prepare`: its `/v1/summarize` body); a splice is reported.
  */
 export async function withPrepare(c: FitContext, acc: Pipeline, result: FitResult): Promise<FitResult> {
   if (!c.preparing) return result;
@@ -151,7 +137,7 @@ export async function withPrepare(c: FitContext, acc: Pipeline, result: FitResul
   if (acc.summarized.result?.plan || !due(c, acc)) return result;
   // Nothing taken: the output is the input, whose next range may have been worked out to decide.
   const untouched = acc.view === c.h;
-  const next = (untouched && c.next) || (await nextRange(c, acc.view, acc.occupancy, untouched ? c.compaction : undefined));
+  const next = (untouched && c.next) || (await nextRange(c, acc, untouched ? c.compaction : undefined));
   if (!next) return result;
   const { view, early, range, known } = next;
   const prepared = { id: range.id, state: known?.state ?? ('started' as const), covers: { from: range.from, to: range.to } };

@@ -18,13 +18,7 @@ export interface FitResult extends StrategyResult<FitExtra> {
 }
 
 /** How a fit ended: its decision and the occupancy to call again at; without a plan, why and at what cost. */
-export interface Ending {
-  readonly decision: CostReport['decision'];
-  readonly callAgainAt: number;
-  /** A result without a plan: why nothing changes, and the cost reported for it. */
-  readonly reason?: ReasonCode;
-  readonly cost?: CostReport;
-}
+type Ending = { decision: CostReport['decision']; callAgainAt: number; reason?: ReasonCode; cost?: CostReport };
 
 /** Nothing changes: each candidate considered is a stage not applied, the best one is the `cost`. */
 export function deferred(c: FitContext, acc: Pipeline, d: Deferral): FitResult {

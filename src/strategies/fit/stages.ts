@@ -4,7 +4,7 @@ import { summarizeStrategy } from '../summarize/index.js';
 import { type FitContext, measured } from './context.js';
 import type { Spliceable } from './decide.js';
 import { fitCompactOptions, summarizeOptions } from './options.js';
-import { markPlanned, type Pipeline, splice, take, took, writtenEnd } from './pipeline.js';
+import { markPlanned, type Pipeline, splice, take, took, unsummarized, writtenEnd } from './pipeline.js';
 import { spliceable } from './prepare.js';
 
 /** One of fit's stages: what the stages before left in, what this one leaves out (OpenHands' pipeline condenser). */
@@ -18,16 +18,15 @@ export const compactStage: FitStage = async (c, acc) => {
 };
 
 /**
- * The summarize stage, only while above the target, with the prepared summary `find` gives spliced
- * in. A failure leaves the history as it was and the window stands in (`fallback`), unless the
- * request asked for the error (`on_failure: error`). A dry run knows what the summary would
- * replace, not the summary itself: it is planned (an estimate), and nothing after it is guessed.
+ * The summarize stage, only while above the target, splicing in what `find` gives. A failure
+ * leaves the history as it was (the window stands in: `fallback`) unless `on_failure: error`. A dry
+ * run plans the summary (an estimate), and nothing after it is guessed.
  */
 export function summarizeWith(
   find: (c: FitContext, acc: Pipeline) => Promise<Spliceable | undefined> | Spliceable | undefined,
 ): FitStage {
   return async (c, acc) => {
-    const reset = { ...acc, summarized: { result: undefined, failure: undefined, end: acc.view.head, planned: false } };
+    const reset = { ...acc, summarized: unsummarized(acc.view.head) };
     if (acc.occupancy <= c.target) return reset;
     return summarizeOnce(c, reset, await find(c, acc));
   };
@@ -37,11 +36,9 @@ export function summarizeWith(
 export const summarizeStage = summarizeWith((c, acc) => spliceable(c, acc.view, summarizeOptions(c.o), true));
 
 /**
- * After a splice, before the window: a prepared summary covers the range it was prepared for,
- * which the history may have long outgrown. When the history is still above the target, the
- * summary the call would have made without preparing is made now, on the request path, folding
- * the spliced one: the window drops only what a summary could not have saved (a prepared summary
- * never costs the agent messages). Its failure leaves the splice, and the window stands in.
+ * After a splice, still above the target (the history outgrew the prepared range): the summary the
+ * call would have made without preparing, folding the spliced one, so that a prepared summary never
+ * costs the agent messages. Its failure leaves the splice, and the window stands in.
  */
 export const refoldStage: FitStage = (c, acc) => {
   const { summarized } = acc;
@@ -72,10 +69,8 @@ async function summarizeOnce(c: FitContext, acc: Pipeline, prepared: Spliceable 
 
 /**
  * The window, the last resort: where the summarizer failed or the history is still above the
- * target, never after a planned (dry-run) summary (what follows it depends on its real size). It
- * never drops the summary (nor what precedes it): that is the history's oldest part, already
- * compressed. By default a token budget that meets the target. Then the warning when the target
- * cannot be met.
+ * target, never after a planned summary (what follows depends on its real size), never dropping
+ * the summary; by default a budget that meets the target. Then the warning when it cannot be met.
  */
 export const windowStage: FitStage = (c, acc) => {
   const { summarized } = acc;
