@@ -1,3 +1,4 @@
+import { EventEmitter } from 'node:events';
 import PQueue from 'p-queue';
 import { CompactorError } from '../errors.js';
 import type { Warning } from '../history/types.js';
@@ -88,6 +89,42 @@ export interface PreparerOptions {
 
 export const tokensOf = (u: Usage | undefined) => u?.total_tokens ?? 0;
 
+/** Where a preparer signals that a range settled: event `key`, with whether its summary is ready. */
+export function settleSignals(): EventEmitter {
+  return new EventEmitter().setMaxListeners(0);
+}
+
+/**
+ * Waits for event `key` on `signals` (true: ready), false after `ms` or once `signal` aborts. It
+ * listens before `now` reads the current state (true/false when settled already, undefined while
+ * pending), so a settle between the two is not missed.
+ */
+export function settledBy(
+  signals: EventEmitter,
+  key: string,
+  ms: number,
+  signal: AbortSignal | undefined,
+  now: () => Promise<boolean | undefined>,
+): Promise<boolean> {
+  return new Promise((resolve) => {
+    if (signal?.aborted || ms <= 0) return resolve(false);
+    const done = (ready: boolean) => {
+      clearTimeout(timer);
+      signals.off(key, done);
+      signal?.removeEventListener('abort', abort);
+      resolve(ready);
+    };
+    const abort = () => done(false);
+    const timer = setTimeout(abort, ms);
+    signals.on(key, done);
+    signal?.addEventListener('abort', abort, { once: true });
+    now().then(
+      (ready) => ready !== undefined && done(ready),
+      () => {},
+    );
+  });
+}
+
 /**
  * A prepared summary's job: the caller's `/v1/summarize` covering the range, its summary written
  * to the summary cache. Its error message is an error code (no content); a request the
@@ -126,6 +163,8 @@ export class Preparer implements PreparedSummaries {
   /** The running attempts' signals (`close` aborts them). */
   private readonly running = new Set<AbortController>();
   private closing = false;
+  /** A range settled (ready, or failed for good): its waiting fits are told. */
+  private readonly settles = settleSignals();
 
   constructor(
     private readonly compactor: Compactor,
@@ -140,7 +179,18 @@ export class Preparer implements PreparedSummaries {
       if (e.scope !== scope) continue;
       entries.push({ ...e.range, state: e.state, ...(e.usage && !e.billed ? { usage: e.usage } : {}) });
     }
-    return { entries, byDefault: this.options.byDefault };
+    const settled = (id: string, ms: number, signal?: AbortSignal) => this.settled(scope, id, ms, signal);
+    return { entries, byDefault: this.options.byDefault, settled };
+  }
+
+  /** `PreparedContext.settled`: resolves when the entry's job ends (ready or failed), within `ms`. */
+  settled(scope: string, id: string, ms: number, signal?: AbortSignal): Promise<boolean> {
+    const key = `${scope}\0${id}`;
+    return settledBy(this.settles, key, ms, signal, async () => {
+      const e = this.entries.get(key);
+      if (!e || (e.state === 'failed' && e.body === undefined)) return false;
+      return e.state === 'ready' || e.state === 'spliced' ? true : undefined;
+    });
   }
 
   /** Starts preparing a range fit asked for, unless it is known already. */
@@ -231,6 +281,7 @@ export class Preparer implements PreparedSummaries {
       const usage = await summarizeFor(this.compactor, { scope: entry.scope, body: JSON.parse(text) }, controller.signal);
       Object.assign(entry, { state: 'ready', usage, body: undefined, error: undefined });
       this.options.onEvent?.('prepared', tokensOf(usage));
+      this.settles.emit(key, true);
     } catch (error) {
       Object.assign(entry, { state: 'failed', error: (error as Error).message });
       if (attempt < 2 && !(error instanceof PermanentJobError) && !this.closing) {
@@ -244,6 +295,7 @@ export class Preparer implements PreparedSummaries {
       }
       entry.body = undefined;
       this.options.onEvent?.('failed', 0);
+      this.settles.emit(key, false);
     } finally {
       this.running.delete(controller);
     }
@@ -270,6 +322,7 @@ export class Preparer implements PreparedSummaries {
     const entry = this.entries.get(key);
     if (entry) Object.assign(entry, { state: 'failed', error, body: undefined });
     this.options.onEvent?.('dropped', 0);
+    this.settles.emit(key, false);
   }
 
   /** The job no longer waits for a slot (it runs, or was dropped); whether it was waiting. */
@@ -295,6 +348,7 @@ export class Preparer implements PreparedSummaries {
       if (this.unwait(key)) this.options.onEvent?.('dropped', 0);
       e.body = undefined;
       this.entries.delete(key);
+      this.settles.emit(key, false);
       if (e.scope === scope) mine--;
     }
   }
