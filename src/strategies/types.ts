@@ -140,7 +140,8 @@ export interface StrategyResult<Extra> {
    * window; fit's summarize stage): the metrics count it. Not a response field.
    */
   failure?: ErrorCode;
-  extra(applied: Applied | undefined): Extra;
+  /** `billed`: the usage the response bills (a prepared summary billed to another response taken out). */
+  extra(applied: Applied | undefined, billed?: BilledUsage): Extra;
 }
 
 /**

@@ -302,8 +302,10 @@ for (const [store, workers] of [
     const billed = splicers.filter((s) => s.json.usage.prepared?.calls === 1);
     t.equal(billed.length, 1, 'exactly one response bills it');
     t.equal(billed[0]?.json.usage.calls, 1, 'in its totals');
+    t.ok(billed[0]?.json.cost.summarizer_cost > 0, 'and its cost prices it');
     for (const other of splicers.filter((s) => s !== billed[0])) {
       t.equal(other.json.usage.total_tokens, 0, 'the others bill nothing');
+      t.equal(other.json.cost.summarizer_cost, 0, 'nor price it in their cost');
       // One that read the index after the bill sees no usage to bill; one that raced it says so.
       const raced = other.json.usage.prepared !== undefined;
       t.equal(other.json.usage.prepared?.total_tokens ?? 0, 0, 'usage.prepared, if reported, is 0');

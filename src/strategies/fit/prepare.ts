@@ -118,7 +118,7 @@ export async function withPrepare(c: FitContext, acc: Pipeline, result: FitResul
   const extra = result.extra;
   if (spliced) {
     const prepared = { id: spliced.id, state: 'spliced' as const, covers: { from: spliced.from, to: spliced.to } };
-    return { ...result, spliced: spliced.id, extra: (applied) => ({ ...extra(applied), prepared }) };
+    return { ...result, spliced: spliced.id, extra: (applied, billed) => ({ ...extra(applied, billed), prepared }) };
   }
   if (acc.summarized.result?.plan || !due(c, acc)) return result;
   // Nothing taken: the output is the input, whose next range may have been worked out to decide.
@@ -127,7 +127,7 @@ export async function withPrepare(c: FitContext, acc: Pipeline, result: FitResul
   if (!next) return result;
   const { view, early, range, known } = next;
   const prepared = { id: range.id, state: known?.state ?? ('started' as const), covers: { from: range.from, to: range.to } };
-  if (known) return { ...result, extra: (applied) => ({ ...extra(applied), prepared }) };
+  if (known) return { ...result, extra: (applied, billed) => ({ ...extra(applied, billed), prepared }) };
   const body = {
     messages: view.messages,
     format: c.h.format.name,
@@ -141,6 +141,6 @@ export async function withPrepare(c: FitContext, acc: Pipeline, result: FitResul
     prepare: { ...range, body },
     // The originals the next call's compaction will offload, stored now: the summary's trail reads them.
     bestEffort: [...(result.bestEffort ?? []), ...early],
-    extra: (applied) => ({ ...extra(applied), prepared }),
+    extra: (applied, billed) => ({ ...extra(applied, billed), prepared }),
   };
 }
