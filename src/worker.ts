@@ -10,8 +10,8 @@ import { CompactorError, type ErrorCode, type FieldError } from './errors.js';
 import type { Compactor } from './service/compactor.js';
 import { createCompactor } from './service/create.js';
 import { OPERATIONS, type OperationUrl, type Report } from './service/operations.js';
-import { settledOver } from './service/prepared-port.js';
 import { parseJsonBody } from './service/request-body.js';
+import { settledOver } from './service/settle.js';
 import { openStore } from './store/index.js';
 import { RemoteStore } from './store/remote.js';
 import type { ArtifactStore } from './store/types.js';
@@ -41,7 +41,7 @@ export interface Task {
   port?: MessagePort;
   /** The caller's prepared summaries (the main thread keeps them), without their `settled`, */
   prepared?: PreparedContext;
-  /** which this port answers (`prepared-port.ts`). */
+  /** which this port answers (`settle.ts`). */
   settledPort?: MessagePort;
 }
 

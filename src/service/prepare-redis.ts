@@ -11,12 +11,11 @@ import {
   type PreparedView,
   type PrepareEvent,
   type PrepareOutcome,
-  settledBy,
-  settleSignals,
   summarizeFor,
   tokensOf,
   type Usage,
 } from './prepare.js';
+import { settledBy, settleSignals } from './settle.js';
 
 declare module 'ioredis' {
   interface RedisCommander<Context> {

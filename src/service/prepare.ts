@@ -1,4 +1,3 @@
-import { EventEmitter } from 'node:events';
 import PQueue from 'p-queue';
 import { CompactorError } from '../errors.js';
 import type { Warning } from '../history/types.js';
@@ -7,6 +6,7 @@ import { STRATEGIES } from '../strategies/registry.js';
 import type { BilledUsage, PreparedContext, PrepareRequest } from '../strategies/types.js';
 import type { Compactor } from './compactor.js';
 import { OPERATIONS } from './operations.js';
+import { settledBy, settleSignals } from './settle.js';
 
 /** What a prepared summary cost (the summarize call that made it), with its total. */
 export type Usage = BilledUsage & { total_tokens: number };
@@ -88,42 +88,6 @@ export interface PreparerOptions {
 }
 
 export const tokensOf = (u: Usage | undefined) => u?.total_tokens ?? 0;
-
-/** Where a preparer signals that a range settled: event `key`, with whether its summary is ready. */
-export function settleSignals(): EventEmitter {
-  return new EventEmitter().setMaxListeners(0);
-}
-
-/**
- * Waits for event `key` on `signals` (true: ready), false after `ms` or once `signal` aborts. It
- * listens before `now` reads the current state (true/false when settled already, undefined while
- * pending), so a settle between the two is not missed.
- */
-export function settledBy(
-  signals: EventEmitter,
-  key: string,
-  ms: number,
-  signal: AbortSignal | undefined,
-  now: () => Promise<boolean | undefined>,
-): Promise<boolean> {
-  return new Promise((resolve) => {
-    if (signal?.aborted || ms <= 0) return resolve(false);
-    const done = (ready: boolean) => {
-      clearTimeout(timer);
-      signals.off(key, done);
-      signal?.removeEventListener('abort', abort);
-      resolve(ready);
-    };
-    const abort = () => done(false);
-    const timer = setTimeout(abort, ms);
-    signals.on(key, done);
-    signal?.addEventListener('abort', abort, { once: true });
-    now().then(
-      (ready) => ready !== undefined && done(ready),
-      () => {},
-    );
-  });
-}
 
 /**
  * A prepared summary's job: the caller's `/v1/summarize` covering the range, its summary written

@@ -7,7 +7,7 @@ import { Gauge } from 'prom-client';
 import type { Config } from '../../config.js';
 import { CompactorError } from '../../errors.js';
 import type { OperationUrl } from '../../service/operations.js';
-import { serveSettled } from '../../service/prepared-port.js';
+import { serveSettled } from '../../service/settle.js';
 import { serveStore } from '../../store/remote.js';
 import type { PreparedContext } from '../../strategies/types.js';
 import type { Task, TaskResult, WorkerInit } from '../../worker.js';
