@@ -11,6 +11,7 @@ import type { Compactor } from './service/compactor.js';
 import { createCompactor } from './service/create.js';
 import { OPERATIONS, type OperationUrl, type Report } from './service/operations.js';
 import { parseJsonBody } from './service/request-body.js';
+import { settledOver } from './service/settle.js';
 import { openStore } from './store/index.js';
 import { RemoteStore } from './store/remote.js';
 import type { ArtifactStore } from './store/types.js';
@@ -38,8 +39,10 @@ export interface Task {
   requestId: string;
   /** With a remote store: this task's channel to it. */
   port?: MessagePort;
-  /** The caller's prepared summaries (the main thread keeps them). */
+  /** The caller's prepared summaries (the main thread keeps them), without their `settled`, */
   prepared?: PreparedContext;
+  /** which this port answers (`settle.ts`). */
+  settledPort?: MessagePort;
 }
 
 /** How a task failed, as plain data: a problem for the client, or an internal error for the log. */
@@ -111,7 +114,7 @@ async function perform(task: Task): Promise<TaskResult> {
   const outcome = await op.perform(core, body, {
     signal: AbortSignal.timeout(task.deadlineMs),
     caller: core.caller(task.keyDigest),
-    prepared: task.prepared,
+    prepared: task.prepared && task.settledPort ? { ...task.prepared, settled: settledOver(task.settledPort) } : task.prepared,
   });
   const json = serializerCompiler({ schema: op.response, method: 'POST', url: op.url })(outcome.value) as string;
   // Large strings get a buffer of their own (not Node's shared pool): it can be moved as it is.
@@ -160,6 +163,7 @@ export default async function run(task: Task): Promise<TaskResult> {
     };
   } finally {
     task.port?.close();
+    task.settledPort?.close();
     // A large request leaves a large heap of garbage: collect it now, off the main thread, so the
     // worker's memory goes back down instead of waiting for V8's next major collection.
     if (large) collect();

@@ -1,7 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Caller } from '../service/artifacts.js';
 import type { Compactor } from '../service/compactor.js';
-import { OPERATIONS, type Outcome } from '../service/operations.js';
+import { OPERATIONS, type Outcome, type PreparedStore } from '../service/operations.js';
 import type { ArtifactStore } from '../store/types.js';
 import type { PreparedContext } from '../strategies/types.js';
 import {
@@ -34,9 +34,11 @@ export interface ReduceDeps {
   readonly caller: Caller;
   /** Who the conversation's state belongs to (never shared between two users of one proxy). */
   readonly owner: Caller;
-  /** The caller's prepared summaries (fit splices or starts them), and what fit asked to prepare goes back through `after`. */
-  readonly prepared: () => Promise<PreparedContext | undefined>;
-  readonly after: (outcome: Outcome) => Promise<void>;
+  /**
+   * The caller's prepared summaries, read before fit and handed what it asked to prepare and
+   * spliced after by fit's own hook (`OPERATIONS['/v1/fit'].around`), as on `/v1/fit`.
+   */
+  readonly preparer: PreparedStore;
   /**
    * Runs the fit request as `/v1/fit` would (in line, or on a worker thread for a large history);
    * `perform` validates it first. Default: in line.
@@ -197,11 +199,12 @@ export async function decide(
   x: Extension,
 ): Promise<Reduction> {
   const request = fitRequest(reducible, body, x.extended, x.found?.usage, deps.options);
-  const prepared = await deps.prepared();
-  const outcome = deps.runFit
-    ? await deps.runFit(request, prepared)
-    : await OPERATIONS['/v1/fit'].perform(deps.compactor, request, { signal: deps.signal, caller: deps.caller, prepared });
-  await deps.after(outcome);
+  const fit = OPERATIONS['/v1/fit'];
+  const outcome = await fit.around(deps.preparer, deps.caller.scope, request, (prepared) =>
+    deps.runFit
+      ? deps.runFit(request, prepared)
+      : fit.perform(deps.compactor, request, { signal: deps.signal, caller: deps.caller, prepared }),
+  );
   const value = outcome.value as {
     messages: unknown[];
     applied: boolean;

@@ -294,11 +294,8 @@ async function reduceWithin(
     store: app.store,
     caller,
     owner: who.owner,
-    prepared: () => app.preparer.context(caller.scope),
     // The proxy forwards the provider's answer as it is: a prepared summary not queued is only logged (by the preparer).
-    after: async (outcome: Parameters<typeof app.preparer.after>[1]) => {
-      await app.preparer.after(caller.scope, outcome);
-    },
+    preparer: app.preparer,
     options,
     signal: AbortSignal.timeout(config.COMPACTOR_DEADLINE_MS),
     now: Date.now,

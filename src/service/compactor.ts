@@ -296,7 +296,7 @@ export class Compactor {
       sources: dryRun ? req.messages.map((_, i) => i) : applied.sources,
       ...(out.fallback ? { fallback: out.fallback } : {}),
       ...internal,
-      extra: out.extra(applied),
+      extra: out.extra(applied, billed.usage),
     };
   }
 

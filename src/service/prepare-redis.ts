@@ -1,3 +1,4 @@
+import type { EventEmitter } from 'node:events';
 import { Redis, type Result } from 'ioredis';
 import { CompactorError } from '../errors.js';
 import type { Warning } from '../history/types.js';
@@ -14,6 +15,7 @@ import {
   tokensOf,
   type Usage,
 } from './prepare.js';
+import { settledBy, settleSignals } from './settle.js';
 
 declare module 'ioredis' {
   interface RedisCommander<Context> {
@@ -121,14 +123,47 @@ export class RedisPreparer implements PreparedSummaries {
     private readonly redis: Redis,
     private readonly queue: JobQueue<QueuedJob, Usage>,
     private readonly options: RedisPreparerOptions,
+    /** Jobs settled, on any replica (`settled`): this replica's worker, and the others' by pub/sub. */
+    private readonly settles: EventEmitter,
+    private readonly subscriber: Redis,
   ) {
     this.perScope = options.perScope ?? 32;
     this.ttlMs = (options.ttlSeconds ?? 24 * 3600) * 1000;
   }
 
-  /** Connects (in the background) and starts this replica's worker. */
+  /**
+   * Connects (in the background) and starts this replica's worker. A job that settles is signalled
+   * to this replica's waiting fits at once and published on `<prefix>:prepared:settled` for the
+   * other replicas' (pub/sub: a message lost while a subscriber reconnects costs a wait its `ms`).
+   */
   static async open(compactor: Compactor, options: RedisPreparerOptions): Promise<RedisPreparer> {
     const onEvent = options.onEvent;
+    // As the store's client: a command that Redis does not answer (hung, unreachable) fails in time.
+    const redis = new Redis(options.url, {
+      maxRetriesPerRequest: 1,
+      connectTimeout: REDIS_TIMEOUT_MS,
+      commandTimeout: REDIS_TIMEOUT_MS,
+      retryStrategy: (times) => Math.min(times * 200, 2000),
+    });
+    redis.on('error', (error) => options.onError?.(error));
+    redis.defineCommand('compactorPrepared', { numberOfKeys: 2, lua: ADD_SCRIPT });
+    redis.defineCommand('compactorBill', { numberOfKeys: 1, lua: BILL_SCRIPT });
+    const channel = `${options.prefix}:prepared:settled`;
+    const settles = settleSignals();
+    const subscriber = new Redis(options.url, {
+      connectTimeout: REDIS_TIMEOUT_MS,
+      retryStrategy: (times) => Math.min(times * 200, 2000),
+    });
+    subscriber.on('error', (error) => options.onError?.(error));
+    subscriber.on('message', (_channel: string, message: string) => {
+      const [key, ready] = JSON.parse(message) as [string, boolean];
+      settles.emit(key, ready);
+    });
+    subscriber.subscribe(channel).catch((error: unknown) => options.onError?.(error));
+    const settle = (key: string, ready: boolean) => {
+      settles.emit(key, ready);
+      redis.publish(channel, JSON.stringify([key, ready])).catch((error: unknown) => options.onError?.(error));
+    };
     const queue = await openBullJobQueue<QueuedJob, Usage>({
       url: options.url,
       prefix: options.prefix,
@@ -144,26 +179,19 @@ export class RedisPreparer implements PreparedSummaries {
         try {
           const usage = await summarizeFor(compactor, await bodyOf(compactor, job), context.signal);
           onEvent?.('prepared', tokensOf(usage));
+          settle(context.id, true);
           return usage;
         } catch (error) {
           onEvent?.('failed', 0);
+          // The last attempt (one retry): its waiting fits stop waiting.
+          if (error instanceof PermanentJobError || context.attempt >= 2) settle(context.id, false);
           throw error;
         }
       },
       ...(options.onJob ? { listener: options.onJob } : {}),
       ...(options.onError ? { onError: options.onError } : {}),
     });
-    // As the store's client: a command that Redis does not answer (hung, unreachable) fails in time.
-    const redis = new Redis(options.url, {
-      maxRetriesPerRequest: 1,
-      connectTimeout: REDIS_TIMEOUT_MS,
-      commandTimeout: REDIS_TIMEOUT_MS,
-      retryStrategy: (times) => Math.min(times * 200, 2000),
-    });
-    redis.on('error', (error) => options.onError?.(error));
-    redis.defineCommand('compactorPrepared', { numberOfKeys: 2, lua: ADD_SCRIPT });
-    redis.defineCommand('compactorBill', { numberOfKeys: 1, lua: BILL_SCRIPT });
-    return new RedisPreparer(compactor, redis, queue, options);
+    return new RedisPreparer(compactor, redis, queue, options, settles, subscriber);
   }
 
   /** The caller's ranges; while Redis cannot answer (within the bound), none, and `unavailable` says why. */
@@ -179,11 +207,21 @@ export class RedisPreparer implements PreparedSummaries {
           return { ...range, state: stateOf(job, billed), ...(usage ? { usage } : {}) };
         });
       });
-      return { entries, byDefault };
+      const settled = (id: string, ms: number, signal?: AbortSignal) => this.settled(scope, id, ms, signal);
+      return { entries, byDefault, settled };
     } catch (error) {
       this.options.onError?.(error);
       return { entries: [], byDefault, unavailable: UNAVAILABLE };
     }
+  }
+
+  /** `PreparedContext.settled`: the job's settle signal (any replica's), its state read once. */
+  settled(scope: string, id: string, ms: number, signal?: AbortSignal): Promise<boolean> {
+    const key = jobKey(scope, id);
+    return settledBy(this.settles, key, ms, signal, async () => {
+      const job = await this.queue.state(key);
+      return job?.state === 'ready' ? true : !job || job.state === 'failed' ? false : undefined;
+    });
   }
 
   async after(scope: string, outcome: PrepareOutcome): Promise<Warning[]> {
@@ -233,6 +271,8 @@ export class RedisPreparer implements PreparedSummaries {
     await this.queue.close(deadlineMs);
     await this.redis.quit().catch(() => {});
     this.redis.disconnect();
+    // A subscriber has nothing to flush, and a QUIT to a hung Redis would wait: just disconnect.
+    this.subscriber.disconnect();
   }
 
   /** The caller's ranges, oldest first, with whether each was billed. */

@@ -6,6 +6,7 @@ import { STRATEGIES } from '../strategies/registry.js';
 import type { BilledUsage, PreparedContext, PrepareRequest } from '../strategies/types.js';
 import type { Compactor } from './compactor.js';
 import { OPERATIONS } from './operations.js';
+import { settledBy, settleSignals } from './settle.js';
 
 /** What a prepared summary cost (the summarize call that made it), with its total. */
 export type Usage = BilledUsage & { total_tokens: number };
@@ -126,6 +127,8 @@ export class Preparer implements PreparedSummaries {
   /** The running attempts' signals (`close` aborts them). */
   private readonly running = new Set<AbortController>();
   private closing = false;
+  /** A range settled (ready, or failed for good): its waiting fits are told. */
+  private readonly settles = settleSignals();
 
   constructor(
     private readonly compactor: Compactor,
@@ -140,7 +143,18 @@ export class Preparer implements PreparedSummaries {
       if (e.scope !== scope) continue;
       entries.push({ ...e.range, state: e.state, ...(e.usage && !e.billed ? { usage: e.usage } : {}) });
     }
-    return { entries, byDefault: this.options.byDefault };
+    const settled = (id: string, ms: number, signal?: AbortSignal) => this.settled(scope, id, ms, signal);
+    return { entries, byDefault: this.options.byDefault, settled };
+  }
+
+  /** `PreparedContext.settled`: resolves when the entry's job ends (ready or failed), within `ms`. */
+  settled(scope: string, id: string, ms: number, signal?: AbortSignal): Promise<boolean> {
+    const key = `${scope}\0${id}`;
+    return settledBy(this.settles, key, ms, signal, async () => {
+      const e = this.entries.get(key);
+      if (!e || (e.state === 'failed' && e.body === undefined)) return false;
+      return e.state === 'ready' || e.state === 'spliced' ? true : undefined;
+    });
   }
 
   /** Starts preparing a range fit asked for, unless it is known already. */
@@ -231,6 +245,7 @@ export class Preparer implements PreparedSummaries {
       const usage = await summarizeFor(this.compactor, { scope: entry.scope, body: JSON.parse(text) }, controller.signal);
       Object.assign(entry, { state: 'ready', usage, body: undefined, error: undefined });
       this.options.onEvent?.('prepared', tokensOf(usage));
+      this.settles.emit(key, true);
     } catch (error) {
       Object.assign(entry, { state: 'failed', error: (error as Error).message });
       if (attempt < 2 && !(error instanceof PermanentJobError) && !this.closing) {
@@ -244,6 +259,7 @@ export class Preparer implements PreparedSummaries {
       }
       entry.body = undefined;
       this.options.onEvent?.('failed', 0);
+      this.settles.emit(key, false);
     } finally {
       this.running.delete(controller);
     }
@@ -270,6 +286,7 @@ export class Preparer implements PreparedSummaries {
     const entry = this.entries.get(key);
     if (entry) Object.assign(entry, { state: 'failed', error, body: undefined });
     this.options.onEvent?.('dropped', 0);
+    this.settles.emit(key, false);
   }
 
   /** The job no longer waits for a slot (it runs, or was dropped); whether it was waiting. */
@@ -295,6 +312,7 @@ export class Preparer implements PreparedSummaries {
       if (this.unwait(key)) this.options.onEvent?.('dropped', 0);
       e.body = undefined;
       this.entries.delete(key);
+      this.settles.emit(key, false);
       if (e.scope === scope) mine--;
     }
   }

@@ -83,6 +83,12 @@ export interface PreparedContext {
    * the request goes on without them (neither preparing nor splicing) and says so in its warnings.
    */
   readonly unavailable?: string;
+  /**
+   * Resolves once the caller's prepared range `id` settles: true when its summary is in the
+   * summary cache, false when it failed, is unknown, or `ms` passed or `signal` aborted first.
+   * Signalled by the preparer when the job ends (no polling). Absent: nothing to wait on.
+   */
+  readonly settled?: (id: string, ms: number, signal?: AbortSignal) => Promise<boolean>;
 }
 
 /** A summary fit asks the service to prepare off the request path: its range and the `/v1/summarize` body that makes it. */
@@ -134,7 +140,8 @@ export interface StrategyResult<Extra> {
    * window; fit's summarize stage): the metrics count it. Not a response field.
    */
   failure?: ErrorCode;
-  extra(applied: Applied | undefined): Extra;
+  /** `billed`: the usage the response bills (a prepared summary billed to another response taken out). */
+  extra(applied: Applied | undefined, billed?: BilledUsage): Extra;
 }
 
 /**

@@ -79,6 +79,32 @@ t.test('a splice that leaves the history above the target is folded on the reque
   t.same(expanded.json().messages, second, 'expand restores all of it, byte-exact');
 });
 
+for (const workers of ['0', '1']) {
+  t.test(
+    `workers=${workers}: a call allowed to wait for the summary being made is told when it is ready, no polling`,
+    async (t) => {
+      const { app, server } = await buildWithLlm(t, { COMPACTOR_WORKER_MIN_BYTES: workers === '1' ? '1' : '262144' });
+      server.fallback = (req) => ({ delayMs: 1200, content: `## Goal\nSummary of ${req.messages.length} messages.` });
+      const first = [SYSTEM, ...conversation(12)];
+      const a = await fit(app, fitBody(first));
+      const { id, covers } = a.json.prepared;
+      // Reads of the summary cache for the prepared summary's id, while the call waits for it.
+      let reads = 0;
+      const get = app.store.get.bind(app.store);
+      app.store.get = (scope, ids, ...rest) => {
+        if (ids.includes(id)) reads++;
+        return get(scope, ids, ...rest);
+      };
+      const second = [...a.json.messages, ...conversation(6, 12)];
+      const b = await fit(app, fitBody(second, { prepare: { enabled: true, at: { tokens: 1500 }, wait_ms: 30_000 } }));
+      t.equal(b.status, 200);
+      t.same(b.json.prepared, { id, state: 'spliced', covers }, 'it waited for the one being made and spliced it in');
+      t.equal(server.requests.length, 1, 'no summarizer call on the request path');
+      t.ok(reads <= 2, `the summary read once it was ready, not polled for (${reads} reads)`);
+    },
+  );
+}
+
 t.test('one prepared summary per conversation at a time; the cost policy waits for it rather than pay twice', async (t) => {
   const { app, server } = await buildWithLlm(t);
   server.fallback = (req) => ({ delayMs: 1500, content: `## Goal\nSummary of ${req.messages.length} messages.` });
@@ -276,8 +302,10 @@ for (const [store, workers] of [
     const billed = splicers.filter((s) => s.json.usage.prepared?.calls === 1);
     t.equal(billed.length, 1, 'exactly one response bills it');
     t.equal(billed[0]?.json.usage.calls, 1, 'in its totals');
+    t.ok(billed[0]?.json.cost.summarizer_cost > 0, 'and its cost prices it');
     for (const other of splicers.filter((s) => s !== billed[0])) {
       t.equal(other.json.usage.total_tokens, 0, 'the others bill nothing');
+      t.equal(other.json.cost.summarizer_cost, 0, 'nor price it in their cost');
       // One that read the index after the bill sees no usage to bill; one that raced it says so.
       const raced = other.json.usage.prepared !== undefined;
       t.equal(other.json.usage.prepared?.total_tokens ?? 0, 0, 'usage.prepared, if reported, is 0');

@@ -298,3 +298,38 @@ t.test(
     t.ok(llm.requests.length <= 3, `${llm.requests.length} summarizer calls`);
   },
 );
+
+t.test("the proxy's fit goes through fit's own hook: the preparer is left alone when fit would not use it", async (t) => {
+  const fake = await new FakeProvider().start();
+  t.teardown(() => fake.stop());
+  for (const prepare of [{ enabled: false }, { at: { tokens: 1500 } }]) {
+    const app = await build(t, {
+      COMPACTOR_STORE_URL: 'memory:',
+      COMPACTOR_UPSTREAM_OPENAI: fake.url,
+      COMPACTOR_PREPARE: 'on',
+      COMPACTOR_PROXY_OPTIONS: JSON.stringify({ target_tokens: 3000, policy: 'tokens', prepare }),
+    });
+    const calls: string[] = [];
+    const { context, after } = app.preparer;
+    app.preparer.context = (scope) => {
+      calls.push('context');
+      return context.call(app.preparer, scope);
+    };
+    app.preparer.after = (scope, outcome) => {
+      calls.push('after');
+      return after.call(app.preparer, scope, outcome);
+    };
+    const { base } = await listen(app);
+    const headers = { authorization: 'Bearer sk-user', 'session-id': 'hook-1' };
+    const res = await post(
+      base,
+      '/openai/v1/chat/completions',
+      { model: 'gpt-4o', messages: [SYSTEM, ...conversation(3)] },
+      headers,
+    );
+    await res.text();
+    t.equal(res.status, 200);
+    const expected = prepare.enabled === false ? ['after'] : ['context', 'after'];
+    t.same(calls, expected, `prepare ${JSON.stringify(prepare)}: ${expected.join(' then ')}, as on /v1/fit`);
+  }
+});

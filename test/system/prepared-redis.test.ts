@@ -98,6 +98,34 @@ for (const workers of ['0', '1']) {
   );
 }
 
+t.test('a call on replica B waiting for the summary replica A makes is told by pub/sub, no polling', { skip }, async (t) => {
+  const prefix = prefixFor(t);
+  const server = await fakeLlm(t);
+  server.fallback = (req) => ({ delayMs: 1500, content: `## Goal\nSummary of ${req.messages.length} messages.` });
+  const a = await replica(t, prefix, server);
+  const first = [SYSTEM, ...conversation(12)];
+  const one = await fit(a, fitBody(first));
+  const { id, covers } = one.json.prepared;
+  // A's worker has taken the job (B, started now, cannot): its end reaches B over Redis.
+  for (let i = 0; i < 200; i++) {
+    const view = (await a.inject({ method: 'GET', url: `/v1/prepared/${id}` })).json();
+    if (view.state === 'running') break;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  const b = await replica(t, prefix, server);
+  let reads = 0;
+  const get = b.store.get.bind(b.store);
+  b.store.get = (scope, ids, ...rest) => {
+    if (ids.includes(id)) reads++;
+    return get(scope, ids, ...rest);
+  };
+  const second = [...one.json.messages, ...conversation(6, 12)];
+  const two = await fit(b, fitBody(second, { prepare: { enabled: true, at: { tokens: 1500 }, wait_ms: 30_000 } }));
+  t.same(two.json.prepared, { id, state: 'spliced', covers }, "B waited for A's summary and spliced it in");
+  t.equal(server.requests.length, 1, 'one summarizer call in all');
+  t.ok(reads <= 2, `the summary read once it was ready, not polled for (${reads} reads)`);
+});
+
 t.test('concurrent fits on two replicas splicing one ready summary bill it once', { skip }, async (t) => {
   const prefix = prefixFor(t);
   const server = await fakeLlm(t);

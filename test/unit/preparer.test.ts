@@ -91,3 +91,79 @@ t.test('close drops the waiting jobs and aborts the running one at its deadline'
   p.add('s', request('c'));
   t.equal(await p.view('s', 'c'), undefined, 'nothing is taken after close');
 });
+
+/**
+ * `settled`, the wait of a fit that needs a summary being made: with the clock's timers mocked
+ * (none fires unless ticked), only the preparer's signal can end it before `ms`: a wait that
+ * polled would never see the job end.
+ */
+async function mockedTimers(t: { teardown: (fn: () => void) => void }) {
+  const { mock } = await import('node:test');
+  mock.timers.enable({ apis: ['setTimeout'] });
+  t.teardown(() => mock.timers.reset());
+  return mock.timers;
+}
+
+function gated() {
+  let release: (fail?: boolean) => void = () => {};
+  const gate = new Promise<boolean>((resolve) => {
+    release = (fail = false) => resolve(fail);
+  });
+  return {
+    release: (fail?: boolean) => release(fail),
+    run: async () => {
+      if (await gate) throw new CompactorError('CMP_ERR_OPTIONS_INVALID', 'refused');
+    },
+  };
+}
+
+t.test('settled resolves when the job ends, ready or failed, without a timer firing', async (t) => {
+  const ok = gated();
+  const { p } = preparer(ok.run);
+  t.teardown(() => p.close(0));
+  await mockedTimers(t);
+  p.add('s', request('a'));
+  const ctx = await p.context('s');
+  const waiting = ctx.settled?.('a', 60_000);
+  await new Promise((resolve) => setImmediate(resolve));
+  t.equal((await p.view('s', 'a'))?.state, 'running');
+  ok.release();
+  t.equal(await waiting, true, 'ready: told at once');
+  t.equal(await ctx.settled?.('a', 60_000), true, 'already ready: no wait');
+  t.equal(await ctx.settled?.('unknown', 60_000), false, 'unknown: no wait');
+
+  const refused = gated();
+  const { p: q } = preparer(refused.run);
+  t.teardown(() => q.close(0));
+  q.add('s', request('b'));
+  const failing = (await q.context('s')).settled?.('b', 60_000);
+  refused.release(true);
+  t.equal(await failing, false, 'failed for good: told at once');
+});
+
+t.test('settled gives up after ms, and when its signal aborts', async (t) => {
+  const never = gated();
+  const { p } = preparer(never.run);
+  t.teardown(() => {
+    never.release();
+    return p.close(0);
+  });
+  const timers = await mockedTimers(t);
+  p.add('s', request('a'));
+  const ctx = await p.context('s');
+  let late: boolean | undefined;
+  const timed = ctx.settled?.('a', 500).then((ready) => {
+    late = ready;
+  });
+  timers.tick(499);
+  await new Promise((resolve) => setImmediate(resolve));
+  t.equal(late, undefined, 'still waiting before ms');
+  timers.tick(1);
+  await timed;
+  t.equal(late, false, 'false at ms');
+  const controller = new AbortController();
+  const aborted = ctx.settled?.('a', 60_000, controller.signal);
+  controller.abort();
+  t.equal(await aborted, false, 'false on abort');
+  t.equal(await ctx.settled?.('a', 60_000, controller.signal), false, 'an aborted signal does not wait');
+});

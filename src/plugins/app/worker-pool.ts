@@ -7,6 +7,7 @@ import { Gauge } from 'prom-client';
 import type { Config } from '../../config.js';
 import { CompactorError } from '../../errors.js';
 import type { OperationUrl } from '../../service/operations.js';
+import { serveSettled } from '../../service/settle.js';
 import { serveStore } from '../../store/remote.js';
 import type { PreparedContext } from '../../strategies/types.js';
 import type { Task, TaskResult, WorkerInit } from '../../worker.js';
@@ -141,7 +142,6 @@ export class WorkerPool {
       keyDigest: keyDigest !== undefined ? keyDigest : request.apiKeyDigest ? new Uint8Array(request.apiKeyDigest) : null,
       deadlineMs: this.app.deadlineMs,
       requestId: String(request.id),
-      ...(prepared ? { prepared } : {}),
     };
     const transferList: (ArrayBuffer | import('node:worker_threads').MessagePort)[] = [movable.buffer as ArrayBuffer];
     const channel = this.app.storeIsLocal ? new MessageChannel() : undefined;
@@ -149,6 +149,15 @@ export class WorkerPool {
       serveStore(channel.port1, this.app.store);
       task.port = channel.port2;
       transferList.push(channel.port2);
+    }
+    // A function does not cross threads: the worker asks for `settled` over a port of its own.
+    const { settled, ...plain } = prepared ?? {};
+    if (prepared) task.prepared = plain as PreparedContext;
+    const waits = settled && new MessageChannel();
+    if (waits) {
+      serveSettled(waits.port1, settled);
+      task.settledPort = waits.port2;
+      transferList.push(waits.port2);
     }
     // The body's memory moves to the worker: its length is read now, while it is still here.
     const length = body.byteLength;
@@ -169,6 +178,7 @@ export class WorkerPool {
     } finally {
       this.pendingBytes -= length;
       channel?.port1.close();
+      waits?.port1.close();
     }
   }
 

@@ -4,7 +4,6 @@ import type { PreparedHistory } from '../../history/prepared.js';
 import { compactStrategy } from '../compact.js';
 import type { SummarizeOptions } from '../summarize/options.js';
 import { type PreparedEntry, preparedIn, rollingRange } from '../summarize/prepared.js';
-import type { StrategyContext } from '../types.js';
 import type { FitContext, FitRequest, Measured, NextRange } from './context.js';
 import type { Spliceable } from './decide.js';
 import { fitCompactOptions, summarizeOptions } from './options.js';
@@ -23,8 +22,6 @@ export const PREPARE_WAIT_ABOVE_LIMIT_MS = 5000;
 export const PREPARE_LEAD_CALLS = 2;
 /** The agent's recent calls whose growth is averaged (`growthPerCall`). */
 const GROWTH_CALLS = 4;
-/** How often a waiting call looks for the prepared summary in the summary cache. */
-const POLL_MS = 100;
 
 /**
  * A summary the caller is already preparing for this conversation, its range still held
@@ -33,18 +30,6 @@ const POLL_MS = 100;
 export function beingPrepared(r: FitRequest, view: PreparedHistory): PreparedEntry | undefined {
   if (!r.preparing) return undefined;
   return preparedIn(view, summarizeOptions(r.o), r.ctx, r.ctx.prepared?.entries ?? [], ['started', 'running'])?.entry;
-}
-
-/** Resolves true once `id` is in the summary cache, false after `ms` (or when the request is aborted). */
-async function cached(ctx: StrategyContext, id: string, ms: number): Promise<boolean> {
-  const { recall, signal } = ctx;
-  if (!recall) return false;
-  const until = Date.now() + ms;
-  for (;;) {
-    if ((await recall([id])).has(id)) return true;
-    if (Date.now() + POLL_MS > until || signal?.aborted) return false;
-    await new Promise((resolve) => setTimeout(resolve, POLL_MS));
-  }
 }
 
 /**
@@ -61,7 +46,8 @@ export async function spliceable(r: FitRequest, view: PreparedHistory, o: Summar
   const waitMs = r.o.prepare?.wait_ms ?? (r.forced ? PREPARE_WAIT_ABOVE_LIMIT_MS : 0);
   if (waitMs <= 0) return undefined;
   const making: Spliceable | undefined = preparedIn(view, o, ctx, entries, ['started', 'running']);
-  return making && (await cached(ctx, making.entry.id, waitMs)) ? making : undefined;
+  const settled = ctx.prepared?.settled;
+  return making && settled && (await settled(making.entry.id, waitMs, ctx.signal)) ? making : undefined;
 }
 
 /**
@@ -132,7 +118,7 @@ export async function withPrepare(c: FitContext, acc: Pipeline, result: FitResul
   const extra = result.extra;
   if (spliced) {
     const prepared = { id: spliced.id, state: 'spliced' as const, covers: { from: spliced.from, to: spliced.to } };
-    return { ...result, spliced: spliced.id, extra: (applied) => ({ ...extra(applied), prepared }) };
+    return { ...result, spliced: spliced.id, extra: (applied, billed) => ({ ...extra(applied, billed), prepared }) };
   }
   if (acc.summarized.result?.plan || !due(c, acc)) return result;
   // Nothing taken: the output is the input, whose next range may have been worked out to decide.
@@ -141,7 +127,7 @@ export async function withPrepare(c: FitContext, acc: Pipeline, result: FitResul
   if (!next) return result;
   const { view, early, range, known } = next;
   const prepared = { id: range.id, state: known?.state ?? ('started' as const), covers: { from: range.from, to: range.to } };
-  if (known) return { ...result, extra: (applied) => ({ ...extra(applied), prepared }) };
+  if (known) return { ...result, extra: (applied, billed) => ({ ...extra(applied, billed), prepared }) };
   const body = {
     messages: view.messages,
     format: c.h.format.name,
@@ -155,6 +141,6 @@ export async function withPrepare(c: FitContext, acc: Pipeline, result: FitResul
     prepare: { ...range, body },
     // The originals the next call's compaction will offload, stored now: the summary's trail reads them.
     bestEffort: [...(result.bestEffort ?? []), ...early],
-    extra: (applied) => ({ ...extra(applied), prepared }),
+    extra: (applied, billed) => ({ ...extra(applied, billed), prepared }),
   };
 }

@@ -68,10 +68,11 @@ export function finish(c: FitContext, acc: Pipeline, end: Ending): FitResult {
     usage: acc.usage,
     ...(acc.fallback ? { fallback: acc.fallback } : {}),
     ...failure,
-    extra: (applied) => {
+    extra: (applied, billed) => {
       const s = summarized.result?.extra(applied);
-      // A dry run's summary is not written: its calls are priced as planned.
-      const usage = plan.unwritten && s?.plan ? plannedUsage(s.plan, plan.unwritten.tokens) : acc.usage;
+      // A dry run's summary is not written: its calls are priced as planned; a prepared summary
+      // billed to another response costs nothing here.
+      const usage = plan.unwritten && s?.plan ? plannedUsage(s.plan, plan.unwritten.tokens) : (billed ?? acc.usage);
       const cost = applied
         ? { ...pricedResult(model, o, { plan, applied, usage }, limit), decision: end.decision }
         : (end.cost ?? pricedResult(model, o, undefined, limit));
