@@ -1,4 +1,5 @@
 import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
+import { PriceFileSchema, type PriceRow } from './cost/prices.js';
 
 /** The largest price file read at boot (`COMPACTOR_PRICES_FILE`), in bytes: 1 MiB, some thousands of rows. */
 export const PRICES_FILE_MAX_BYTES = 1024 * 1024;
@@ -46,4 +47,24 @@ export function readSmallFile(path: string, maxBytes: number): string | { proble
   } finally {
     closeSync(fd);
   }
+}
+
+export function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+/** A price file's rows, or what is wrong with it (only a regular file of at most `PRICES_FILE_MAX_BYTES` is read). */
+export function readPriceFile(path: string): PriceRow[] | string {
+  const text = readSmallFile(path, PRICES_FILE_MAX_BYTES);
+  if (typeof text !== 'string') return text.problem;
+  const parsed = PriceFileSchema.safeParse(parseJson(text));
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    return `expected JSON {as_of?, models: [{prefix, input, cached_input, cache_write?, output, currency?}]}: ${issue?.path.join('.')} ${issue?.message}`;
+  }
+  return parsed.data.models;
 }

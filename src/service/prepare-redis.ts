@@ -1,12 +1,11 @@
 import type { EventEmitter } from 'node:events';
-import { Redis, type Result } from 'ioredis';
+import { Redis } from 'ioredis';
 import { CompactorError } from '../errors.js';
 import type { Warning } from '../history/types.js';
 import { type JobEvent, type JobQueue, type JobState, openBullJobQueue, PermanentJobError } from '../jobs/index.js';
-import type { PreparedContext, PreparedRange, PrepareRequest } from '../strategies/types.js';
+import type { PreparedContext, PrepareRequest } from '../strategies/types.js';
 import type { Compactor } from './compactor.js';
 import {
-  type Job,
   type PreparedSummaries,
   type PreparedView,
   type PrepareEvent,
@@ -15,41 +14,19 @@ import {
   tokensOf,
   type Usage,
 } from './prepare.js';
+import {
+  bounded,
+  CALL_TIMEOUT_MS,
+  jobKey,
+  openIndexClient,
+  REDIS_TIMEOUT_MS,
+  rangesKey,
+  type Stored,
+  stateOf,
+  UNAVAILABLE,
+} from './prepare-redis-index.js';
+import { bodyOf, JOB_BODY_KIND, type QueuedJob } from './prepare-redis-job.js';
 import { settledBy, settleSignals } from './settle.js';
-
-declare module 'ioredis' {
-  interface RedisCommander<Context> {
-    compactorPrepared(...args: (string | number)[]): Result<string[] | null, Context>;
-    compactorBill(...args: (string | number)[]): Result<number, Context>;
-  }
-}
-
-/**
- * Adds a range to a caller's index unless it is there (KEYS: order, ranges; ARGV: id, now, range
- * JSON, cap, TTL ms): null when known; else the ids of the oldest unbilled ranges it dropped to
- * keep `cap`. Both keys live `TTL` after the newest add.
- */
-const ADD_SCRIPT = `
-if redis.call('ZADD', KEYS[1], 'NX', ARGV[2], ARGV[1]) == 0 then return false end
-redis.call('HSET', KEYS[2], 'r:' .. ARGV[1], ARGV[3])
-local over = redis.call('ZCARD', KEYS[1]) - tonumber(ARGV[4])
-local dropped = {}
-if over > 0 then
-  for _, id in ipairs(redis.call('ZRANGE', KEYS[1], 0, over - 1)) do
-    local billed = redis.call('HEXISTS', KEYS[2], 'b:' .. id)
-    redis.call('ZREM', KEYS[1], id)
-    redis.call('HDEL', KEYS[2], 'r:' .. id, 'b:' .. id)
-    if billed == 0 then table.insert(dropped, id) end
-  end
-end
-redis.call('PEXPIRE', KEYS[1], ARGV[5])
-redis.call('PEXPIRE', KEYS[2], ARGV[5])
-return dropped`;
-
-/** Marks a range billed (KEYS: ranges; ARGV: id, now): 1 for the one call that bills it, 0 after, -1 when unknown. */
-const BILL_SCRIPT = `
-if redis.call('HEXISTS', KEYS[1], 'r:' .. ARGV[1]) == 0 then return -1 end
-return redis.call('HSETNX', KEYS[1], 'b:' .. ARGV[1], ARGV[2])`;
 
 export interface RedisPreparerOptions {
   /** `redis://…` or `rediss://…`: the store's Redis. */
@@ -72,37 +49,6 @@ export interface RedisPreparerOptions {
   onJob?: (event: JobEvent) => void;
   /** Redis and BullMQ errors (the index degrades to empty; the requests go on). */
   onError?: (error: unknown) => void;
-}
-
-/**
- * What a BullMQ job holds: the caller's scope and the id of the artifact that holds its
- * `/v1/summarize` body (`ref`). A job hash lives until BullMQ removes it, past the artifacts' TTL
- * and outside the store's cap: it holds no history. (`body`: a job queued by an earlier version.)
- */
-type QueuedJob = { scope: string; ref: string } | Job;
-
-/** The artifact kind of a job's body (never listed by the MCP search, which asks for tool results). */
-const JOB_BODY_KIND = 'prepared_job_body';
-
-/**
- * A job's scope and body, its body read from the store (a read that is a use). A body that
- * expired or was evicted before the job ran fails the job for good; a store that cannot answer
- * fails the attempt (retried).
- */
-async function bodyOf(compactor: Compactor, job: QueuedJob): Promise<Job> {
-  if ('body' in job) return job;
-  try {
-    const found = await compactor.artifacts.get(compactor.callerOfScope(job.scope), job.ref);
-    return { scope: job.scope, body: found.content as Record<string, unknown> };
-  } catch (error) {
-    const code = error instanceof CompactorError ? error.code : 'internal error';
-    if (code === 'CMP_ERR_ARTIFACT_NOT_FOUND') throw new PermanentJobError(code);
-    throw new Error(code);
-  }
-}
-
-interface Stored extends PreparedRange {
-  readonly created: number;
 }
 
 /**
@@ -138,16 +84,7 @@ export class RedisPreparer implements PreparedSummaries {
    */
   static async open(compactor: Compactor, options: RedisPreparerOptions): Promise<RedisPreparer> {
     const onEvent = options.onEvent;
-    // As the store's client: a command that Redis does not answer (hung, unreachable) fails in time.
-    const redis = new Redis(options.url, {
-      maxRetriesPerRequest: 1,
-      connectTimeout: REDIS_TIMEOUT_MS,
-      commandTimeout: REDIS_TIMEOUT_MS,
-      retryStrategy: (times) => Math.min(times * 200, 2000),
-    });
-    redis.on('error', (error) => options.onError?.(error));
-    redis.defineCommand('compactorPrepared', { numberOfKeys: 2, lua: ADD_SCRIPT });
-    redis.defineCommand('compactorBill', { numberOfKeys: 1, lua: BILL_SCRIPT });
+    const redis = openIndexClient(options.url, options.onError);
     const channel = `${options.prefix}:prepared:settled`;
     const settles = settleSignals();
     const subscriber = new Redis(options.url, {
@@ -322,43 +259,4 @@ export class RedisPreparer implements PreparedSummaries {
     const job = await this.queue.state(jobKey(scope, id));
     this.options.onEvent?.('spliced', tokensOf(job?.result));
   }
-}
-
-/** How long one Redis command may take, in ms (as the store's). */
-const REDIS_TIMEOUT_MS = 2000;
-/**
- * How long one call of the preparer's may take, in ms: several commands (a hung Redis fails the
- * first at `REDIS_TIMEOUT_MS`), on a busy machine, the queue's first ones loading its scripts.
- */
-const CALL_TIMEOUT_MS = 5000;
-
-/** What a response is told when the index or the queue did not answer. */
-const UNAVAILABLE = 'prepared summaries are unavailable (Redis did not answer in time)';
-
-/** `op` within `CALL_TIMEOUT_MS`, else a rejection: a hung Redis never holds a request. */
-async function bounded<T>(what: string, op: () => Promise<T>): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () => reject(new Error(`prepared summaries: the ${what} got no answer within ${CALL_TIMEOUT_MS} ms`)),
-      CALL_TIMEOUT_MS,
-    );
-  });
-  try {
-    return await Promise.race([op(), late]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-/** A caller's index (a hash; its order is the same key with `:order`), in one cluster slot. */
-const rangesKey = (prefix: string, scope: string) => `${prefix}:ranges:{${scope}}`;
-
-/** The job id of a caller's range (hashed by the queue). */
-const jobKey = (scope: string, id: string) => `${scope}\0${id}`;
-
-/** A range's state: its job's, `spliced` once billed; `failed` when its job is gone (expired or never queued). */
-function stateOf(job: JobState<Usage> | undefined, billed: boolean): PreparedView['state'] {
-  if (billed) return 'spliced';
-  return job?.state ?? 'failed';
 }

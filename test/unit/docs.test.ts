@@ -1,7 +1,8 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
-import { CONFIG_DOCS, ConfigSchema } from '../../src/config.js';
+import { ConfigSchema } from '../../src/config.js';
+import { CONFIG_DOCS } from '../../src/config-docs.js';
 import { REASONS, WARNINGS } from '../../src/contract/codes.js';
 import { ERRORS } from '../../src/errors.js';
 import { Compactor } from '../../src/service/compactor.js';
