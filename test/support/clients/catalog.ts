@@ -16,8 +16,8 @@ export interface ClientSpec {
 
 /** Every agent, by name. Each ships its binary inside its npm package: nothing is downloaded at run time. */
 export const CLIENTS: Record<ClientName, ClientSpec> = {
-  'claude-code': { name: 'claude-code', pkg: '@anthropic-ai/claude-code', pinned: '2.1.328', bin: 'claude', wire: 'anthropic' },
-  codex: { name: 'codex', pkg: '@openai/codex', pinned: '0.169.0', bin: 'codex', wire: 'openai-responses' },
+  'claude-code': { name: 'claude-code', pkg: '@anthropic-ai/claude-code', pinned: '2.1.332', bin: 'claude', wire: 'anthropic' },
+  codex: { name: 'codex', pkg: '@openai/codex', pinned: '0.171.0', bin: 'codex', wire: 'openai-responses' },
   opencode: { name: 'opencode', pkg: 'opencode-ai', pinned: '1.18.33', bin: 'opencode', wire: 'anthropic' },
 };
 
