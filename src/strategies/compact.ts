@@ -3,6 +3,7 @@ import type { ReasonCode } from '../contract/codes.js';
 import { ArtifactRefSchema, CostSchema } from '../contract/parts.js';
 import { breakEvenTokens, estimate, worthIt } from '../cost/estimate.js';
 import type { CostReport } from '../cost/model.js';
+import type { OriginalKind } from '../history/artifact-kinds.js';
 import { type Bindings, bindings } from '../history/bindings.js';
 import { type Markers, placeholderMarker as marker } from '../history/markers.js';
 import { applyPlan } from '../history/plan/apply.js';
@@ -113,7 +114,7 @@ class Compaction {
   }
 
   /** Replaces a result by `text` (its placeholder signed for this call), its original offloaded (or cleared, with store none). */
-  replace(s: ResultSiteInfo, kind: string, text: (id: string | null, tokens: number) => string): void {
+  replace(s: ResultSiteInfo, kind: OriginalKind, text: (id: string | null, tokens: number) => string): void {
     const original = this.draft.original(s.index, 'result', s.slot, { kind, tool: s.tool, tokens: this.sizeOf(s) });
     const action: ActionKind = kind === 'tool_result_truncated' ? 'truncate' : original.id ? 'offload' : 'clear';
     const signed = this.ctx.markers.placeholder('result', s.binding, original.id, text(original.id, original.spec.tokens));

@@ -1,4 +1,5 @@
 import type { Addresser } from '../address.js';
+import type { OriginalKind } from '../artifact-kinds.js';
 import type { UnitKind } from '../format.js';
 import type { ActionKind } from '../types.js';
 import { type Count, type PlanSource, renderEdit } from './apply.js';
@@ -12,7 +13,7 @@ export interface Pending {
 
 /** What an original is, as the response lists it. */
 export interface OriginalMeta {
-  kind: string;
+  kind: OriginalKind;
   tool: string | null;
   tokens: number;
 }

@@ -1,5 +1,6 @@
 import type { z } from 'zod';
 import type { ArtifactRefSchema } from '../../contract/parts.js';
+import type { OriginalKind } from '../artifact-kinds.js';
 import type { ActionKind } from '../types.js';
 
 /** Where an original goes: persisted with a TTL, returned in the response, or nowhere. */
@@ -15,8 +16,8 @@ export interface OriginalSpec {
   readonly sha256: string;
   readonly json: string;
   readonly value: unknown;
-  /** `tool_result`, `tool_input`, `thinking`, `summary_range`, `section_range`, … */
-  readonly kind: string;
+  /** One of the originals' kinds in `history/artifact-kinds.ts`. */
+  readonly kind: OriginalKind;
   readonly tool_name: string | null;
   /** Tokens of the original content. */
   readonly tokens: number;
