@@ -1,77 +1,129 @@
+import { setImmediate as turn } from 'node:timers/promises';
+import PQueue from 'p-queue';
 import { RE2JS } from 're2js';
 import { fieldError } from '../errors.js';
+import { type ArtifactKind, CONVERSATION_KIND, SEARCHED_KINDS } from '../history/artifact-kinds.js';
 import type { Caller } from '../service/artifacts.js';
-import type { Artifact, ArtifactStore } from '../store/types.js';
-import { originalText } from './render.js';
+import type { Artifact, RecentLimit } from '../store/types.js';
+import { escapeText, type RawLine, unescapeLine, valueLines } from './scan.js';
 import type { SearchQuery, SearchResult } from './server.js';
 
 /**
  * The MCP `search` tool's work: the caller's newest originals looked through for an exact string
  * or an RE2 regular expression (linear in the text searched, whatever the pattern: no
  * backtracking), within bounds on how many originals and how much text, newest first.
+ *
+ * An original is read as it is stored (JSON text), never parsed whole: its string values line by
+ * line (`scan.ts`); an exact string is first looked for in the stored text as JSON escapes it, and
+ * an original without it is not read further. Searches run one at a time in the process, each
+ * yielding to the event loop every `PAUSE_EVERY` characters or `PAUSE_MS`, so that health probes and other
+ * requests are answered while a large store is searched, and at most one search's originals
+ * (`SEARCH_LIMIT.bytes`) are held at once.
  */
 
-/** The kinds of originals a model may look for (not the service's own records). */
-export const SEARCHED_KINDS = [
-  'tool_result',
-  'tool_result_truncated',
-  'tool_input',
-  'thinking',
-  'summary_range',
-  'section_range',
-];
-
-/** What the proxy records of a conversation: the artifacts its upstream history names (`conversationIndex`). */
-export const CONVERSATION_KIND = 'proxy_conversation';
-
 /** At most this many originals, and this much of their content, are looked through by one search. */
-export const SEARCH_LIMIT = { count: 2000, bytes: 32 * 1024 * 1024 };
+export const SEARCH_LIMIT: RecentLimit = { count: 2000, bytes: 32 * 1024 * 1024 };
+/** Characters read between two yields to the event loop. */
+export const PAUSE_EVERY = 256 * 1024;
+/** Milliseconds of searching between two yields, at most (a regular expression reads slower than a string). */
+const PAUSE_MS = 10;
 const LINES_PER_HIT = 5;
 const LINE_CHARS = 240;
+/** A line longer than this (stored characters) is read in windows: around a string's match, or in pieces for a regex. */
+const LONG_LINE = 64 * 1024;
+/** How far a regex piece of a long line overlaps the next: a match longer than this across pieces may be missed. */
+const OVERLAP = 4096;
 
-/** A matching line, cut around its match when long. */
-function excerpt(line: string, at: number, length: number): string {
-  if (line.length <= LINE_CHARS) return line;
+/** A matching line, cut around its match when long; `cutBefore`/`cutAfter`: the line goes on beyond `line`. */
+function excerpt(line: string, at: number, length: number, cutBefore = false, cutAfter = false): string {
+  if (line.length <= LINE_CHARS && !cutBefore && !cutAfter) return line;
   const start = Math.max(0, at - Math.floor((LINE_CHARS - length) / 2));
   const end = Math.min(line.length, start + Math.max(LINE_CHARS, length));
-  return `${start > 0 ? '…' : ''}${line.slice(start, end)}${end < line.length ? '…' : ''}`;
+  return `${start > 0 || cutBefore ? '…' : ''}${line.slice(start, end)}${end < line.length || cutAfter ? '…' : ''}`;
 }
 
-/** The lines of a text that match, at most `LINES_PER_HIT`, each at most `LINE_CHARS` long. Linear in the text. */
-function matchingLines(text: string, find: (line: string) => { at: number; length: number } | undefined): string[] {
-  const out: string[] = [];
-  let start = 0;
-  while (start <= text.length && out.length < LINES_PER_HIT) {
-    const nl = text.indexOf('\n', start);
-    const end = nl < 0 ? text.length : nl;
-    const line = text.slice(start, end);
-    const hit = find(line);
-    if (hit) out.push(excerpt(line, hit.at, hit.length));
-    if (nl < 0) break;
-    start = nl + 1;
-  }
-  return out;
+/** Finds a query in the lines of one original: the excerpt of a matching line, or undefined. */
+type LineFinder = (json: string, line: RawLine) => string | undefined;
+
+/** How an exact string is found: its escaped form in the stored text, confirmed on the text around it. */
+function exactFinder(text: string): { admits: (json: string) => boolean; start: () => LineFinder } {
+  const escaped = escapeText(text);
+  return {
+    admits: (json) => json.includes(escaped),
+    start: () => {
+      // The next place the escaped string occurs: looked for again only once passed (linear).
+      let next = -1;
+      return (json, l) => {
+        if (next !== Number.POSITIVE_INFINITY && next < l.start) {
+          const at = json.indexOf(escaped, l.start);
+          next = at < 0 ? Number.POSITIVE_INFINITY : at;
+        }
+        if (next + escaped.length > l.end) return undefined;
+        const long = l.end - l.start > LONG_LINE;
+        const from = long ? Math.max(l.start, next - 2 * LINE_CHARS) : l.start;
+        const to = long ? Math.min(l.end, next + escaped.length + 2 * LINE_CHARS) : l.end;
+        const window = unescapeLine(json.slice(from, to));
+        const at = window.indexOf(text);
+        return at < 0 ? undefined : excerpt(window, at, text.length, from > l.start, to < l.end);
+      };
+    },
+  };
 }
 
-/** How one query finds itself in a line. Throws a 400 naming the problem when the pattern is not RE2. */
-function finder(q: SearchQuery): (line: string) => { at: number; length: number } | undefined {
-  if (!q.regex) {
-    return (line) => {
-      const at = line.indexOf(q.text);
-      return at < 0 ? undefined : { at, length: q.text.length };
-    };
-  }
+/** How a regular expression is found: on each line's text, a long line in overlapping pieces. */
+function regexFinder(re: RE2JS): LineFinder {
+  const inPiece = (piece: string, cutBefore: boolean, cutAfter: boolean) => {
+    const m = re.matcher(piece);
+    return m.find() ? excerpt(piece, m.start(), m.end() - m.start(), cutBefore, cutAfter) : undefined;
+  };
+  return (json, l) => {
+    for (let from = l.start; ; from += LONG_LINE - OVERLAP) {
+      const to = Math.min(l.end, from + LONG_LINE);
+      const found = inPiece(unescapeLine(json.slice(from, to)), from > l.start, to < l.end);
+      if (found !== undefined || to >= l.end) return found;
+    }
+  };
+}
+
+/** How one query is found. Throws a 400 naming the problem when the pattern is not RE2. */
+function finder(q: SearchQuery): { admits: (json: string) => boolean; start: () => LineFinder } {
+  if (!q.regex) return exactFinder(q.text);
   let re: RE2JS;
   try {
     re = RE2JS.compile(q.text);
   } catch (error) {
     throw fieldError('CMP_ERR_REQUEST_VALIDATION', 'query', `not a regular expression RE2 accepts: ${(error as Error).message}`);
   }
-  return (line) => {
-    if (!re.test(line)) return undefined;
-    const m = re.matcher(line);
-    return m.find() ? { at: m.start(), length: m.end() - m.start() } : { at: 0, length: 0 };
-  };
+  const find = regexFinder(re);
+  return { admits: () => true, start: () => find };
+}
+
+/** Yields to the event loop once `PAUSE_EVERY` characters were read, or `PAUSE_MS` went by, since the last time. */
+class Pacer {
+  private read = 0;
+  private since = performance.now();
+  async advance(chars: number): Promise<void> {
+    this.read += chars;
+    if (this.read < PAUSE_EVERY && performance.now() - this.since < PAUSE_MS) return;
+    await turn();
+    this.read = 0;
+    this.since = performance.now();
+  }
+}
+
+/** The matching lines of one stored original, at most `LINES_PER_HIT`. */
+async function matchingLines(json: string, find: LineFinder, pacer: Pacer): Promise<string[]> {
+  const out: string[] = [];
+  let read = 0;
+  for (const l of valueLines(json)) {
+    await pacer.advance(l.end - read);
+    read = l.end;
+    const hit = find(json, l);
+    if (hit !== undefined) out.push(hit);
+    if (out.length >= LINES_PER_HIT) break;
+  }
+  await pacer.advance(json.length - read);
+  return out;
 }
 
 /** The artifact ids the proxy's records name for a conversation. */
@@ -88,36 +140,44 @@ function idsOf(records: readonly Artifact[], conversation: string): Set<string> 
   return ids;
 }
 
-/** A search over the store's originals, for one caller at a time. */
-export function artifactSearch(store: ArtifactStore, now: () => number) {
-  return async (q: SearchQuery, caller: Caller): Promise<SearchResult> => {
+/** The caller's newest artifacts of `kinds`, within `limit` (the artifact service's `recent`). */
+export type RecentArtifacts = (caller: Caller, kinds: readonly ArtifactKind[], limit: RecentLimit) => Promise<Artifact[]>;
+
+/**
+ * A search over the caller's originals. `weigh` is told the characters of originals a search
+ * loaded, before it reads them (the route counts them against the in-flight limit; it may throw).
+ */
+export function artifactSearch(recent: RecentArtifacts) {
+  const oneAtATime = new PQueue({ concurrency: 1 });
+  return async (q: SearchQuery, caller: Caller, weigh?: (chars: number) => void): Promise<SearchResult> => {
     const find = finder(q);
-    const kinds = q.conversation ? [...SEARCHED_KINDS, CONVERSATION_KIND] : SEARCHED_KINDS;
-    const all = await store.recent(caller.scope, kinds, now(), SEARCH_LIMIT);
-    const only = q.conversation
-      ? idsOf(
-          all.filter((a) => a.kind === CONVERSATION_KIND),
-          q.conversation,
-        )
-      : undefined;
-    const candidates = all.filter((a) => a.kind !== CONVERSATION_KIND && (!only || only.has(a.id)));
-    const hits: SearchResult['hits'][number][] = [];
-    let scanned = 0;
-    for (const a of candidates) {
-      if (hits.length >= q.maxResults) break;
-      scanned++;
-      let content: unknown;
-      try {
-        content = JSON.parse(a.content);
-      } catch {
-        continue;
+    return oneAtATime.add(async () => {
+      const kinds = q.conversation ? [...SEARCHED_KINDS, CONVERSATION_KIND] : SEARCHED_KINDS;
+      const all = await recent(caller, kinds, SEARCH_LIMIT);
+      weigh?.(all.reduce((n, a) => n + a.content.length, 0));
+      const only = q.conversation
+        ? idsOf(
+            all.filter((a) => a.kind === CONVERSATION_KIND),
+            q.conversation,
+          )
+        : undefined;
+      const candidates = all.filter((a) => a.kind !== CONVERSATION_KIND && (!only || only.has(a.id)));
+      const hits: SearchResult['hits'][number][] = [];
+      const pacer = new Pacer();
+      let scanned = 0;
+      for (const a of candidates) {
+        if (hits.length >= q.maxResults) break;
+        scanned++;
+        // An original the query cannot be in (an exact string not in its stored text) is not read further.
+        const admitted = find.admits(a.content);
+        const lines = admitted ? await matchingLines(a.content, find.start(), pacer) : [];
+        if (!admitted) await pacer.advance(a.content.length);
+        if (lines.length > 0) {
+          hits.push({ id: a.id, kind: a.kind, tool_name: a.tool_name, created_at: new Date(a.created_at).toISOString(), lines });
+        }
       }
-      const lines = matchingLines(originalText(content), find);
-      if (lines.length > 0) {
-        hits.push({ id: a.id, kind: a.kind, tool_name: a.tool_name, created_at: new Date(a.created_at).toISOString(), lines });
-      }
-    }
-    const truncated = hits.length >= q.maxResults ? scanned < candidates.length : all.length >= SEARCH_LIMIT.count;
-    return { hits, scanned, truncated };
+      const truncated = hits.length >= q.maxResults ? scanned < candidates.length : all.length >= SEARCH_LIMIT.count;
+      return { hits, scanned, truncated };
+    });
   };
 }

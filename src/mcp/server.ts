@@ -2,6 +2,7 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { CompactorError } from '../errors.js';
+import { describeKind } from '../history/artifact-kinds.js';
 import type { ArtifactView, Caller } from '../service/artifacts.js';
 import { originalText } from './render.js';
 
@@ -51,16 +52,8 @@ const text = (t: string, isError = false): CallToolResult => ({
 
 /** What an original was, in one line: its kind, tool and when it was cleared. */
 function what(view: ArtifactView): string {
-  const kinds: Record<string, string> = {
-    tool_result: 'the result of a tool call, cleared from the history',
-    tool_result_truncated: 'the whole result of a tool call whose middle was cut from the history',
-    tool_input: 'the arguments of a tool call, cleared from the history',
-    thinking: 'a thinking block removed from the history',
-    summary_range: 'the messages a summary replaced, as they were',
-    section_range: 'the messages a section summary replaced, as they were',
-  };
   const tool = view.tool_name ? ` of the tool \`${view.tool_name}\`` : '';
-  return `${view.id}: ${kinds[view.kind] ?? view.kind}${tool} (${view.kind}), stored ${view.created_at}, kept until ${view.expires_at}.`;
+  return `${view.id}: ${describeKind(view.kind)}${tool} (${view.kind}), stored ${view.created_at}, kept until ${view.expires_at}.`;
 }
 
 /** One page of an original: the characters from `offset`, at most `maxTokens` worth, and where the next page starts. */
@@ -109,6 +102,10 @@ async function search(deps: RecallDeps, q: SearchQuery): Promise<CallToolResult>
     if (error instanceof CompactorError && error.code === 'CMP_ERR_REQUEST_VALIDATION') {
       deps.count('search', 'bad_query');
       return text(`${error.message}. Regular expressions use RE2 syntax (no backreferences or lookaround).`, true);
+    }
+    if (error instanceof CompactorError && error.code === 'CMP_ERR_OVERLOADED') {
+      deps.count('search', 'overloaded');
+      return text(`The service is busy: ${error.message}. Search again later.`, true);
     }
     throw error;
   }

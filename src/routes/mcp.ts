@@ -7,9 +7,17 @@ import type { Config } from '../config.js';
 import { CompactorError } from '../errors.js';
 import { artifactSearch } from '../mcp/search.js';
 import { mcpServer, type RecallDeps } from '../mcp/server.js';
+import { reserveMore } from '../plugins/load/admission.js';
 import type { Caller } from '../service/artifacts.js';
 
 const { version } = createRequire(import.meta.url)('../../package.json') as { version: string };
+
+/**
+ * Most JSON-RPC messages one POST may hold (a batch): each may be a search through up to
+ * `SEARCH_LIMIT` of originals. A longer batch is answered 400 with one JSON-RPC error
+ * (`-32600`, Invalid Request, id null), nothing of it run.
+ */
+export const MCP_MAX_BATCH = 10;
 const digest = (text: string) => createHash('sha256').update(text).digest();
 
 /**
@@ -23,12 +31,12 @@ export default async function mcpRoutes(app: FastifyInstance, { config }: { conf
   const keys = (config.COMPACTOR_API_KEYS ?? []).map(digest);
   const calls = new Counter({
     name: 'compactor_mcp_calls_total',
-    help: 'MCP tool calls by tool and outcome (recall: ok, not_found, bad_offset; search: found, none, bad_query)',
+    help: 'MCP tool calls by tool and outcome (recall: ok, not_found, bad_offset; search: found, none, bad_query, overloaded)',
     labelNames: ['tool', 'outcome'],
     registers: [app.metrics.registry],
   });
 
-  const search = artifactSearch(app.store, Date.now);
+  const search = artifactSearch((caller, kinds, limit) => app.compactor.artifacts.recent(caller, kinds, limit));
 
   /** The caller of a request: its key's, or the shared scope when the service has none. */
   const callerOf = (request: FastifyRequest): Caller => {
@@ -47,6 +55,8 @@ export default async function mcpRoutes(app: FastifyInstance, { config }: { conf
   app.route({
     method: ['GET', 'POST', 'DELETE'],
     url: '/mcp',
+    // Weighed like /v1 (plugins/load/admission.ts): its body, and what its searches load.
+    config: { admitted: true },
     schema: {
       tags: ['mcp'],
       summary: 'MCP server: recall and search what Compactor cleared (streamable HTTP)',
@@ -67,10 +77,31 @@ export default async function mcpRoutes(app: FastifyInstance, { config }: { conf
             id: null,
           });
       }
+      if (Array.isArray(request.body) && request.body.length > MCP_MAX_BATCH) {
+        return reply
+          .code(400)
+          .type('application/json')
+          .send({
+            jsonrpc: '2.0',
+            error: {
+              code: -32600,
+              message: `a batch of ${request.body.length} messages is more than this server takes at once (${MCP_MAX_BATCH}): send fewer`,
+            },
+            id: null,
+          });
+      }
+      // What a search loads counts against the weight in flight (COMPACTOR_MAX_INFLIGHT_BYTES) like a
+      // /v1 body: searches run one at a time, so the request holds its largest search's originals.
+      let weighed = 0;
+      const weigh = (chars: number): void => {
+        if (chars <= weighed) return;
+        reserveMore(request, chars - weighed);
+        weighed = chars;
+      };
       const deps: RecallDeps = {
         caller,
         artifact: (id, c) => app.compactor.artifact(id, c),
-        search,
+        search: (q, c) => search(q, c, weigh),
         ttlSeconds: config.COMPACTOR_ARTIFACT_TTL_SECONDS,
         count: (tool, outcome) => calls.inc({ tool, outcome }),
       };

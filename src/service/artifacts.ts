@@ -5,9 +5,11 @@ import type { FormatAdapter } from '../history/format.js';
 import type { Markers } from '../history/markers.js';
 import { ARTIFACT_ID } from '../history/vocabulary.js';
 import {
+  type Artifact,
   type ArtifactStore,
   type ArtifactUse,
   type NewArtifact,
+  type RecentLimit,
   StoreCapacityError,
   StoreFailedError,
   StoreUnavailableError,
@@ -217,6 +219,14 @@ export class ArtifactService {
       return out;
     };
     return expandHistory(format, caller.markers, messages, lookup, weigh.restore);
+  }
+
+  /**
+   * The caller's artifacts of `kinds`, most recently used first, within `limit` (what the MCP
+   * `search` looks through); not a use. Store failures are coded problems, as everywhere here.
+   */
+  async recent(caller: Caller, kinds: readonly string[], limit: RecentLimit): Promise<Artifact[]> {
+    return this.call((store) => store.recent(caller.scope, kinds, this.options.now(), limit));
   }
 
   /** One original, read as a use; 404 `CMP_ERR_ARTIFACT_NOT_FOUND` when unknown, expired or evicted. */

@@ -31,6 +31,16 @@ export function requestWeight(bytes: number, shape: Pick<BodyShape, 'messages' |
   return bytes + (MESSAGE_WEIGHT - CONTAINER_WEIGHT) * (shape.messages + shape.blocks) + CONTAINER_WEIGHT * shape.containers;
 }
 
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** Weighed by admission although not a `/v1` route (`/mcp`: its body and what its searches load). */
+    admitted?: boolean;
+  }
+}
+
+/** Whether admission weighs a request: every `/v1` route, and the routes that ask (`admitted`). */
+const admits = (request: FastifyRequest): boolean => isApiRequest(request) || request.routeOptions.config?.admitted === true;
+
 /** The weight of each `/v1` body counted so far: complete once the body has arrived. */
 const weights = new WeakMap<FastifyRequest, number>();
 
@@ -145,7 +155,7 @@ export default fp<AdmissionOptions>(
     };
 
     app.addHook('onRequest', async (request, reply) => {
-      if (!isApiRequest(request)) return;
+      if (!admits(request)) return;
       reservers.set(request, (bytes) => reserve(request as Tracked, reply, bytes));
       const length = Number(request.headers['content-length']);
       if (Number.isFinite(length) && length > 0) reserve(request as Tracked, reply, length);
@@ -153,7 +163,7 @@ export default fp<AdmissionOptions>(
     // Every body is counted as it arrives: its bytes when it came without a content-length
     // (chunked), and for all, the weight of its messages and objects.
     app.addHook('preParsing', async (request, reply, payload) => {
-      if (!isApiRequest(request)) return payload;
+      if (!admits(request)) return payload;
       const chunked = request.headers['content-length'] === undefined;
       const shape = new BodyShape();
       let bytes = 0;
@@ -192,7 +202,7 @@ export default fp<AdmissionOptions>(
     // drain a body that was piped, so the connection would hang: the next request on it would wait
     // behind the unread bytes. The connection closes after the answer instead.
     app.addHook('onSend', async (request, reply) => {
-      if (isApiRequest(request) && !request.raw.complete) reply.header('connection', 'close');
+      if (admits(request) && !request.raw.complete) reply.header('connection', 'close');
     });
   },
   { name: 'admission', dependencies: ['problem', 'metrics', 'guard'] },
