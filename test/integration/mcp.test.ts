@@ -281,3 +281,32 @@ t.test('search within one conversation of the proxy (its x-compactor-conversatio
   t.match(one, 'marker-first task', 'its own originals');
   t.notMatch(one, 'marker-second task', 'not the other conversation’s');
 });
+
+t.test('search finds every kind of original compaction writes, a duplicate’s included', async (t) => {
+  const app = await build(t, { COMPACTOR_STORE_URL: 'memory:' });
+  const { base } = await listen(app);
+  const mcp = await client(t, base);
+  const same = `${big('twice')}\nTWICE-MARKER`;
+  const call = (id: string) => ({
+    role: 'assistant',
+    content: null,
+    tool_calls: [{ id, type: 'function', function: { name: 'cat', arguments: '{}' } }],
+  });
+  const out = await compacted(app, {
+    format: 'openai-chat',
+    messages: [
+      { role: 'user', content: 'go' },
+      call('c1'),
+      { role: 'tool', tool_call_id: 'c1', content: same },
+      call('c2'),
+      { role: 'tool', tool_call_id: 'c2', content: same },
+      { role: 'assistant', content: 'done' },
+    ],
+  });
+  const duplicate = out.artifacts.find((a) => a.kind === 'tool_result_duplicate');
+  t.ok(duplicate, 'compaction wrote a tool_result_duplicate');
+  const found = textOf(await mcp.callTool({ name: 'search', arguments: { query: 'TWICE-MARKER', max_results: 50 } }));
+  t.match(found, `${duplicate?.id} (tool_result_duplicate`, 'search finds it');
+  const recalled = textOf(await mcp.callTool({ name: 'recall', arguments: { id: duplicate?.id as string } }));
+  t.match(recalled, /a later call returned the same output/, 'recall says what it is, from the table of kinds');
+});
