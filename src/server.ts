@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import pTimeout from 'p-timeout';
 import { buildApp, createLogger } from './app.js';
 import { type Config, ConfigError, loadConfig, redactUrl } from './config.js';
 import { StoreBootError } from './store/boot.js';
@@ -100,7 +101,10 @@ async function main(): Promise<void> {
     await app.listen({ host: config.HOST, port: config.PORT });
   } catch (error) {
     // The store is open: close it (a SQLite WAL checkpoint, a Redis connection) before leaving.
-    await Promise.race([app.close().catch(() => {}), new Promise((r) => setTimeout(r, 2000).unref())]);
+    await pTimeout(
+      app.close().catch(() => {}),
+      { milliseconds: 2000, message: false },
+    );
     listenFailure(error as NodeJS.ErrnoException, config);
   }
   // The worker pool starts now rather than on the first large request.

@@ -1,4 +1,5 @@
 import { Redis, type Result } from 'ioredis';
+import pTimeout from 'p-timeout';
 import type { JobState } from '../jobs/index.js';
 import type { PreparedRange } from '../strategies/types.js';
 import type { PreparedView, Usage } from './prepare.js';
@@ -59,18 +60,10 @@ export const UNAVAILABLE = 'prepared summaries are unavailable (Redis did not an
 
 /** `op` within `CALL_TIMEOUT_MS`, else a rejection: a hung Redis never holds a request. */
 export async function bounded<T>(what: string, op: () => Promise<T>): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () => reject(new Error(`prepared summaries: the ${what} got no answer within ${CALL_TIMEOUT_MS} ms`)),
-      CALL_TIMEOUT_MS,
-    );
-  });
-  try {
-    return await Promise.race([op(), late]);
-  } finally {
-    clearTimeout(timer);
-  }
+  const late = (): never => {
+    throw new Error(`prepared summaries: the ${what} got no answer within ${CALL_TIMEOUT_MS} ms`);
+  };
+  return pTimeout(op(), { milliseconds: CALL_TIMEOUT_MS, fallback: late });
 }
 
 /** A caller's index (a hash; its order is the same key with `:order`), in one cluster slot. */

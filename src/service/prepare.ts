@@ -1,4 +1,5 @@
 import PQueue from 'p-queue';
+import pTimeout from 'p-timeout';
 import { CompactorError } from '../errors.js';
 import type { Warning } from '../history/types.js';
 import { PermanentJobError } from '../jobs/index.js';
@@ -211,12 +212,7 @@ export class Preparer implements PreparedSummaries {
     this.closing = true;
     this.queue.clear();
     for (const timer of this.retries) clearTimeout(timer);
-    let timer: NodeJS.Timeout | undefined;
-    const deadline = new Promise<void>((resolve) => {
-      timer = setTimeout(resolve, deadlineMs);
-    });
-    await Promise.race([this.queue.onIdle(), deadline]);
-    clearTimeout(timer);
+    await pTimeout(this.queue.onIdle(), { milliseconds: Math.max(1, deadlineMs), message: false });
     for (const controller of this.running) controller.abort();
   }
 

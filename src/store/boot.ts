@@ -1,3 +1,4 @@
+import pTimeout from 'p-timeout';
 import { openStore } from './index.js';
 import { type ArtifactStore, StoreFailedError, type StoreOptions, StoreUnavailableError } from './types.js';
 
@@ -32,20 +33,14 @@ export async function bootStep<T>(
   step: () => Promise<T>,
   timeoutMs = BOOT_TIMEOUT_MS,
 ): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () => reject(new StoreUnavailableError(`${kind} ${stage} timed out`, `did not answer within ${timeoutMs} ms`)),
-      timeoutMs,
-    );
-  });
+  const late = (): never => {
+    throw new StoreUnavailableError(`${kind} ${stage} timed out`, `did not answer within ${timeoutMs} ms`);
+  };
   try {
-    return await Promise.race([step(), late]);
+    return await pTimeout(step(), { milliseconds: Math.max(1, timeoutMs), fallback: late });
   } catch (error) {
     if (error instanceof StoreUnavailableError || error instanceof StoreFailedError) throw new StoreBootError(stage, kind, error);
     throw error;
-  } finally {
-    clearTimeout(timer);
   }
 }
 

@@ -1,3 +1,4 @@
+import pTimeout from 'p-timeout';
 import { type ArtifactStore, StoreFailedError, StoreUnavailableError } from './types.js';
 
 /** Whether the store takes writes, as readiness reports it. */
@@ -44,23 +45,14 @@ export class StoreHealth {
       this.running = undefined;
       return state;
     });
-    let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<StoreState>((resolve) => {
-      timer = setTimeout(
-        () =>
-          resolve({
-            ok: false,
-            status: 'store_unavailable',
-            reason: `the ${this.store.kind} store did not answer within ${this.timeoutMs} ms`,
-          }),
-        this.timeoutMs,
-      );
+    return pTimeout(this.running, {
+      milliseconds: Math.max(1, this.timeoutMs),
+      fallback: (): StoreState => ({
+        ok: false,
+        status: 'store_unavailable',
+        reason: `the ${this.store.kind} store did not answer within ${this.timeoutMs} ms`,
+      }),
     });
-    try {
-      return await Promise.race([this.running, late]);
-    } finally {
-      clearTimeout(timer);
-    }
   }
 
   private async probe(now: number): Promise<StoreState> {

@@ -2,6 +2,7 @@ import { fileURLToPath } from 'node:url';
 import { MessageChannel } from 'node:worker_threads';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
+import pTimeout from 'p-timeout';
 import { Piscina } from 'piscina';
 import { Gauge } from 'prom-client';
 import type { Config } from '../../config.js';
@@ -217,7 +218,10 @@ export class WorkerPool {
   async close(): Promise<void> {
     this.closing = true;
     if (this.warming && !this.started) {
-      await Promise.race([this.warming.catch(() => {}), new Promise((r) => setTimeout(r, 10_000).unref())]);
+      await pTimeout(
+        this.warming.catch(() => {}),
+        { milliseconds: 10_000, message: false },
+      );
     }
     await this.pool?.destroy();
   }
