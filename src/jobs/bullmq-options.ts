@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Job } from 'bullmq';
 import type { RedisOptions } from 'ioredis';
-import type { JobClock, JobListener, JobProcessor, JobState, JobStatus } from './types.js';
+import { JOB_RETRY, type JobClock, type JobListener, type JobProcessor, type JobState, type JobStatus } from './types.js';
 
 /** What the BullMQ queue is built from. Durations in ms unless the name says otherwise. */
 export interface BullJobQueueOptions<Data, Result> {
@@ -60,8 +60,8 @@ export interface BullJobQueueOptions<Data, Result> {
 export const bullDefaults = {
   prefix: 'compactor',
   name: 'jobs',
-  attempts: 2,
-  backoffMs: 1000,
+  attempts: JOB_RETRY.attempts,
+  backoffMs: JOB_RETRY.backoffMs,
   lockDurationMs: 20_000,
   stalledIntervalMs: 10_000,
   maxStalledCount: 1,

@@ -3,6 +3,7 @@ import type { JobQueue } from './types.js';
 
 export { type BullJobQueueOptions, bullDefaults } from './bullmq-options.js';
 export {
+  JOB_RETRY,
   type JobClock,
   type JobContext,
   type JobEvent,
@@ -14,6 +15,7 @@ export {
   type JobState,
   type JobStatus,
   PermanentJobError,
+  retries,
   systemClock,
 } from './types.js';
 

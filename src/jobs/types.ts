@@ -48,6 +48,18 @@ export class PermanentJobError extends Error {
   override name = 'PermanentJobError';
 }
 
+/**
+ * The one retry policy of a job, wherever it runs (the embedded preparer's p-queue, BullMQ): at
+ * most `attempts` runs, the retry after `backoffMs` (BullMQ's exponential backoff starts at it,
+ * and with two attempts waits exactly it), none after a `PermanentJobError`.
+ */
+export const JOB_RETRY = { attempts: 2, backoffMs: 1000 } as const;
+
+/** Whether a job whose attempt `attempt` (from 1) failed with `error` runs again (`JOB_RETRY`). */
+export function retries(error: unknown, attempt: number, attempts: number = JOB_RETRY.attempts): boolean {
+  return attempt < attempts && !(error instanceof PermanentJobError);
+}
+
 /** `add` was called after `close`. */
 export class JobQueueClosedError extends Error {
   override name = 'JobQueueClosedError';

@@ -19,6 +19,7 @@ import {
   keepAll,
   NO_BILLED,
   type PreparedContext,
+  prepares,
   type Strategy,
   type StrategyResult,
   withTotal,
@@ -107,7 +108,7 @@ function offeredPrepared(
 ): { prepared: PreparedContext | undefined; warnings: Warning[] } {
   if (!offered?.unavailable) return { prepared: offered, warnings: [] };
   const asked = (options as { prepare?: { enabled?: boolean } } | undefined)?.prepare?.enabled;
-  const wanted = !dryRun && (asked ?? offered.byDefault);
+  const wanted = prepares(asked, dryRun, offered.byDefault);
   return { prepared: undefined, warnings: wanted ? [{ code: 'prepared_unavailable', message: offered.unavailable }] : [] };
 }
 

@@ -3,14 +3,14 @@ import type { ReasonCode } from '../contract/codes.js';
 import type { ArtifactRefSchema } from '../contract/parts.js';
 import type { CostReport } from '../cost/model.js';
 import type { ErrorCode } from '../errors.js';
-import type { Warning } from '../history/types.js';
 import { ExpandRequest, ExpandResponse } from '../schemas/artifacts.js';
 import { STRATEGY_SCHEMAS, type StrategySchemas } from '../schemas/strategies.js';
 import { TokensRequest, TokensResponse, ValidateRequest, ValidateResponse } from '../schemas/tokens.js';
 import { STRATEGIES, STRATEGY_KINDS, type StrategyKind } from '../strategies/registry.js';
-import type { PreparedContext, PrepareRequest, Strategy, StrategyResult } from '../strategies/types.js';
+import { type PreparedContext, type PrepareRequest, prepares, type Strategy, type StrategyResult } from '../strategies/types.js';
 import type { Caller } from './artifacts.js';
 import type { Compactor, StrategyResponse } from './compactor.js';
+import type { PreparedSummaries } from './prepared-summaries.js';
 import { checkBody } from './request-body.js';
 import type { HistoryInput } from './request-history.js';
 
@@ -63,12 +63,8 @@ export interface Outcome {
   sources?: number[];
 }
 
-/** The caller's prepared summaries as an operation uses them (`PreparedSummaries`, kept by the main thread). */
-export interface PreparedStore {
-  context(scope: string): Promise<PreparedContext>;
-  /** Warnings for the response: what could not be handed on (a job queue that did not answer). */
-  after(scope: string, outcome: Pick<Outcome, 'prepare' | 'spliced'>): Promise<Warning[]>;
-}
+/** The caller's prepared summaries as an operation uses them: the preparer's `context` and `after` (kept by the main thread). */
+export type PreparedStore = Pick<PreparedSummaries, 'context' | 'after'>;
 
 /**
  * Where an operation's work runs (in line or on a worker thread) with what only the main thread
@@ -107,7 +103,7 @@ export interface Operation<
  */
 function mayPrepare(input: unknown): boolean {
   const b = input as { prepare?: { enabled?: boolean }; dry_run?: boolean } | undefined;
-  return b?.prepare?.enabled !== false && b?.dry_run !== true;
+  return prepares(b?.prepare?.enabled, b?.dry_run, true);
 }
 
 /**

@@ -2,7 +2,7 @@ import { Redis, type Result } from 'ioredis';
 import pTimeout from 'p-timeout';
 import type { JobState } from '../jobs/index.js';
 import type { PreparedRange } from '../strategies/types.js';
-import type { PreparedView, Usage } from './prepare.js';
+import type { PreparedView, Usage } from './prepared-summaries.js';
 
 /**
  * The Redis side of the replicas' prepared-summary index (`RedisPreparer`): its keys, its scripts,

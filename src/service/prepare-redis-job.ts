@@ -1,7 +1,7 @@
 import { CompactorError } from '../errors.js';
 import { PermanentJobError } from '../jobs/index.js';
 import type { Compactor } from './compactor.js';
-import type { Job } from './prepare.js';
+import type { Job } from './prepared-summaries.js';
 
 /**
  * What a BullMQ job holds: the caller's scope and the id of the artifact that holds its

@@ -2,18 +2,10 @@ import type { EventEmitter } from 'node:events';
 import { Redis } from 'ioredis';
 import { CompactorError } from '../errors.js';
 import type { Warning } from '../history/types.js';
-import { type JobEvent, type JobQueue, type JobState, openBullJobQueue, PermanentJobError } from '../jobs/index.js';
+import { type JobEvent, type JobQueue, type JobState, openBullJobQueue, retries } from '../jobs/index.js';
 import type { PreparedContext, PrepareRequest } from '../strategies/types.js';
 import type { Compactor } from './compactor.js';
-import {
-  type PreparedSummaries,
-  type PreparedView,
-  type PrepareEvent,
-  type PrepareOutcome,
-  summarizeFor,
-  tokensOf,
-  type Usage,
-} from './prepare.js';
+import { summarizeFor } from './prepare.js';
 import {
   bounded,
   CALL_TIMEOUT_MS,
@@ -26,6 +18,14 @@ import {
   UNAVAILABLE,
 } from './prepare-redis-index.js';
 import { bodyOf, JOB_BODY_KIND, type QueuedJob } from './prepare-redis-job.js';
+import {
+  type PreparedSummaries,
+  type PreparedView,
+  type PrepareEvent,
+  type PrepareOutcome,
+  tokensOf,
+  type Usage,
+} from './prepared-summaries.js';
 import { settledBy, settleSignals } from './settle.js';
 
 export interface RedisPreparerOptions {
@@ -120,8 +120,8 @@ export class RedisPreparer implements PreparedSummaries {
           return usage;
         } catch (error) {
           onEvent?.('failed', 0);
-          // The last attempt (one retry): its waiting fits stop waiting.
-          if (error instanceof PermanentJobError || context.attempt >= 2) settle(context.id, false);
+          // The last attempt (JOB_RETRY): its waiting fits stop waiting.
+          if (!retries(error, context.attempt)) settle(context.id, false);
           throw error;
         }
       },

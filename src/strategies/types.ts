@@ -72,6 +72,16 @@ export interface PreparedEntry extends PreparedRange {
   readonly state: 'started' | 'running' | 'ready' | 'failed' | 'spliced';
 }
 
+/**
+ * Whether a run prepares and splices summaries: never in a dry run; else as the request says
+ * (`prepare.enabled`), else as the service does by default (`byDefault`). The one rule: fit's
+ * own resolution, the service deciding whether a request's prepared summaries are worth reading
+ * (before the default is known: pass true), and its `prepared_unavailable` warning all ask it.
+ */
+export function prepares(asked: boolean | undefined, dryRun: boolean | undefined, byDefault: boolean): boolean {
+  return dryRun !== true && (asked ?? byDefault);
+}
+
 /** What fit knows of prepared summaries: the caller's, and whether it prepares by default. */
 export interface PreparedContext {
   /** The caller's prepared ranges, with their states and (not yet billed) usage. */

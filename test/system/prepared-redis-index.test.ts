@@ -4,8 +4,8 @@ import t, { type Test } from 'tap';
 import { addresser } from '../../src/history/address.js';
 import { ArtifactService } from '../../src/service/artifacts.js';
 import type { Compactor } from '../../src/service/compactor.js';
-import type { PrepareEvent } from '../../src/service/prepare.js';
 import { RedisPreparer, type RedisPreparerOptions } from '../../src/service/prepare-redis.js';
+import type { PrepareEvent } from '../../src/service/prepared-summaries.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import { dropPrefix, REDIS_URL, redisAvailable } from '../support/redis.js';
 

@@ -1,7 +1,8 @@
 import t from 'tap';
 import { CompactorError } from '../../src/errors.js';
 import type { Compactor } from '../../src/service/compactor.js';
-import { type PrepareEvent, Preparer, type PreparerOptions } from '../../src/service/prepare.js';
+import { Preparer } from '../../src/service/prepare.js';
+import type { PrepareEvent, PreparerOptions } from '../../src/service/prepared-summaries.js';
 import type { PrepareRequest } from '../../src/strategies/types.js';
 
 /**

@@ -2,7 +2,8 @@ import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { Counter } from 'prom-client';
 import type { Config } from '../../config.js';
-import { type PreparedSummaries, type PrepareEvent, Preparer, type PreparerOptions } from '../../service/prepare.js';
+import { Preparer } from '../../service/prepare.js';
+import type { PreparedSummaries, PrepareEvent, PreparerOptions } from '../../service/prepared-summaries.js';
 
 declare module 'fastify' {
   interface FastifyInstance {

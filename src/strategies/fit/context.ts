@@ -3,7 +3,14 @@ import { type Evaluation, evaluatePlan } from '../../history/plan/evaluate.js';
 import type { NewArtifact } from '../../store/types.js';
 import { modelFor } from '../priced.js';
 import type { PreparedRange } from '../summarize/prepared.js';
-import { countWith, type PreparedEntry, type PreparedHistory, type StrategyContext, type StrategyResult } from '../types.js';
+import {
+  countWith,
+  type PreparedEntry,
+  type PreparedHistory,
+  prepares,
+  type StrategyContext,
+  type StrategyResult,
+} from '../types.js';
 import type { Measurements } from './decide.js';
 import { type FitOptions, limitOf, targetOf } from './options.js';
 
@@ -47,7 +54,7 @@ export function resolve(h: PreparedHistory, o: FitOptions, ctx: StrategyContext)
   const target = targetOf(o, ctx.profile);
   const limit = limitOf(o, ctx.profile, target);
   const model = modelFor(h, o, ctx, ctx.summarizer?.model?.(o.summarize?.summarizer?.model) ?? null);
-  const preparing = ctx.prepared !== undefined && !ctx.dryRun && (o.prepare?.enabled ?? ctx.prepared.byDefault);
+  const preparing = ctx.prepared !== undefined && prepares(o.prepare?.enabled, ctx.dryRun, ctx.prepared.byDefault);
   const minSaving = o.policy === 'tokens' ? o.min_saving_fraction * h.occupancy : 0;
   const forced = h.occupancy > limit;
   return {
