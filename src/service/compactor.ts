@@ -1,9 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import type { z } from 'zod';
-import type { ReasonCode } from '../contract/codes.js';
 import type { Prices } from '../cost/prices.js';
 import { PriceTable } from '../cost/prices.js';
-import { CompactorError, type ErrorCode } from '../errors.js';
+import { CompactorError } from '../errors.js';
 import { addresser, scopeOf } from '../history/address.js';
 import type { ExpandResult } from '../history/expand.js';
 import type { FormatAdapter } from '../history/format.js';
@@ -12,53 +11,16 @@ import { markers } from '../history/markers.js';
 import { applyPlan } from '../history/plan/apply.js';
 import { evaluatePlan } from '../history/plan/evaluate.js';
 import type { Violation, Warning } from '../history/types.js';
-import type { StrategyResponseFields } from '../schemas/common.js';
 import type { ArtifactStore } from '../store/types.js';
-import {
-  type BilledUsage,
-  keepAll,
-  NO_BILLED,
-  type PreparedContext,
-  prepares,
-  type Strategy,
-  type StrategyResult,
-  withTotal,
-} from '../strategies/types.js';
+import { type PreparedContext, type Strategy, type StrategyResult, withTotal } from '../strategies/types.js';
 import { ExtractiveSummarizer } from '../summarizers/extractive.js';
 import { SingleFlight } from '../summarizers/single-flight.js';
 import type { SettledSummary, Summarizer } from '../summarizers/types.js';
 import type { TokenCounter } from '../tokens/counter.js';
 import { ArtifactService, type ArtifactView, type Caller } from './artifacts.js';
+import { billOnce, offeredPrepared } from './prepared-run.js';
 import { checkParallel, type HistoryInput, parseHistory, prepareRequest, triggered } from './request-history.js';
-
-/** What a strategy's result carries beyond the generic fields (fit's `FitResult`: a summary to prepare, the one spliced in). */
-export type Beyond<R> = Partial<Omit<R, keyof StrategyResult<unknown>>>;
-
-/** A strategy endpoint's answer: the contract's common response fields, with the strategy's own fields in `extra`. */
-export type StrategyResponse<Extra, R = StrategyResult<Extra>> = z.output<z.ZodObject<typeof StrategyResponseFields>> & {
-  /** The error code of a summarizer failure the strategy recovered from; for the metrics, not a response field. */
-  failure?: ErrorCode;
-  /** What the strategy asks of the service off the request path (`Beyond`), handed on as it is; not response fields. */
-  after: Beyond<R>;
-  /**
-   * For each output message, the input message it is (kept or edited), or -1 for one written anew:
-   * how the proxy keeps a conversation's upstream history in the client's terms. Not a response field.
-   */
-  sources: number[];
-  extra: Extra;
-};
-
-/** What `out` carries beyond the generic result fields. */
-function beyond<R extends StrategyResult<unknown>>(out: R): Beyond<R> {
-  const { plan, warnings, reason, bestEffort, usage, fallback, failure, extra, ...rest } = out;
-  return rest;
-}
-
-/** The prepared summary a result spliced in (fit's), if any. */
-function splicedOf(after: object): string | undefined {
-  const { spliced } = after as { spliced?: unknown };
-  return typeof spliced === 'string' ? spliced : undefined;
-}
+import { answers, beyond, type StrategyResponse, splicedOf } from './strategy-response.js';
 
 /** Logs what happened, never what was said: counts, codes and rule names only. */
 export interface CompactorLogger {
@@ -94,22 +56,6 @@ export interface RunOptions {
   caller?: Caller | undefined;
   /** The caller's prepared summaries, where the service makes them (fit prepares and splices only then). */
   prepared?: PreparedContext | undefined;
-}
-
-/**
- * The prepared summaries a run is given: none while they are unavailable (their Redis did not
- * answer), and then a `prepared_unavailable` warning when the run would have used them (fit's
- * `prepare.enabled`, else the service's default; never in a dry run).
- */
-function offeredPrepared(
-  offered: PreparedContext | undefined,
-  options: unknown,
-  dryRun: boolean,
-): { prepared: PreparedContext | undefined; warnings: Warning[] } {
-  if (!offered?.unavailable) return { prepared: offered, warnings: [] };
-  const asked = (options as { prepare?: { enabled?: boolean } } | undefined)?.prepare?.enabled;
-  const wanted = prepares(asked, dryRun, offered.byDefault);
-  return { prepared: undefined, warnings: wanted ? [{ code: 'prepared_unavailable', message: offered.unavailable }] : [] };
 }
 
 /**
@@ -225,26 +171,7 @@ export class Compactor {
     const h = prepareRequest(req, this.counter);
     const { prepared, warnings: offline } = offeredPrepared(call.prepared, options, req.dry_run === true);
     const early = offline.length > 0 ? [...h.warnings, ...offline] : h.warnings;
-    const tokens = (saved: number) => ({
-      before: h.occupancy,
-      after: h.occupancy - saved,
-      saved,
-      counting: h.counting,
-      tokenizer: h.profile.tokenizer,
-    });
-    const unchanged = (reason: ReasonCode, warnings: Warning[], extra: E, usage?: BilledUsage): StrategyResponse<E, R> => ({
-      messages: req.messages,
-      format: h.format.name,
-      applied: false,
-      reason,
-      tokens: tokens(0),
-      usage: withTotal(usage),
-      actions: keepAll(h.items.length),
-      warnings,
-      sources: req.messages.map((_, i) => i),
-      after: {},
-      extra,
-    });
+    const { tokens, unchanged } = answers<E, R>(h, req);
     strategy.check?.(options, { profile: h.profile, summarizer: this.summarizer });
     const cost = {
       table: this.prices,
@@ -271,7 +198,7 @@ export class Compactor {
       ...(prepared ? { prepared } : {}),
     });
     const internal = { ...(out.failure ? { failure: out.failure } : {}), after: beyond(out) };
-    const billed = await this.billOnce(caller, out.usage, splicedOf(internal.after));
+    const billed = await billOnce(this.artifacts, caller, out.usage, splicedOf(internal.after));
     const warnings = [
       ...early,
       ...out.warnings,
@@ -302,32 +229,6 @@ export class Compactor {
   }
 
   /** Writes the summary-cache entries a strategy made, if the store answers; a warning when it does not. */
-  /**
-   * A prepared summary spliced in is billed to one response: the first to claim it in the store.
-   * Concurrent responses all read it unbilled from the index; the others take its usage out of
-   * their totals (`usage.prepared` all 0) and say so.
-   */
-  private async billOnce(
-    caller: Caller,
-    usage: BilledUsage | undefined,
-    spliced: string | undefined,
-  ): Promise<{ usage: BilledUsage | undefined; warnings: Warning[] }> {
-    const made = usage?.prepared;
-    if (!usage || !made || !spliced || made.calls === 0 || (await this.artifacts.claim(caller, `prepared:${spliced}`))) {
-      return { usage, warnings: [] };
-    }
-    const rest = {
-      input_tokens: usage.input_tokens - made.input_tokens,
-      output_tokens: usage.output_tokens - made.output_tokens,
-      cached_input_tokens: usage.cached_input_tokens - made.cached_input_tokens,
-      calls: usage.calls - made.calls,
-    };
-    return {
-      usage: { ...rest, model: rest.calls > 0 ? usage.model : null, prepared: withTotal({ ...NO_BILLED, model: made.model }) },
-      warnings: [{ code: 'prepared_already_billed', message: `the prepared summary ${spliced} was billed to another response` }],
-    };
-  }
-
   private async cacheQuietly(caller: Caller, entries: StrategyResult<unknown>['bestEffort']): Promise<Warning[]> {
     if (!entries || !(await this.artifacts.persistQuietly(caller, entries))) return [];
     return [{ code: 'cache_not_written', message: 'the summary cache could not be written: the store did not answer' }];

@@ -9,10 +9,11 @@ import { TokensRequest, TokensResponse, ValidateRequest, ValidateResponse } from
 import { STRATEGIES, STRATEGY_KINDS, type StrategyKind } from '../strategies/registry.js';
 import { type PreparedContext, type PrepareRequest, prepares, type Strategy, type StrategyResult } from '../strategies/types.js';
 import type { Caller } from './artifacts.js';
-import type { Compactor, StrategyResponse } from './compactor.js';
+import type { Compactor } from './compactor.js';
 import type { PreparedSummaries } from './prepared-summaries.js';
 import { checkBody } from './request-body.js';
 import type { HistoryInput } from './request-history.js';
+import type { StrategyResponse } from './strategy-response.js';
 
 /** What one call runs with: its deadline and who is asking. */
 export interface Call {
