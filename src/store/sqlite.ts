@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs';
 import Database from 'better-sqlite3';
+import { evictLeastUsed } from './sqlite-evict.js';
 import { classifySqlite, openFailure, prepareFile } from './sqlite-faults.js';
 import { DatabaseFile } from './sqlite-file.js';
 import { migrate } from './sqlite-schema.js';
@@ -18,16 +19,6 @@ import {
 
 /** SQLite caps bound parameters; 500 at a time stays well under it. */
 const CHUNK = 500;
-
-/** A row of use and its artifact; `rowid` null when only the row of use is left (another writer's doing). */
-interface Row {
-  scope: string;
-  id: string;
-  last_used: number;
-  rowid: number | null;
-  bytes: number;
-  expires_at: number;
-}
 
 const placeholders = (n: number) => Array.from({ length: n }, () => '?').join(',');
 
@@ -89,6 +80,11 @@ export class SqliteStore implements ArtifactStore {
     }
   }
 
+  /** Inside a transaction: the least recently used rows evicted until under the cap (`evictLeastUsed`). */
+  private evict(spare: ReadonlySet<string>, now: number): number {
+    return this.maxBytes > 0 ? evictLeastUsed(this.sql, this.readTotal(), this.maxBytes, spare, now) : 0;
+  }
+
   private readTotal(): number {
     return Number(this.sql.total.get() ?? 0);
   }
@@ -135,35 +131,6 @@ export class SqliteStore implements ArtifactStore {
     } catch (error) {
       throw classifySqlite('write', error);
     }
-  }
-
-  /**
-   * Inside the put's transaction: deletes the least recently used rows until the total is under
-   * the cap, sparing the rows of this put (`checkFits` made sure they fit alone). Expired rows met
-   * on the way go too, without counting as evictions. Returns how many live rows it evicted.
-   */
-  private evict(spare: ReadonlySet<string>, now: number): number {
-    let evicted = 0;
-    if (this.maxBytes <= 0) return evicted;
-    let total = this.readTotal();
-    let after: [number, string, string] = [Number.MIN_SAFE_INTEGER, '', ''];
-    while (total > this.maxBytes) {
-      const rows = this.sql.leastUsed.all(...after) as Row[];
-      if (rows.length === 0) break;
-      for (const row of rows) {
-        after = [row.last_used, row.scope, row.id];
-        if (spare.has(`${row.scope}\0${row.id}`)) continue;
-        if (row.rowid === null) {
-          this.sql.forget.run(row.scope, row.id);
-          continue;
-        }
-        this.sql.remove.run(row.rowid);
-        total -= row.bytes;
-        if (row.expires_at > now) evicted++;
-        if (total <= this.maxBytes) break;
-      }
-    }
-    return evicted;
   }
 
   async get(scope: string, ids: readonly string[], now: number, use?: ArtifactUse): Promise<Map<string, Artifact>> {
