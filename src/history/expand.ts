@@ -1,8 +1,8 @@
 import { bindings } from './bindings.js';
+import { expandSummaries, type Weigh } from './expand-summaries.js';
 import type { FormatAdapter } from './format.js';
-import { type Markers, type SummaryMarker, signedPlaceholderIds } from './markers.js';
+import { type Markers, signedPlaceholderIds } from './markers.js';
 import type { Warning } from './types.js';
-import { isRangePayload, SUMMARY_REQUEST, SUMMARY_TOOL } from './vocabulary.js';
 
 /** One placeholder found in a history: where it is and which artifact it names. */
 interface Reference {
@@ -75,9 +75,6 @@ function unverifiedWarning(ids: ReadonlySet<string>): Warning[] {
     },
   ];
 }
-
-/** Told the ids of the originals about to be restored (one entry per place), before they are; throws to refuse. */
-export type Weigh = (ids: readonly string[]) => void;
 
 /**
  * Puts every original whose artifact `lookup` knows back in place of its placeholder, byte-exact
@@ -159,131 +156,4 @@ export async function restoreOffloaded(
     if (!progress) break;
   }
   return { messages, restored };
-}
-
-/** What a message is to expand: a summary of ours, a section summary, a QA header, or none of them. */
-type Reading =
-  | { kind: 'qa'; id: string | null }
-  | { kind: 'section'; id: string | null; callId: string | undefined }
-  | { kind: 'summary'; marker: SummaryMarker }
-  | undefined;
-
-/**
- * Reads a message's markers through `markers` (only those that verify count): its prose, its first
- * result (a synthetic `compactor_summary` exchange's), and its last text block when that is not
- * its whole prose (a summary joined to a neighbour). Each text is verified once.
- */
-function readMessage(format: FormatAdapter, markers: Markers, message: unknown): Reading {
-  const prose = format.prose(message);
-  const qa = markers.readQaHeader(prose);
-  if (qa) return { kind: 'qa', id: qa.id };
-  const section = markers.readSection(prose);
-  if (section) return { kind: 'section', id: section.id, callId: undefined };
-  const result = format.resultSites(message)[0];
-  const answered = result ? markers.readSection(result.text) : undefined;
-  if (answered && result) return { kind: 'section', id: answered.id, callId: result.callId };
-  const own = markers.readSummary(prose);
-  if (own) return { kind: 'summary', marker: own };
-  const last = format.lastText(message);
-  const joined = last !== prose ? markers.readSummary(last) : undefined;
-  return joined && (joined.placement === 'joined' || joined.placement === 'joined-string')
-    ? { kind: 'summary', marker: joined }
-    : undefined;
-}
-
-/** Which messages are pinned instructions (`Item.pinned`); none when the history does not parse. */
-function pinnedOf(format: FormatAdapter, messages: readonly unknown[]): boolean[] {
-  try {
-    return format.parse(messages).items.map((item) => item.pinned === true);
-  } catch {
-    return [];
-  }
-}
-
-/**
- * Puts the transcript a summary stands for back in its place: the summarized range, preceded by
- * whatever each earlier summary it folded stood for (followed through `previous_id`). A summary
- * that joined a neighbour is taken out of it first. Unknown or expired ranges stay summarized; a
- * marker that does not verify is the user's text, left as it is.
- */
-async function expandSummaries(
-  format: FormatAdapter,
-  markers: Markers,
-  input: readonly unknown[],
-  lookup: (ids: readonly string[]) => Promise<Map<string, unknown>>,
-  missing: Set<string>,
-  weigh: Weigh,
-): Promise<{ messages: unknown[]; restored: number }> {
-  const resolve = async (id: string, depth: number): Promise<unknown[] | undefined> => {
-    const found = (await lookup([id])).get(id);
-    if (!isRangePayload(found) || depth > 64) {
-      missing.add(id);
-      return undefined;
-    }
-    weigh([id]);
-    const earlier = found.previous_id ? ((await resolve(found.previous_id, depth + 1)) ?? []) : [];
-    return [...earlier, ...found.messages];
-  };
-  const pinned = pinnedOf(format, input);
-  // Each message is read once (a QA header looks ahead at the next two).
-  const readings: Reading[] = [];
-  const reading = (i: number): Reading => {
-    if (!(i in readings)) readings[i] = readMessage(format, markers, input[i]);
-    return readings[i];
-  };
-  const out: unknown[] = [];
-  let restored = 0;
-  for (let i = 0; i < input.length; i++) {
-    const message = input[i];
-    const read = reading(i);
-    // A QA-merged header: the span it names replaces it and the summary pair that follows it.
-    if (read?.kind === 'qa' && read.id) {
-      let bodyEnd = i + 1;
-      while (bodyEnd < input.length && bodyEnd <= i + 2 && reading(bodyEnd)?.kind !== 'section') bodyEnd++;
-      const range = bodyEnd < input.length && reading(bodyEnd)?.kind === 'section' ? await resolve(read.id, 0) : undefined;
-      if (range) {
-        out.push(...range);
-        restored++;
-        i = bodyEnd;
-        continue;
-      }
-    }
-    // A section summary: marked assistant text, or the result of a synthetic compactor_summary call.
-    if (read?.kind === 'section' && read.id) {
-      const range = await resolve(read.id, 0);
-      if (range) {
-        const previous = out[out.length - 1];
-        if (
-          read.callId !== undefined &&
-          previous &&
-          format.callSites(previous).some((c) => c.name === SUMMARY_TOOL && c.id === read.callId)
-        )
-          out.pop();
-        out.push(...range);
-        restored++;
-        continue;
-      }
-    }
-    const marker = read?.kind === 'summary' ? read.marker : undefined;
-    if (!marker?.id) {
-      out.push(message);
-      continue;
-    }
-    const range = await resolve(marker.id, 0);
-    if (!range) {
-      out.push(message);
-      continue;
-    }
-    restored++;
-    if (marker.placement === 'joined' || marker.placement === 'joined-string') {
-      // The instructions that follow the host stood before the range too: they stay before it.
-      out.push(format.dropLastText(message, marker.placement === 'joined-string'));
-      while (i + 1 < input.length && pinned[i + 1]) out.push(input[++i]);
-      out.push(...range);
-    } else {
-      if (marker.placement === 'pair' && out.length > 0 && format.prose(out[out.length - 1]) === SUMMARY_REQUEST) out.pop();
-      out.push(...range);
-    }
-  }
-  return { messages: out, restored };
 }
