@@ -1,10 +1,16 @@
 import { detectFormat } from '../formats/detect.js';
+import type { FormatAdapter } from '../history/format.js';
 import { isRangePayload } from '../history/vocabulary.js';
 
 /**
  * An offloaded original as the model reads it again: the text a tool returned (byte for byte
  * when it was one text), a summarized range rendered as a transcript, a thinking block's text, a
  * tool call's arguments. Anything else, as the JSON that was stored. Linear in the original.
+ *
+ * A range is a list of wire messages: it is read by its format's adapter (`detectFormat`). A
+ * single unit (a tool result block, a Chat tool message, a Responses output item, a Gemini part)
+ * is stored alone, without the message or the format it came from, and no adapter reads a unit
+ * outside its message: `resultText` and `otherText` read the four shapes a unit may have.
  */
 
 type Json = Record<string, unknown>;
@@ -49,26 +55,41 @@ function otherText(unit: Json): string | undefined {
   return undefined;
 }
 
-/** One wire message of a summarized range as a transcript line: role, then its text. */
-function line(message: unknown): string {
-  if (!isObject(message)) return JSON.stringify(message);
-  const role = String(message.role ?? message.type ?? 'item');
-  const result = resultText(message);
-  if (result !== undefined) return `[${role}] ${result}`;
-  const content = message.content ?? message.parts ?? message.output ?? message.arguments;
-  return `[${role}] ${content === undefined ? JSON.stringify(message) : textOf(content)}`;
+/**
+ * One message of a summarized range as transcript lines, read by its format's adapter: its prose,
+ * each tool call it makes, each tool result it carries; as its JSON when it has none of them.
+ */
+function lines(format: FormatAdapter, role: string, message: unknown): string[] {
+  const out: string[] = [];
+  const prose = format.prose(message);
+  if (prose !== '') out.push(`[${role}] ${prose}`);
+  for (const c of format.callSites(message)) {
+    const args = c.args ?? format.unitAt(message, 'call', c.slot);
+    out.push(`[${role}] call ${c.name} ${JSON.stringify(args)}`);
+  }
+  for (const r of format.resultSites(message)) out.push(`[tool] ${r.text}`);
+  return out.length > 0 ? out : [`[${role}] ${JSON.stringify(message)}`];
 }
 
-/** The messages a range payload stands for, earlier ranges it folded not followed (their ids are named). */
+/**
+ * The messages a range payload stands for, through the adapter `detectFormat` finds for them
+ * (earlier ranges it folded are not followed: their ids are named). A range no adapter reads is
+ * shown message by message as its JSON.
+ */
 function rangeText(payload: { messages: unknown[]; previous_id?: string | null }): string {
-  let format = 'unknown';
-  try {
-    format = detectFormat(payload.messages).name;
-  } catch {
-    // A range the detector cannot read is still rendered line by line.
-  }
   const head = payload.previous_id ? `(continues the range ${payload.previous_id})\n` : '';
-  return `${head}${payload.messages.length} messages (${format}):\n${payload.messages.map(line).join('\n')}`;
+  let format: FormatAdapter | undefined;
+  let roles: string[] = [];
+  try {
+    format = detectFormat(payload.messages);
+    roles = format.parse(payload.messages).items.map((item) => item.role);
+  } catch {
+    format = undefined;
+  }
+  const body = payload.messages.flatMap((m, i) =>
+    format ? lines(format, roles[i] ?? 'item', m) : [`[item] ${JSON.stringify(m)}`],
+  );
+  return `${head}${payload.messages.length} messages (${format?.name ?? 'unknown'}):\n${body.join('\n')}`;
 }
 
 /** The text of an original as the model should read it. */

@@ -310,3 +310,33 @@ t.test('search finds every kind of original compaction writes, a duplicate’s i
   const recalled = textOf(await mcp.callTool({ name: 'recall', arguments: { id: duplicate?.id as string } }));
   t.match(recalled, /a later call returned the same output/, 'recall says what it is, from the table of kinds');
 });
+
+t.test('a summarized range is recalled as its format’s adapter reads it: prose, calls, results', async (t) => {
+  const app = await build(t, { COMPACTOR_STORE_URL: 'memory:' });
+  const { base } = await listen(app);
+  const mcp = await client(t, base);
+  const res = await app.inject({
+    method: 'POST',
+    url: '/v1/summarize',
+    payload: {
+      format: 'anthropic',
+      keep: { messages: 1 },
+      messages: [
+        { role: 'user', content: 'the task: list the tree' },
+        { role: 'assistant', content: [{ type: 'tool_use', id: 'tu1', name: 'Bash', input: { command: 'ls -la /srv' } }] },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'tu1', content: big('tree') }] },
+        { role: 'assistant', content: `The tree is listed. ${'More words. '.repeat(80)}` },
+        { role: 'user', content: 'and now?' },
+        { role: 'assistant', content: 'Done.' },
+      ],
+    },
+  });
+  const id = (res.json() as { summary: { id: string } }).summary.id;
+  t.ok(id, 'a range was summarized');
+  const range = textOf(await mcp.callTool({ name: 'recall', arguments: { id, max_tokens: 100_000 } }));
+  t.match(range, /messages \(anthropic\)/, 'read as anthropic');
+  t.match(range, '[assistant] The tree is listed.', 'prose');
+  t.match(range, '[assistant] call Bash {"command":"ls -la /srv"}', 'a tool call with its arguments');
+  t.match(range, '[tool] tree line 0: src/pkg/mod_0.py ok', 'a tool result as its text, not its JSON');
+  t.notMatch(range, '"tool_result"', 'no wire JSON');
+});
