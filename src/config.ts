@@ -3,6 +3,7 @@ import { parseJson, readPriceFile } from './config-files.js';
 import { nameProblems } from './config-names.js';
 import { HOST_NAME, intFromEnv, redisPrefix, upstream, validRedisUrl } from './config-values.js';
 import { PricingSchema } from './cost/fields.js';
+import { UPSTREAM_DEFAULTS } from './proxy/names.js';
 
 export { PRICES_FILE_MAX_BYTES } from './config-files.js';
 
@@ -145,9 +146,9 @@ export const ConfigSchema = z.object({
     })
     .optional(),
   /** Where the proxy routes forward: a provider's API origin (with a path prefix if any), or `off`. */
-  COMPACTOR_UPSTREAM_ANTHROPIC: upstream.default('https://api.anthropic.com'),
-  COMPACTOR_UPSTREAM_OPENAI: upstream.default('https://api.openai.com'),
-  COMPACTOR_UPSTREAM_GEMINI: upstream.default('https://generativelanguage.googleapis.com'),
+  COMPACTOR_UPSTREAM_ANTHROPIC: upstream.default(UPSTREAM_DEFAULTS.anthropic),
+  COMPACTOR_UPSTREAM_OPENAI: upstream.default(UPSTREAM_DEFAULTS.openai),
+  COMPACTOR_UPSTREAM_GEMINI: upstream.default(UPSTREAM_DEFAULTS.gemini),
   /** Fit options for proxied requests, a JSON object (`x-compactor-options` overrides per request). */
   COMPACTOR_PROXY_OPTIONS: z
     .string()
