@@ -14,7 +14,7 @@ import { answerWireEdges, clientErrorHandler, frameworkErrors, missingHost } fro
 import workerPoolPlugin, { RawBody } from './plugins/app/worker-pool.js';
 import metricsPlugin from './plugins/external/metrics.js';
 import swaggerPlugin from './plugins/external/swagger.js';
-import admissionPlugin, { weightOf } from './plugins/load/admission.js';
+import admissionPlugin from './plugins/load/admission.js';
 import poolSheddingPlugin from './plugins/load/pool-shedding.js';
 import queuePlugin from './plugins/load/queue.js';
 import underPressurePlugin from './plugins/load/under-pressure.js';
@@ -103,7 +103,7 @@ function handleBodies(app: FastifyInstance): void {
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
     const bytes = body as Buffer;
     // By weight, not bytes: 250 kB of tiny messages is 8,000 of them to parse, check and rewrite.
-    if (app.workerPool.accepts(Math.max(bytes.length, weightOf(request)))) {
+    if (app.workerPool.takes(request, bytes.length)) {
       done(null, new RawBody(bytes));
       return;
     }

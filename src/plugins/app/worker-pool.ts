@@ -11,6 +11,7 @@ import { serveSettled } from '../../service/settle.js';
 import { serveStore } from '../../store/remote.js';
 import type { PreparedContext } from '../../strategies/types.js';
 import type { Task, TaskResult, WorkerInit } from '../../worker.js';
+import { weightOf } from '../load/admission.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -101,6 +102,15 @@ export class WorkerPool {
   /** Whether a body of `bytes` runs on a worker. */
   accepts(bytes: number): boolean {
     return this.options.workers > 0 && bytes >= this.options.minBytes;
+  }
+
+  /**
+   * The one rule for where a request's work runs, for every caller (`/v1` bodies, the proxy's fit):
+   * on a worker when its weight reaches the threshold — its bytes, or the weight admission counted
+   * for it (messages and objects: 250 kB of tiny messages is 8,000 of them to parse and rewrite).
+   */
+  takes(request: FastifyRequest, bytes: number): boolean {
+    return this.accepts(Math.max(bytes, weightOf(request)));
   }
 
   private start(): Piscina {
