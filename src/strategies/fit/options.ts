@@ -120,7 +120,7 @@ export const REPLY_RESERVE_MAX = 16_384;
  * The occupancy a call must never exceed (policy cost): `limit`, else the window minus a reserve
  * for the reply, else (window unknown) the target. Throws when it is under the target.
  */
-export function limitOf(o: FitOptions, profile: ModelProfile, target: number): number {
+export function limitOf(o: FitOptions, profile: Pick<ModelProfile, 'contextWindow'>, target: number): number {
   const window = profile.contextWindow;
   let limit: number;
   if (o.limit?.tokens !== undefined) limit = o.limit.tokens;
@@ -140,7 +140,7 @@ export function limitOf(o: FitOptions, profile: ModelProfile, target: number): n
 }
 
 /** The target in tokens; throws when none is given or a fraction has no known window to apply to. */
-export function targetOf(o: FitOptions, profile: ModelProfile): number {
+export function targetOf(o: FitOptions, profile: Pick<ModelProfile, 'contextWindow'>): number {
   const window = profile.contextWindow;
   if (o.target_tokens === undefined && o.target_fraction === undefined) {
     throw fieldError('CMP_ERR_REQUEST_VALIDATION', 'target_tokens', 'give target_tokens or target_fraction');
