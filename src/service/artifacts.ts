@@ -1,10 +1,11 @@
-import { CompactorError, fieldError } from '../errors.js';
+import { CompactorError, type ErrorCode, fieldError } from '../errors.js';
 import type { Addresser } from '../history/address.js';
 import { type ExpandResult, expandHistory } from '../history/expand.js';
 import type { FormatAdapter } from '../history/format.js';
 import type { Markers } from '../history/markers.js';
 import { ARTIFACT_ID } from '../history/vocabulary.js';
 import {
+  type Artifact,
   type ArtifactStore,
   type ArtifactUse,
   type NewArtifact,
@@ -12,6 +13,20 @@ import {
   StoreFailedError,
   StoreUnavailableError,
 } from '../store/types.js';
+
+/** The codes a store failure becomes here (`ArtifactService.problem`). */
+const STORE_PROBLEMS: ReadonlySet<string> = new Set<ErrorCode>([
+  'CMP_ERR_STORE_UNAVAILABLE',
+  'CMP_ERR_STORE_FAILED',
+  'CMP_ERR_STORE_ARTIFACT_TOO_LARGE',
+]);
+
+/** Whether an error is the store's: one of its own classes, or the coded error this service made of one. */
+export function isStoreProblem(error: unknown): boolean {
+  if (error instanceof StoreUnavailableError || error instanceof StoreFailedError || error instanceof StoreCapacityError)
+    return true;
+  return error instanceof CompactorError && STORE_PROBLEMS.has(error.code);
+}
 
 /** An offloaded original as `GET /v1/artifacts/{id}` returns it. */
 export interface ArtifactView {
@@ -111,6 +126,12 @@ export class ArtifactService {
     } catch {
       return true;
     }
+  }
+
+  /** Stored records by id, as they are (no use: their TTL runs on); store failures become coded errors. */
+  async records(caller: Caller, ids: readonly string[]): Promise<ReadonlyMap<string, Artifact>> {
+    if (ids.length === 0) return new Map();
+    return this.call((store) => store.get(caller.scope, ids, this.options.now()));
   }
 
   /** Stored contents by id, read as a use; empty when the store cannot answer (callers treat it as a miss). */
