@@ -27,6 +27,8 @@ export interface FrontRecord {
   answered: boolean;
   /** Sealed items replaced before forwarding. */
   replaced: number;
+  /** An answered request: milliseconds from its body read to its answer written (a figure, never asserted). */
+  answerMs?: number;
 }
 
 /** The task text the prepared summary keeps (a later request carrying it proves the summary was taken). */
@@ -114,6 +116,7 @@ export class InstantFront {
     raw: Buffer,
     res: import('node:http').ServerResponse,
   ): Promise<void> {
+    const started = performance.now();
     let json: JsonValue | undefined;
     try {
       json = raw.length > 0 ? (JSON.parse(raw.toString('utf8')) as JsonValue) : undefined;
@@ -145,6 +148,7 @@ export class InstantFront {
         record.answered = true;
         if (step.answer.sealed) this.texts.set(step.answer.sealed.digest, step.answer.text);
         res.writeHead(200, { 'content-type': step.answer.contentType, 'x-compactor': step.header }).end(step.answer.body);
+        record.answerMs = performance.now() - started;
         return;
       }
       const replaced = await replaceSealed(json, this.seal.verify, async (claims) => this.texts.get(claims.digest));

@@ -70,5 +70,6 @@ for (const c of CASES) {
       if (errors.length > 0) t.same(errors, [], `request ${r.seq} passes the provider schema`);
     }
     t.pass(`${upstream.length} upstream requests checked, ${answered.length} compactions answered`);
+    t.comment(`answered in ${answered.map((r) => `${(r.answerMs ?? 0).toFixed(1)} ms`).join(', ')}`);
   });
 }
