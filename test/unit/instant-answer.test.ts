@@ -48,7 +48,7 @@ const answer = (r: RecognizedCompaction, prepared = PREPARED) => {
 };
 type Completed = { output: Record<string, unknown>[]; usage: { total_tokens: number } };
 /** The response of a stream's last event (`response.completed`). */
-const completed = (evs: Record<string, unknown>[]) => (evs.at(-1) ?? {}).response as Completed;
+const completed = (evs: Record<string, unknown>[]) => evs.at(-1)?.response as Completed;
 const events = (body: string) => parseSse(body).map((e) => JSON.parse(e.data) as Record<string, unknown>);
 
 t.test(
@@ -128,7 +128,8 @@ t.test('Codex local form: an ordinary Responses assistant message, streamed or J
   );
   const done = completed(evs).output;
   t.equal(done.length, 1);
-  t.equal(((done[0] ?? {}).content as { text: string }[])[0]?.text, a.text);
+  const content = done[0]?.content as { text: string }[] | undefined;
+  t.equal(content?.[0]?.text, a.text);
   t.equal(completed(evs).usage.total_tokens, 0);
   t.same(schemaErrors('openai-responses', done), [], 'the item as Codex sends it back is a valid input item');
   const json = JSON.parse(compactionAnswer({ ...r, stream: false }, PREPARED, context)?.body ?? '{}') as { output: unknown[] };

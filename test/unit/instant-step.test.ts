@@ -26,7 +26,14 @@ function input(name: string, provider: string, extra: Partial<InstantInput> = {}
 
 t.test('an ordinary request is no compaction; nothing is looked up', async (t) => {
   let looked = 0;
-  const step = await instantCompaction(input('codex-turn', 'openai', { find: async () => (looked++, FOUND) }));
+  const step = await instantCompaction(
+    input('codex-turn', 'openai', {
+      find: async () => {
+        looked++;
+        return FOUND;
+      },
+    }),
+  );
   t.same(step, { kind: 'not-compaction' });
   t.equal(outcomeLabel(step), undefined);
   t.equal(looked, 0);
