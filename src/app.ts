@@ -19,6 +19,7 @@ import poolSheddingPlugin from './plugins/load/pool-shedding.js';
 import queuePlugin from './plugins/load/queue.js';
 import underPressurePlugin from './plugins/load/under-pressure.js';
 import artifactRoutes from './routes/artifacts.js';
+import conversationRoutes from './routes/conversations.js';
 import inspectRoutes from './routes/inspect.js';
 import mcpRoutes from './routes/mcp.js';
 import preparedRoute from './routes/prepared.js';
@@ -200,6 +201,7 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   await app.register(strategyRoutes);
   await app.register(artifactRoutes);
   await app.register(preparedRoute);
+  await app.register(conversationRoutes);
   await app.register(inspectRoutes);
   await app.register(proxyRoutes, { config });
   await app.register(mcpRoutes, { config });

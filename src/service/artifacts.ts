@@ -5,9 +5,11 @@ import type { FormatAdapter } from '../history/format.js';
 import type { Markers } from '../history/markers.js';
 import { ARTIFACT_ID } from '../history/vocabulary.js';
 import {
+  type Artifact,
   type ArtifactStore,
   type ArtifactUse,
   type NewArtifact,
+  type RecentLimit,
   StoreCapacityError,
   StoreFailedError,
   StoreUnavailableError,
@@ -111,6 +113,11 @@ export class ArtifactService {
     } catch {
       return true;
     }
+  }
+
+  /** The caller's live artifacts of these kinds, most recently used first (not a use); store failures become problems. */
+  async recent(caller: Caller, kinds: readonly string[], limit: RecentLimit): Promise<Artifact[]> {
+    return this.call((store) => store.recent(caller.scope, kinds, this.options.now(), limit));
   }
 
   /** Stored contents by id, read as a use; empty when the store cannot answer (callers treat it as a miss). */

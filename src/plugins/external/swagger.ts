@@ -73,6 +73,7 @@ export default fp(
         tags: [
           { name: 'strategies', description: 'Reduce a history' },
           { name: 'inspect', description: 'Count and check a history' },
+          { name: 'conversations', description: 'What Compactor did to each model call of a conversation' },
           { name: 'health', description: 'Liveness and readiness' },
         ],
       },

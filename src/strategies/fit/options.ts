@@ -8,6 +8,7 @@ import {
   SummaryPlanSchema,
   SummaryReportSchema,
 } from '../../contract/parts.js';
+import { ConversationIdField } from '../../contract/conversation-id.js';
 import { COST_FIELDS } from '../../cost/fields.js';
 import { fieldError } from '../../errors.js';
 import type { ModelProfile } from '../../tokens/models.js';
@@ -43,6 +44,7 @@ export const FitOptions = z.strictObject({
       'policy cost: the occupancy a call must never exceed: above it a reduction is forced, down to the target. Default: the context window minus a reserve for the reply (10% of it, at most 16,384 tokens); the target when the window is unknown',
     ),
   ...COST_FIELDS,
+  conversation_id: ConversationIdField.optional(),
   compact: z
     .strictObject(CompactOptions.omit(NOT_NESTED).partial().shape)
     .optional()
