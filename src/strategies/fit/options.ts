@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ConversationIdField } from '../../contract/conversation-id.js';
 import {
   ArtifactRefSchema,
   CostSchema,
@@ -8,7 +9,6 @@ import {
   SummaryPlanSchema,
   SummaryReportSchema,
 } from '../../contract/parts.js';
-import { ConversationIdField } from '../../contract/conversation-id.js';
 import { COST_FIELDS } from '../../cost/fields.js';
 import { fieldError } from '../../errors.js';
 import type { ModelProfile } from '../../tokens/models.js';
