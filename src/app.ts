@@ -10,6 +10,7 @@ import guardPlugin from './plugins/app/guard.js';
 import healthPlugin from './plugins/app/health.js';
 import preparePlugin from './plugins/app/prepare.js';
 import problemPlugin from './plugins/app/problem.js';
+import { startupReport } from './plugins/app/startup.js';
 import { answerWireEdges, clientErrorHandler, frameworkErrors, missingHost } from './plugins/app/wire-errors.js';
 import workerPoolPlugin, { RawBody } from './plugins/app/worker-pool.js';
 import metricsPlugin from './plugins/external/metrics.js';
@@ -205,5 +206,10 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   await app.register(inspectRoutes);
   await app.register(proxyRoutes, { config });
   await app.register(mcpRoutes, { config });
+  app.addHook('onReady', async () => {
+    const { report, warnings } = startupReport(config, version);
+    app.log.info(report, 'compactor starting');
+    for (const warning of warnings) app.log.warn({ config: true }, warning);
+  });
   return app;
 }
