@@ -26,6 +26,7 @@ import mcpRoutes from './routes/mcp.js';
 import preparedRoute from './routes/prepared.js';
 import proxyRoutes from './routes/proxy.js';
 import strategyRoutes from './routes/strategies.js';
+import uiRoutes from './routes/ui.js';
 import { isOperationUrl } from './service/operations.js';
 import { parseJsonBody } from './service/request-body.js';
 import type { ArtifactStore } from './store/types.js';
@@ -203,6 +204,7 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   await app.register(artifactRoutes);
   await app.register(preparedRoute);
   await app.register(conversationRoutes);
+  await app.register(uiRoutes);
   await app.register(inspectRoutes);
   await app.register(proxyRoutes, { config });
   await app.register(mcpRoutes, { config });
