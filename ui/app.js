@@ -37,7 +37,7 @@ const tokens = (n) => (n === null || n === undefined ? '–' : int.format(n));
 function money(v, unit) {
   if (v === null || v === undefined) return '–';
   const digits = Math.abs(v) >= 1 ? 2 : Math.abs(v) >= 0.01 ? 4 : 6;
-  return unit === 'USD' ? `$${v.toFixed(digits)}` : `${v.toFixed(digits)} ${unit}`;
+  return unit === 'USD' ? `$${v.toFixed(digits)}` : unit === 'relative' ? v.toFixed(digits) : `${v.toFixed(digits)} ${unit}`;
 }
 const when = (iso) => new Date(iso).toLocaleString();
 const spend = (cost) => (cost ? `${money(cost.usd, cost.unit)} / ${money(cost.straight_usd, cost.unit)}` : '–');
@@ -82,12 +82,13 @@ async function showList(append) {
 
 function totalsList(d) {
   const t = d.totals;
+  const unit = t.cost && t.cost.unit !== 'USD' ? ` (${t.cost.unit})` : '';
   const items = [
     ['Calls', tokens(t.calls)],
     ['Tokens saved', tokens(t.tokens_saved)],
-    ['Spend', t.cost ? money(t.cost.usd, t.cost.unit) : '–'],
-    ['Straight', t.cost ? money(t.cost.straight_usd, t.cost.unit) : '–'],
-    ['Avoided', t.cost ? money(t.cost.avoided, t.cost.unit) : '–'],
+    [`Spend${unit}`, t.cost ? money(t.cost.usd, t.cost.unit) : '–'],
+    [`Straight${unit}`, t.cost ? money(t.cost.straight_usd, t.cost.unit) : '–'],
+    [`Avoided${unit}`, t.cost ? money(t.cost.avoided, t.cost.unit) : '–'],
     ['Prefix breaks', tokens(t.prefix_breaks)],
     ['Bypasses', bypasses(t)],
   ];
@@ -102,31 +103,54 @@ function refButton(id, label, title) {
 
 function refs(call) {
   const cell = el('td', { class: 'refs' });
-  for (const a of call.artifacts)
-    cell.append(refButton(a.id, a.tool_name ? `${a.kind} · ${a.tool_name}` : a.kind, `message ${a.message_index}: ${a.id}`));
   for (const s of call.summaries) {
     if (s.text_id) cell.append(refButton(s.text_id, 'summary text', `the summary at message ${s.message_index}`));
-    cell.append(refButton(s.id, `summarized range (${s.covered_messages} msgs)`, `the messages the summary stands for: ${s.id}`));
+    cell.append(refButton(s.id, `range (${s.covered_messages} msgs)`, `the messages the summary stands for: ${s.id}`));
+  }
+  const originals = call.artifacts.map((a) =>
+    refButton(a.id, `#${a.message_index} ${a.tool_name ?? a.kind}`, `${a.kind} of message ${a.message_index}: ${a.id}`),
+  );
+  if (originals.length > 0 && originals.length <= 3) cell.append(...originals);
+  else if (originals.length > 3) {
+    const kinds = {};
+    for (const a of call.artifacts) kinds[a.kind] = (kinds[a.kind] ?? 0) + 1;
+    const label = Object.entries(kinds)
+      .map(([k, n]) => `${n} ${k}`)
+      .join(', ');
+    cell.append(el('details', {}, el('summary', { text: label }), el('div', { class: 'ref-list' }, ...originals)));
   }
   if (!cell.children.length) cell.textContent = '–';
   return cell;
 }
 
+function bill(cost) {
+  if (!cost) return el('td', { class: 'num', text: '–' });
+  return el(
+    'td',
+    {
+      class: 'num',
+      title: cost.source === 'usage' ? "priced from the provider's usage" : "fit's estimate of the call's input bill",
+    },
+    el('div', { text: money(cost.usd, cost.unit) }),
+    el('div', { class: 'reason', text: `straight ${money(cost.straight_usd, cost.unit)}` }),
+  );
+}
+
 function callRow(c, i) {
   const outcome = el('span', { class: `badge ${c.outcome}`, text: c.outcome });
   const cell = el('td', {}, outcome);
-  if (c.reason) cell.append(el('span', { class: 'reason', text: ` ${c.reason}` }));
-  const prefix = c.prefix.kept ? 'kept' : `broken at message ${c.prefix.broken_at ?? '?'}`;
+  if (c.reason) cell.append(el('div', { class: 'reason', text: c.reason }));
+  const prefix = c.prefix.kept ? 'kept' : `broken at #${c.prefix.broken_at ?? '?'}`;
   return el(
     'tr',
     { id: `call-${i + 1}`, 'data-outcome': c.outcome },
     el('th', { scope: 'row', class: 'num', text: String(i + 1) }),
-    el('td', { text: when(c.at) }),
+    el('td', { class: 'nowrap', title: when(c.at), text: new Date(c.at).toLocaleTimeString() }),
     cell,
     el('td', { class: 'num', text: `${tokens(c.tokens.client)} → ${tokens(c.tokens.forwarded)}` }),
-    el('td', { class: c.prefix.kept ? '' : 'broken', text: prefix }),
+    el('td', { class: c.prefix.kept ? 'nowrap' : 'nowrap broken', text: prefix }),
     el('td', { class: 'num', text: `${tokens(c.cache.read)} / ${tokens(c.cache.write)}` }),
-    el('td', { class: 'num', text: spend(c.cost) }),
+    bill(c.cost),
     el('td', { class: 'num', text: `${c.ms_before_forwarding.toFixed(1)} ms` }),
     refs(c),
   );
@@ -136,6 +160,8 @@ async function showDetail(id) {
   $('list').hidden = true;
   $('detail').hidden = false;
   status('Loading the conversation…');
+  for (const id of ['totals', 'timeline', 'call-rows']) $(id).replaceChildren();
+  $('detail-title').textContent = 'Conversation';
   const d = await api(`/v1/conversations/${encodeURIComponent(id)}`);
   $('detail-title').textContent = `${d.id} · ${d.provider} · ${d.model ?? 'unknown model'}`;
   totalsList(d);

@@ -5,10 +5,10 @@
 const NS = 'http://www.w3.org/2000/svg';
 const W = 1000;
 const TOP = { y: 28, h: 190 };
-const COST = { y: 262, h: 110 };
+const COST = { y: 292, h: 110 };
 const LEFT = 76;
 const RIGHT = 16;
-const HEIGHT = 400;
+const HEIGHT = 420;
 const int = new Intl.NumberFormat('en', { notation: 'compact', maximumFractionDigits: 1 });
 
 function svg(tag, attrs = {}, text) {

@@ -91,7 +91,11 @@ t.test(
     mkdirSync(SHOTS, { recursive: true });
     await page.screenshot({ path: join(SHOTS, 'ui-conversation.png'), fullPage: true });
 
-    const first = page.locator('#call-rows button.ref').first();
+    // The originals of a call are behind a disclosure: opened with the keyboard.
+    const reduced = page.locator('#call-rows tr[data-outcome="reduced"]').first();
+    await reduced.locator('summary').focus();
+    await page.keyboard.press('Enter');
+    const first = reduced.locator('.ref-list button.ref').first();
     const id = await first.getAttribute('data-artifact');
     await first.click();
     await page.locator('#viewer[open]').waitFor();
@@ -112,10 +116,11 @@ t.test(
 
     await page.getByLabel('API key').fill(KEY_B);
     await page.getByRole('button', { name: 'Use key' }).click();
+    await page.getByText(/Cannot load: .*conversation "django-11138" is unknown/).waitFor();
+    t.equal(await page.locator('#call-rows tr').count(), 0, "the first key's calls are gone from the page");
+    await page.getByRole('link', { name: 'All conversations' }).click();
     await page.getByText('No conversation recorded for this key yet.').waitFor();
     t.equal(await page.locator('#list-rows tr').count(), 0, 'another key sees nothing of it in the page');
-    await page.goto(`${base}/ui#/c/django-11138`);
-    await page.getByText(/Cannot load: conversation "django-11138" is unknown/).waitFor();
     const api = await fetch(`${base}/v1/conversations/django-11138`, { headers: { authorization: `Bearer ${KEY_B}` } });
     t.equal(api.status, 404, 'nor in the API');
     t.same(
