@@ -5,6 +5,7 @@ import fp from 'fastify-plugin';
 import { createJsonSchemaTransform, createJsonSchemaTransformObject } from 'fastify-type-provider-zod';
 import { jsonSchemaOverride, oneComponentPerSchema } from './openapi-components.js';
 import { loadRecordedExamples, withExamples } from './openapi-examples.js';
+import { SWAGGER_CSS } from './swagger-theme.js';
 
 export const API_DESCRIPTION = `Compactor shrinks an LLM agent's conversation history before its next model call.
 POST the message array in the provider's own wire format (OpenAI Chat Completions, Anthropic Messages,
@@ -81,7 +82,10 @@ export default fp(
       transformObject: (input) =>
         withExamples(security(problemJson(oneComponentPerSchema(transformObject(input))), options.apiKeys), recorded),
     });
-    await app.register(swaggerUi, { routePrefix: '/docs' });
+    await app.register(swaggerUi, {
+      routePrefix: '/docs',
+      theme: { css: [{ filename: 'compactor.css', content: SWAGGER_CSS }] },
+    });
     app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   },
   { name: 'swagger' },
