@@ -31,28 +31,38 @@ export const ConversationCall = z
         'reduced: the history was reduced on this call; kept: an earlier reduction was reused; unchanged: sent as the client had it; bypass: passed through without reading (see `reason`); compaction-answered: the client asked for a compaction and Compactor answered it',
       ),
     reason: z.string().nullable().describe('why (a bypass reason, or why nothing was reduced); null when reduced'),
-    tokens: z.object({
-      client: z.number().int().describe('tokens of the history the client sent'),
-      forwarded: z.number().int().describe('tokens of the history sent on (or returned by fit)'),
-      saved: z.number().int().describe('client − forwarded'),
-      window: z.number().int().nullable().describe("the model's context window, when known"),
-    }),
-    prefix: z.object({
-      kept: z.boolean().describe("whether the upstream history began with the previous call's, unchanged"),
-      broken_at: z.number().int().nullable().describe('the first message that changed, when broken'),
-    }),
-    cache: z.object({
-      read: z.number().int().nullable().describe('tokens the provider reported read from its prompt cache; null: not reported'),
-      write: z.number().int().nullable().describe('tokens the provider reported written to its prompt cache; null: not reported'),
-    }),
+    tokens: z
+      .object({
+        client: z.number().int().describe('tokens of the history the client sent'),
+        forwarded: z.number().int().describe('tokens of the history sent on (or returned by fit)'),
+        saved: z.number().int().describe('client − forwarded'),
+        window: z.number().int().nullable().describe("the model's context window, when known"),
+      })
+      .describe('the history in tokens, as the client sent it and as it went on'),
+    prefix: z
+      .object({
+        kept: z.boolean().describe("whether the upstream history began with the previous call's, unchanged"),
+        broken_at: z.number().int().nullable().describe('the first message that changed, when broken'),
+      })
+      .describe("the provider's cached prefix"),
+    cache: z
+      .object({
+        read: z.number().int().nullable().describe('tokens the provider reported read from its prompt cache; null: not reported'),
+        write: z
+          .number()
+          .int()
+          .nullable()
+          .describe('tokens the provider reported written to its prompt cache; null: not reported'),
+      })
+      .describe("the prompt cache as the provider's usage reported it"),
     cost: Cost.nullable().describe('null until priced (a proxied call whose usage was not read)'),
     ms_before_forwarding: z.number().describe('time spent before the call was forwarded (or fit answered), ms'),
     artifacts: z
       .array(
         z.object({
           id: z.string().describe('art_…, for `GET /v1/artifacts/{id}`'),
-          kind: z.string(),
-          tool_name: z.string().nullable(),
+          kind: z.string().describe('tool_result, tool_input, … (as in ArtifactRef)'),
+          tool_name: z.string().nullable().describe('the tool whose call or result it was; null for other content'),
           message_index: z.number().int().describe('the client message it came from'),
         }),
       )
@@ -75,14 +85,14 @@ export const ConversationCall = z
 
 const Totals = z
   .object({
-    calls: z.number().int(),
+    calls: z.number().int().describe('calls recorded (the newest 200 at most)'),
     tokens_saved: z.number().int().describe('sum of client − forwarded over the calls'),
     prefix_breaks: z.number().int().describe('calls whose upstream history did not begin with the previous one'),
     outcomes: z.record(z.string(), z.number().int()).describe('calls by outcome'),
     bypasses: z.record(z.string(), z.number().int()).describe('bypassed calls by reason'),
     cost: z
       .object({
-        unit: z.string(),
+        unit: z.string().describe('the currency of the prices, or `relative`'),
         usd: z.number().describe('the priced calls, as sent'),
         straight_usd: z.number().describe('the same calls, straight'),
         avoided: z.number().describe('straight_usd − usd'),
@@ -94,12 +104,12 @@ const Totals = z
 
 export const ConversationSummary = z
   .object({
-    id: z.string(),
+    id: z.string().describe('the conversation, for `GET /v1/conversations/{id}`'),
     started_at: z.string().describe('the oldest call kept, ISO 8601'),
     last_at: z.string().describe('the newest call, ISO 8601'),
-    provider: z.string(),
-    model: z.string().nullable().describe('the newest call’s model'),
-    totals: Totals,
+    provider: z.string().describe("the newest call's provider"),
+    model: z.string().nullable().describe("the newest call's model"),
+    totals: Totals.describe('what its calls add up to'),
   })
   .meta({ id: 'ConversationSummary' });
 
@@ -123,10 +133,10 @@ export const ConversationParams = z.object({ id: z.string().max(128).describe('t
 
 export const ConversationDetail = z
   .object({
-    id: z.string(),
-    provider: z.string(),
-    model: z.string().nullable(),
-    totals: Totals,
+    id: z.string().describe('the conversation'),
+    provider: z.string().describe("the newest call's provider"),
+    model: z.string().nullable().describe("the newest call's model"),
+    totals: Totals.describe('what its calls add up to'),
     calls: z.array(ConversationCall).describe('oldest first; the newest ones only, past the per-conversation bound'),
     truncated: z.boolean().describe('older calls were left out (the bound on calls per conversation)'),
   })

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { CONVERSATION_ID } from '../contract/conversation-id.js';
 import type { PriceTable } from '../cost/prices.js';
 import { fieldError } from '../errors.js';
@@ -60,17 +60,24 @@ function isUsage(v: unknown): v is StoredUsage {
  * answers the store's coded problems.
  */
 export class ConversationService {
+  private sequence = 0;
+
   constructor(private readonly options: ConversationServiceOptions) {}
 
   /** Records one model call of `conversation`; returns the call's id (for `usage`), or null when not recorded. */
   async record(caller: Caller, conversation: string, entry: CallInput): Promise<string | null> {
     if (!CONVERSATION_ID.test(conversation)) return null;
     const at = this.options.now();
-    const call = `${at.toString(36)}-${randomBytes(4).toString('hex')}`;
+    // Unique within the process by its sequence number, across replicas by the hash of the entry.
+    const digest = createHash('sha256')
+      .update(`${conversation}\0${at}\0${this.sequence++}\0${JSON.stringify(entry)}`)
+      .digest('hex');
+    const call = `${at.toString(36)}-${digest.slice(0, 10)}`;
     const stored: StoredCall = {
       ...entry,
       artifacts: entry.artifacts.slice(0, MAX_REFS),
       summaries: entry.summaries.slice(0, MAX_REFS),
+      ms_before_forwarding: Math.round(entry.ms_before_forwarding * 10) / 10,
       v: 1,
       conversation,
       call,

@@ -2655,6 +2655,35 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "conversations": [
+                         *         {
+                         *           "id": "agent-run-1",
+                         *           "started_at": "2026-12-02T06:14:40.891Z",
+                         *           "last_at": "2026-12-02T06:14:40.891Z",
+                         *           "provider": "openai-chat",
+                         *           "model": "gpt-4.1",
+                         *           "totals": {
+                         *             "calls": 1,
+                         *             "tokens_saved": 533,
+                         *             "prefix_breaks": 1,
+                         *             "outcomes": {
+                         *               "reduced": 1
+                         *             },
+                         *             "bypasses": {},
+                         *             "cost": {
+                         *               "unit": "USD",
+                         *               "usd": 0.001145,
+                         *               "straight_usd": 0.0006795,
+                         *               "avoided": -0.0004655
+                         *             }
+                         *           }
+                         *         }
+                         *       ],
+                         *       "next_cursor": null
+                         *     }
+                         */
                         "application/json": components["schemas"]["ConversationList"];
                     };
                 };
@@ -2836,6 +2865,76 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "id": "agent-run-1",
+                         *       "provider": "openai-chat",
+                         *       "model": "gpt-4.1",
+                         *       "totals": {
+                         *         "calls": 1,
+                         *         "tokens_saved": 533,
+                         *         "prefix_breaks": 1,
+                         *         "outcomes": {
+                         *           "reduced": 1
+                         *         },
+                         *         "bypasses": {},
+                         *         "cost": {
+                         *           "unit": "USD",
+                         *           "usd": 0.001145,
+                         *           "straight_usd": 0.0006795,
+                         *           "avoided": -0.0004655
+                         *         }
+                         *       },
+                         *       "calls": [
+                         *         {
+                         *           "id": "mx5qdzp7-2fa2ff7002",
+                         *           "at": "2026-12-02T06:14:40.891Z",
+                         *           "via": "fit",
+                         *           "provider": "openai-chat",
+                         *           "model": "gpt-4.1",
+                         *           "outcome": "reduced",
+                         *           "reason": null,
+                         *           "tokens": {
+                         *             "client": 1167,
+                         *             "forwarded": 634,
+                         *             "saved": 533,
+                         *             "window": 1047576
+                         *           },
+                         *           "prefix": {
+                         *             "kept": false,
+                         *             "broken_at": 3
+                         *           },
+                         *           "cache": {
+                         *             "read": null,
+                         *             "write": null
+                         *           },
+                         *           "cost": {
+                         *             "unit": "USD",
+                         *             "usd": 0.001145,
+                         *             "straight_usd": 0.0006795,
+                         *             "source": "estimate"
+                         *           },
+                         *           "ms_before_forwarding": 22,
+                         *           "artifacts": [
+                         *             {
+                         *               "id": "art_4eae17e1abac1dda41de0181",
+                         *               "kind": "tool_result",
+                         *               "tool_name": "read_file",
+                         *               "message_index": 3
+                         *             },
+                         *             {
+                         *               "id": "art_b7691dd2968faa45ba6feed0",
+                         *               "kind": "tool_result",
+                         *               "tool_name": "run_tests",
+                         *               "message_index": 5
+                         *             }
+                         *           ],
+                         *           "summaries": []
+                         *         }
+                         *       ],
+                         *       "truncated": false
+                         *     }
+                         */
                         "application/json": components["schemas"]["ConversationDetail"];
                     };
                 };
@@ -3645,6 +3744,7 @@ export interface components {
             outcome: "reduced" | "kept" | "unchanged" | "bypass" | "compaction-answered";
             /** @description why (a bypass reason, or why nothing was reduced); null when reduced */
             reason: string | null;
+            /** @description the history in tokens, as the client sent it and as it went on */
             tokens: {
                 /** @description tokens of the history the client sent */
                 client: number;
@@ -3655,12 +3755,14 @@ export interface components {
                 /** @description the model's context window, when known */
                 window: number | null;
             };
+            /** @description the provider's cached prefix */
             prefix: {
                 /** @description whether the upstream history began with the previous call's, unchanged */
                 kept: boolean;
                 /** @description the first message that changed, when broken */
                 broken_at: number | null;
             };
+            /** @description the prompt cache as the provider's usage reported it */
             cache: {
                 /** @description tokens the provider reported read from its prompt cache; null: not reported */
                 read: number | null;
@@ -3675,7 +3777,9 @@ export interface components {
             artifacts: {
                 /** @description art_…, for `GET /v1/artifacts/{id}` */
                 id: string;
+                /** @description tool_result, tool_input, … (as in ArtifactRef) */
                 kind: string;
+                /** @description the tool whose call or result it was; null for other content */
                 tool_name: string | null;
                 /** @description the client message it came from */
                 message_index: number;
@@ -3707,9 +3811,13 @@ export interface components {
         };
         /** @description One conversation: its calls and their totals. */
         ConversationDetail: {
+            /** @description the conversation */
             id: string;
+            /** @description the newest call's provider */
             provider: string;
+            /** @description the newest call's model */
             model: string | null;
+            /** @description what its calls add up to */
             totals: components["schemas"]["ConversationTotals"];
             /** @description oldest first; the newest ones only, past the per-conversation bound */
             calls: components["schemas"]["ConversationCall"][];
@@ -3724,17 +3832,21 @@ export interface components {
             next_cursor: string | null;
         };
         ConversationSummary: {
+            /** @description the conversation, for `GET /v1/conversations/{id}` */
             id: string;
             /** @description the oldest call kept, ISO 8601 */
             started_at: string;
             /** @description the newest call, ISO 8601 */
             last_at: string;
+            /** @description the newest call's provider */
             provider: string;
-            /** @description the newest call’s model */
+            /** @description the newest call's model */
             model: string | null;
+            /** @description what its calls add up to */
             totals: components["schemas"]["ConversationTotals"];
         };
         ConversationTotals: {
+            /** @description calls recorded (the newest 200 at most) */
             calls: number;
             /** @description sum of client − forwarded over the calls */
             tokens_saved: number;
@@ -3750,6 +3862,7 @@ export interface components {
             };
             /** @description over the priced calls in the unit of the newest one; null when none is priced */
             cost: {
+                /** @description the currency of the prices, or `relative` */
                 unit: string;
                 /** @description the priced calls, as sent */
                 usd: number;
