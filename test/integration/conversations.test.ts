@@ -129,3 +129,30 @@ t.test('paging, bad input and the service function the proxy calls', async (t) =
   t.equal(badFit.statusCode, 400);
   t.equal(badFit.json().errors[0].path, 'conversation_id');
 });
+
+t.test('/ui is served by the service: no key needed for the page, a strict CSP, the Host check applies', async (t) => {
+  const app = await build(t, KEYS);
+  const page = await app.inject({ method: 'GET', url: '/ui' });
+  t.equal(page.statusCode, 200, 'the page itself holds no data: no key');
+  t.match(page.headers['content-type'], /^text\/html/);
+  t.match(page.headers['content-security-policy'], /default-src 'none'; script-src 'self'; style-src 'self'/);
+  t.match(page.body, /<script type="module" src="\/ui\/app.js">/);
+  t.notMatch(page.body, /https?:\/\//, 'nothing from another origin');
+  for (const [url, type] of [
+    ['/ui/app.js', /^text\/javascript/],
+    ['/ui/timeline.js', /^text\/javascript/],
+    ['/ui/style.css', /^text\/css/],
+  ] as const) {
+    const res = await app.inject({ method: 'GET', url });
+    t.equal(res.statusCode, 200, url);
+    t.match(res.headers['content-type'], type);
+    t.equal(res.headers['x-content-type-options'], 'nosniff');
+  }
+  t.equal((await app.inject({ method: 'GET', url: '/ui/' })).headers.location, '/ui');
+  t.equal((await app.inject({ method: 'GET', url: '/v1/conversations' })).statusCode, 401, 'what it reads needs the key');
+
+  const open = await build(t, { COMPACTOR_STORE_URL: 'memory:' });
+  const foreign = await open.inject({ method: 'GET', url: '/ui', headers: { host: 'attacker.example' } });
+  t.equal(foreign.statusCode, 421, 'without keys, a page loaded from another name is refused (DNS rebinding)');
+  t.equal((await open.inject({ method: 'GET', url: '/ui', headers: { host: '127.0.0.1:8080' } })).statusCode, 200);
+});
