@@ -10,6 +10,7 @@ import guardPlugin from './plugins/app/guard.js';
 import healthPlugin from './plugins/app/health.js';
 import preparePlugin from './plugins/app/prepare.js';
 import problemPlugin from './plugins/app/problem.js';
+import { startupReport } from './plugins/app/startup.js';
 import { answerWireEdges, clientErrorHandler, frameworkErrors, missingHost } from './plugins/app/wire-errors.js';
 import workerPoolPlugin, { RawBody } from './plugins/app/worker-pool.js';
 import metricsPlugin from './plugins/external/metrics.js';
@@ -19,11 +20,13 @@ import poolSheddingPlugin from './plugins/load/pool-shedding.js';
 import queuePlugin from './plugins/load/queue.js';
 import underPressurePlugin from './plugins/load/under-pressure.js';
 import artifactRoutes from './routes/artifacts.js';
+import conversationRoutes from './routes/conversations.js';
 import inspectRoutes from './routes/inspect.js';
 import mcpRoutes from './routes/mcp.js';
 import preparedRoute from './routes/prepared.js';
 import proxyRoutes from './routes/proxy.js';
 import strategyRoutes from './routes/strategies.js';
+import uiRoutes from './routes/ui.js';
 import { isOperationUrl } from './service/operations.js';
 import { parseJsonBody } from './service/request-body.js';
 import type { ArtifactStore } from './store/types.js';
@@ -200,8 +203,15 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   await app.register(strategyRoutes);
   await app.register(artifactRoutes);
   await app.register(preparedRoute);
+  await app.register(conversationRoutes);
+  await app.register(uiRoutes);
   await app.register(inspectRoutes);
   await app.register(proxyRoutes, { config });
   await app.register(mcpRoutes, { config });
+  app.addHook('onReady', async () => {
+    const { report, warnings } = startupReport(config, version);
+    app.log.info(report, 'compactor starting');
+    for (const warning of warnings) app.log.warn({ config: true }, warning);
+  });
   return app;
 }

@@ -9,6 +9,7 @@ import {
   type ArtifactStore,
   type ArtifactUse,
   type NewArtifact,
+  type RecentLimit,
   StoreCapacityError,
   StoreFailedError,
   StoreUnavailableError,
@@ -132,6 +133,11 @@ export class ArtifactService {
   async records(caller: Caller, ids: readonly string[]): Promise<ReadonlyMap<string, Artifact>> {
     if (ids.length === 0) return new Map();
     return this.call((store) => store.get(caller.scope, ids, this.options.now()));
+  }
+
+  /** The caller's live artifacts of these kinds, most recently used first (not a use); store failures become problems. */
+  async recent(caller: Caller, kinds: readonly string[], limit: RecentLimit): Promise<Artifact[]> {
+    return this.call((store) => store.recent(caller.scope, kinds, this.options.now(), limit));
   }
 
   /** Stored contents by id, read as a use; empty when the store cannot answer (callers treat it as a miss). */

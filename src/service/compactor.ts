@@ -28,6 +28,7 @@ import { SingleFlight } from '../summarizers/single-flight.js';
 import type { SettledSummary, Summarizer } from '../summarizers/types.js';
 import type { TokenCounter } from '../tokens/counter.js';
 import { ArtifactService, type ArtifactView, type Caller } from './artifacts.js';
+import { ConversationService } from './conversations.js';
 import { checkParallel, type HistoryInput, parseHistory, prepareRequest, triggered } from './request-history.js';
 
 /** What a strategy's result carries beyond the generic fields (fit's `FitResult`: a summary to prepare, the one spliced in). */
@@ -118,6 +119,8 @@ function offeredPrepared(
 export class Compactor {
   /** Offloaded originals: persistence, expand, recall. */
   readonly artifacts: ArtifactService;
+  /** The conversation record: one entry per model call (`GET /v1/conversations`, `/ui`). */
+  readonly conversations: ConversationService;
   private readonly summarizer: Summarizer;
   /** Identical summaries in flight at once share one summarizer call. */
   private readonly flights = new SingleFlight<SettledSummary>();
@@ -139,6 +142,11 @@ export class Compactor {
       ttlSeconds: options.artifactTtlSeconds ?? 7 * 24 * 3600,
       expandMaxBytes: options.expandMaxBytes ?? 0,
       logger: options.logger,
+      now: options.now ?? Date.now,
+    });
+    this.conversations = new ConversationService({
+      artifacts: this.artifacts,
+      prices: this.prices,
       now: options.now ?? Date.now,
     });
   }

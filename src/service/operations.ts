@@ -11,6 +11,7 @@ import { STRATEGIES, STRATEGY_KINDS, type StrategyKind } from '../strategies/reg
 import type { PreparedContext, PrepareRequest, Strategy, StrategyResult } from '../strategies/types.js';
 import type { Caller } from './artifacts.js';
 import type { Compactor, StrategyResponse } from './compactor.js';
+import { type FitExtra, recordFit } from './fit-record.js';
 import { checkBody } from './request-body.js';
 import type { HistoryInput } from './request-history.js';
 
@@ -151,9 +152,19 @@ async function runStrategy<O extends z.ZodObject, E extends object, R extends St
   request: HistoryInput & z.output<O>,
   call: Call,
 ): Promise<Outcome> {
+  const started = performance.now();
   const answer = await compactor.run(strategy, request, request, call);
   const { extra, failure, after, sources, ...result } = answer;
   const x: ReportedExtra = extra;
+  if (kind === 'fit') {
+    await recordFit(
+      compactor.conversations,
+      call.caller,
+      request,
+      { ...result, ...(extra as FitExtra) },
+      performance.now() - started,
+    );
+  }
   const dryRun = request.dry_run === true;
   const report: Report = {
     strategy: kind,

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ConversationIdField } from '../../contract/conversation-id.js';
 import {
   ArtifactRefSchema,
   CostSchema,
@@ -43,6 +44,7 @@ export const FitOptions = z.strictObject({
       'policy cost: the occupancy a call must never exceed: above it a reduction is forced, down to the target. Default: the context window minus a reserve for the reply (10% of it, at most 16,384 tokens); the target when the window is unknown',
     ),
   ...COST_FIELDS,
+  conversation_id: ConversationIdField.optional(),
   compact: z
     .strictObject(CompactOptions.omit(NOT_NESTED).partial().shape)
     .optional()

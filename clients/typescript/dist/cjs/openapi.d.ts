@@ -2623,6 +2623,494 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/conversations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The caller's conversations, newest first
+         * @description Conversations this key's calls were recorded in: proxied model calls, and `/v1/fit` calls naming a `conversation_id`. Each with its newest call's time, provider and model, and its totals (tokens saved, spend against the same calls straight, prefix breaks, bypasses by reason). Records hold counts, ids and bills, never content; they live as long as the store's artifacts (`COMPACTOR_ARTIFACT_TTL_SECONDS`, the cap), and a read takes the key's newest 1,000 records. Paged with `limit` and `next_cursor`.
+         */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description conversations per page */
+                    limit?: number;
+                    /** @description `next_cursor` of the previous page */
+                    cursor?: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The caller's recorded conversations, newest first. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "conversations": [
+                         *         {
+                         *           "id": "agent-run-1",
+                         *           "started_at": "2026-12-02T06:14:40.891Z",
+                         *           "last_at": "2026-12-02T06:14:40.891Z",
+                         *           "provider": "openai-chat",
+                         *           "model": "gpt-4.1",
+                         *           "totals": {
+                         *             "calls": 1,
+                         *             "tokens_saved": 533,
+                         *             "prefix_breaks": 1,
+                         *             "outcomes": {
+                         *               "reduced": 1
+                         *             },
+                         *             "bypasses": {},
+                         *             "cost": {
+                         *               "unit": "USD",
+                         *               "usd": 0.001145,
+                         *               "straight_usd": 0.0006795,
+                         *               "avoided": -0.0004655
+                         *             }
+                         *           }
+                         *         }
+                         *       ],
+                         *       "next_cursor": null
+                         *     }
+                         */
+                        "application/json": components["schemas"]["ConversationList"];
+                    };
+                };
+                /** @description The request is not valid: the body does not match the schema, is not JSON, or the history breaks its format's rules (`code` says which, `errors` lists each field). */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "type": "urn:compactor:error:CMP_ERR_REQUEST_VALIDATION",
+                         *       "title": "The request does not match its schema",
+                         *       "status": 400,
+                         *       "detail": "keep: give exactly one of runs, messages or tokens",
+                         *       "code": "CMP_ERR_REQUEST_VALIDATION",
+                         *       "request_id": "4f1c2a9e-7b3d-4e8a-9c61-2d5e8f0a7b13",
+                         *       "errors": [
+                         *         {
+                         *           "path": "keep",
+                         *           "message": "give exactly one of runs, messages or tokens"
+                         *         }
+                         *       ]
+                         *     }
+                         */
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description An API key is required, or the one sent is not valid (only when the service has `COMPACTOR_API_KEYS` set). */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "type": "urn:compactor:error:CMP_ERR_AUTH_REQUIRED",
+                         *       "title": "An API key is required (Authorization: Bearer <key>)",
+                         *       "status": 401,
+                         *       "detail": "send an API key as Authorization: Bearer <key>",
+                         *       "code": "CMP_ERR_AUTH_REQUIRED",
+                         *       "request_id": "4f1c2a9e-7b3d-4e8a-9c61-2d5e8f0a7b13"
+                         *     }
+                         */
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description The body is larger than `COMPACTOR_BODY_LIMIT`. */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "type": "urn:compactor:error:CMP_ERR_REQUEST_BODY_TOO_LARGE",
+                         *       "title": "The request body is larger than the limit",
+                         *       "status": 413,
+                         *       "detail": "the body is larger than 33554432 bytes",
+                         *       "code": "CMP_ERR_REQUEST_BODY_TOO_LARGE",
+                         *       "request_id": "4f1c2a9e-7b3d-4e8a-9c61-2d5e8f0a7b13"
+                         *     }
+                         */
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description The body is not `application/json`. */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "type": "urn:compactor:error:CMP_ERR_REQUEST_UNSUPPORTED_MEDIA_TYPE",
+                         *       "title": "The request body must be application/json",
+                         *       "status": 415,
+                         *       "detail": "content-type text/plain is not supported; send application/json",
+                         *       "code": "CMP_ERR_REQUEST_UNSUPPORTED_MEDIA_TYPE",
+                         *       "request_id": "4f1c2a9e-7b3d-4e8a-9c61-2d5e8f0a7b13"
+                         *     }
+                         */
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Too many requests from this key or address: retry after the `Retry-After` seconds. */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "type": "urn:compactor:error:CMP_ERR_RATE_LIMITED",
+                         *       "title": "Too many requests; retry after the time given",
+                         *       "status": 429,
+                         *       "detail": "rate limit exceeded, retry in 12 seconds",
+                         *       "code": "CMP_ERR_RATE_LIMITED",
+                         *       "request_id": "4f1c2a9e-7b3d-4e8a-9c61-2d5e8f0a7b13"
+                         *     }
+                         */
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description An internal error, or an artifact store that refuses to work until an operator fixes it; `request_id` finds it in the logs. */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "type": "urn:compactor:error:CMP_ERR_INTERNAL",
+                         *       "title": "Internal error",
+                         *       "status": 500,
+                         *       "detail": "an internal error occurred; the request id identifies it in the logs",
+                         *       "code": "CMP_ERR_INTERNAL",
+                         *       "request_id": "4f1c2a9e-7b3d-4e8a-9c61-2d5e8f0a7b13"
+                         *     }
+                         */
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Saturated, shutting down, or the store or the summarizer is unavailable for now: retry after the `Retry-After` seconds. */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "type": "urn:compactor:error:CMP_ERR_OVERLOADED",
+                         *       "title": "The service is saturated; retry after the time given",
+                         *       "status": 503,
+                         *       "detail": "the service is saturated; retry after 1 second",
+                         *       "code": "CMP_ERR_OVERLOADED",
+                         *       "request_id": "4f1c2a9e-7b3d-4e8a-9c61-2d5e8f0a7b13"
+                         *     }
+                         */
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/conversations/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One conversation: each call and the totals
+         * @description Per model call, oldest first (the newest 200): when, provider, model, outcome (`reduced`, `kept`, `unchanged`, `bypass` with its reason, `compaction-answered`), tokens the client sent and tokens forwarded, whether the upstream prefix was kept (or the first message that changed), the cache reads and writes the provider reported, the call's bill and the same call's bill straight, the time spent before forwarding, and the artifacts and summaries it made (read each with `GET /v1/artifacts/{id}`). 404 when no call of it is kept for this key.
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description the conversation id */
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description One conversation: its calls and their totals. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "id": "agent-run-1",
+                         *       "provider": "openai-chat",
+                         *       "model": "gpt-4.1",
+                         *       "totals": {
+                         *         "calls": 1,
+                         *         "tokens_saved": 533,
+                         *         "prefix_breaks": 1,
+                         *         "outcomes": {
+                         *           "reduced": 1
+                         *         },
+                         *         "bypasses": {},
+                         *         "cost": {
+                         *           "unit": "USD",
+                         *           "usd": 0.001145,
+                         *           "straight_usd": 0.0006795,
+                         *           "avoided": -0.0004655
+                         *         }
+                         *       },
+                         *       "calls": [
+                         *         {
+                         *           "id": "mx5qdzp7-2fa2ff7002",
+                         *           "at": "2026-12-02T06:14:40.891Z",
+                         *           "via": "fit",
+                         *           "provider": "openai-chat",
+                         *           "model": "gpt-4.1",
+                         *           "outcome": "reduced",
+                         *           "reason": null,
+                         *           "tokens": {
+                         *             "client": 1167,
+                         *             "forwarded": 634,
+                         *             "saved": 533,
+                         *             "window": 1047576
+                         *           },
+                         *           "prefix": {
+                         *             "kept": false,
+                         *             "broken_at": 3
+                         *           },
+                         *           "cache": {
+                         *             "read": null,
+                         *             "write": null
+                         *           },
+                         *           "cost": {
+                         *             "unit": "USD",
+                         *             "usd": 0.001145,
+                         *             "straight_usd": 0.0006795,
+                         *             "source": "estimate"
+                         *           },
+                         *           "ms_before_forwarding": 22,
+                         *           "artifacts": [
+                         *             {
+                         *               "id": "art_4eae17e1abac1dda41de0181",
+                         *               "kind": "tool_result",
+                         *               "tool_name": "read_file",
+                         *               "message_index": 3
+                         *             },
+                         *             {
+                         *               "id": "art_b7691dd2968faa45ba6feed0",
+                         *               "kind": "tool_result",
+                         *               "tool_name": "run_tests",
+                         *               "message_index": 5
+                         *             }
+                         *           ],
+                         *           "summaries": []
+                         *         }
+                         *       ],
+                         *       "truncated": false
+                         *     }
+                         */
+                        "application/json": components["schemas"]["ConversationDetail"];
+                    };
+                };
+                /** @description The request is not valid: the body does not match the schema, is not JSON, or the history breaks its format's rules (`code` says which, `errors` lists each field). */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "type": "urn:compactor:error:CMP_ERR_REQUEST_VALIDATION",
+                         *       "title": "The request does not match its schema",
+                         *       "status": 400,
+                         *       "detail": "keep: give exactly one of runs, messages or tokens",
+                         *       "code": "CMP_ERR_REQUEST_VALIDATION",
+                         *       "request_id": "4f1c2a9e-7b3d-4e8a-9c61-2d5e8f0a7b13",
+                         *       "errors": [
+                         *         {
+                         *           "path": "keep",
+                         *           "message": "give exactly one of runs, messages or tokens"
+                         *         }
+                         *       ]
+                         *     }
+                         */
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description An API key is required, or the one sent is not valid (only when the service has `COMPACTOR_API_KEYS` set). */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "type": "urn:compactor:error:CMP_ERR_AUTH_REQUIRED",
+                         *       "title": "An API key is required (Authorization: Bearer <key>)",
+                         *       "status": 401,
+                         *       "detail": "send an API key as Authorization: Bearer <key>",
+                         *       "code": "CMP_ERR_AUTH_REQUIRED",
+                         *       "request_id": "4f1c2a9e-7b3d-4e8a-9c61-2d5e8f0a7b13"
+                         *     }
+                         */
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description No such artifact, or it has expired. */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "type": "urn:compactor:error:CMP_ERR_ARTIFACT_NOT_FOUND",
+                         *       "title": "No such artifact, or it has expired",
+                         *       "status": 404,
+                         *       "detail": "id: artifact \"art_3f9a1c0d5e7b2a4c6d8e0f12\" is unknown or has expired",
+                         *       "code": "CMP_ERR_ARTIFACT_NOT_FOUND",
+                         *       "request_id": "4f1c2a9e-7b3d-4e8a-9c61-2d5e8f0a7b13",
+                         *       "errors": [
+                         *         {
+                         *           "path": "id",
+                         *           "message": "artifact \"art_3f9a1c0d5e7b2a4c6d8e0f12\" is unknown or has expired"
+                         *         }
+                         *       ]
+                         *     }
+                         */
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description The body is larger than `COMPACTOR_BODY_LIMIT`. */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "type": "urn:compactor:error:CMP_ERR_REQUEST_BODY_TOO_LARGE",
+                         *       "title": "The request body is larger than the limit",
+                         *       "status": 413,
+                         *       "detail": "the body is larger than 33554432 bytes",
+                         *       "code": "CMP_ERR_REQUEST_BODY_TOO_LARGE",
+                         *       "request_id": "4f1c2a9e-7b3d-4e8a-9c61-2d5e8f0a7b13"
+                         *     }
+                         */
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description The body is not `application/json`. */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "type": "urn:compactor:error:CMP_ERR_REQUEST_UNSUPPORTED_MEDIA_TYPE",
+                         *       "title": "The request body must be application/json",
+                         *       "status": 415,
+                         *       "detail": "content-type text/plain is not supported; send application/json",
+                         *       "code": "CMP_ERR_REQUEST_UNSUPPORTED_MEDIA_TYPE",
+                         *       "request_id": "4f1c2a9e-7b3d-4e8a-9c61-2d5e8f0a7b13"
+                         *     }
+                         */
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Too many requests from this key or address: retry after the `Retry-After` seconds. */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "type": "urn:compactor:error:CMP_ERR_RATE_LIMITED",
+                         *       "title": "Too many requests; retry after the time given",
+                         *       "status": 429,
+                         *       "detail": "rate limit exceeded, retry in 12 seconds",
+                         *       "code": "CMP_ERR_RATE_LIMITED",
+                         *       "request_id": "4f1c2a9e-7b3d-4e8a-9c61-2d5e8f0a7b13"
+                         *     }
+                         */
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description An internal error, or an artifact store that refuses to work until an operator fixes it; `request_id` finds it in the logs. */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "type": "urn:compactor:error:CMP_ERR_INTERNAL",
+                         *       "title": "Internal error",
+                         *       "status": 500,
+                         *       "detail": "an internal error occurred; the request id identifies it in the logs",
+                         *       "code": "CMP_ERR_INTERNAL",
+                         *       "request_id": "4f1c2a9e-7b3d-4e8a-9c61-2d5e8f0a7b13"
+                         *     }
+                         */
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Saturated, shutting down, or the store or the summarizer is unavailable for now: retry after the `Retry-After` seconds. */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "type": "urn:compactor:error:CMP_ERR_OVERLOADED",
+                         *       "title": "The service is saturated; retry after the time given",
+                         *       "status": 503,
+                         *       "detail": "the service is saturated; retry after 1 second",
+                         *       "code": "CMP_ERR_OVERLOADED",
+                         *       "request_id": "4f1c2a9e-7b3d-4e8a-9c61-2d5e8f0a7b13"
+                         *     }
+                         */
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/tokens": {
         parameters: {
             query?: never;
@@ -3233,6 +3721,156 @@ export interface components {
             /** @description this tool's newest N results are kept whatever the other options say */
             keep_last?: number;
         };
+        /** @description One model call of a conversation, as Compactor saw it: counts, ids and bills, no content. */
+        ConversationCall: {
+            /** @description the call, within its conversation */
+            id: string;
+            /** @description when it was recorded, ISO 8601 */
+            at: string;
+            /**
+             * @description proxy: a proxied model call; fit: a `/v1/fit` call naming the conversation
+             * @enum {string}
+             */
+            via: "proxy" | "fit";
+            /** @description anthropic, openai, gemini, or the format a fit call was read as */
+            provider: string;
+            /** @description the model the call named */
+            model: string | null;
+            /**
+             * @description reduced: the history was reduced on this call; kept: an earlier reduction was reused; unchanged: sent as the client had it; bypass: passed through without reading (see `reason`); compaction-answered: the client asked for a compaction and Compactor answered it
+             * @enum {string}
+             */
+            outcome: "reduced" | "kept" | "unchanged" | "bypass" | "compaction-answered";
+            /** @description why (a bypass reason, or why nothing was reduced); null when reduced */
+            reason: string | null;
+            /** @description the history in tokens, as the client sent it and as it went on */
+            tokens: {
+                /** @description tokens of the history the client sent */
+                client: number;
+                /** @description tokens of the history sent on (or returned by fit) */
+                forwarded: number;
+                /** @description client − forwarded */
+                saved: number;
+                /** @description the model's context window, when known */
+                window: number | null;
+            };
+            /** @description the provider's cached prefix */
+            prefix: {
+                /** @description whether the upstream history began with the previous call's, unchanged */
+                kept: boolean;
+                /** @description the first message that changed, when broken */
+                broken_at: number | null;
+            };
+            /** @description the prompt cache as the provider's usage reported it */
+            cache: {
+                /** @description tokens the provider reported read from its prompt cache; null: not reported */
+                read: number | null;
+                /** @description tokens the provider reported written to its prompt cache; null: not reported */
+                write: number | null;
+            };
+            /** @description null until priced (a proxied call whose usage was not read) */
+            cost: components["schemas"]["ConversationCost"] | null;
+            /** @description time spent before the call was forwarded (or fit answered), ms */
+            ms_before_forwarding: number;
+            /** @description originals offloaded on this call */
+            artifacts: {
+                /** @description art_…, for `GET /v1/artifacts/{id}` */
+                id: string;
+                /** @description tool_result, tool_input, … (as in ArtifactRef) */
+                kind: string;
+                /** @description the tool whose call or result it was; null for other content */
+                tool_name: string | null;
+                /** @description the client message it came from */
+                message_index: number;
+            }[];
+            /** @description summaries written on this call */
+            summaries: {
+                /** @description art_… of the summarized range, for `GET /v1/artifacts/{id}` */
+                id: string;
+                /** @description art_… holding the summary text, for `GET /v1/artifacts/{id}` */
+                text_id: string | null;
+                /** @description where the summary sits in what was sent */
+                message_index: number;
+                /** @description client messages it stands for */
+                covered_messages: number;
+            }[];
+        };
+        ConversationCost: {
+            /** @description the currency of the prices (USD, …), or `relative` when only their ratios are known */
+            unit: string;
+            /** @description this call's bill (input, cache reads and writes, output; the summarizer's when it ran) */
+            usd: number;
+            /** @description the same call sent as the client had it: every removed token read from the cache, nothing rewritten */
+            straight_usd: number;
+            /**
+             * @description usage: priced from the provider's reported usage; estimate: fit's input bill for the coming call
+             * @enum {string}
+             */
+            source: "usage" | "estimate";
+        };
+        /** @description One conversation: its calls and their totals. */
+        ConversationDetail: {
+            /** @description the conversation */
+            id: string;
+            /** @description the newest call's provider */
+            provider: string;
+            /** @description the newest call's model */
+            model: string | null;
+            /** @description what its calls add up to */
+            totals: components["schemas"]["ConversationTotals"];
+            /** @description oldest first; the newest ones only, past the per-conversation bound */
+            calls: components["schemas"]["ConversationCall"][];
+            /** @description older calls were left out (the bound on calls per conversation) */
+            truncated: boolean;
+        };
+        /** @description The caller's recorded conversations, newest first. */
+        ConversationList: {
+            /** @description newest first */
+            conversations: components["schemas"]["ConversationSummary"][];
+            /** @description for the next page; null on the last one */
+            next_cursor: string | null;
+        };
+        ConversationSummary: {
+            /** @description the conversation, for `GET /v1/conversations/{id}` */
+            id: string;
+            /** @description the oldest call kept, ISO 8601 */
+            started_at: string;
+            /** @description the newest call, ISO 8601 */
+            last_at: string;
+            /** @description the newest call's provider */
+            provider: string;
+            /** @description the newest call's model */
+            model: string | null;
+            /** @description what its calls add up to */
+            totals: components["schemas"]["ConversationTotals"];
+        };
+        ConversationTotals: {
+            /** @description calls recorded (the newest 200 at most) */
+            calls: number;
+            /** @description sum of client − forwarded over the calls */
+            tokens_saved: number;
+            /** @description calls whose upstream history did not begin with the previous one */
+            prefix_breaks: number;
+            /** @description calls by outcome */
+            outcomes: {
+                [key: string]: number;
+            };
+            /** @description bypassed calls by reason */
+            bypasses: {
+                [key: string]: number;
+            };
+            /** @description over the priced calls in the unit of the newest one; null when none is priced */
+            cost: {
+                /** @description the currency of the prices, or `relative` */
+                unit: string;
+                /** @description the priced calls, as sent */
+                usd: number;
+                /** @description the same calls, straight */
+                straight_usd: number;
+                /** @description straight_usd − usd */
+                avoided: number;
+            } | null;
+        };
         /** @description What a reduction costs and saves with the provider's prompt cache in view (docs/fit.md, "What fit does"); for a deferred fit, the best reduction found, not made. */
         Cost: {
             /** @description the currency of the prices (USD, …), or `relative` when only their ratios are known */
@@ -3408,6 +4046,8 @@ export interface components {
             cache?: components["schemas"]["CacheSettings"];
             /** @description expected remaining calls; omitted: estimated from the t calls the run has made (what P(more than x left) = t / (t + x) expects, up to 200), see docs/fit.md */
             horizon?: components["schemas"]["Horizon"];
+            /** @description records this call in the conversation of this id, for `GET /v1/conversations/{id}` and `/ui` (counts, ids and bills, no content; your own choice of id, scoped to your key) */
+            conversation_id?: string;
             /** @description options of the compaction stage (its target is the fit target; under policy cost it clears all it may) */
             compact?: {
                 /**
