@@ -16,6 +16,9 @@
  *   --label <name>        the section's label (default `run`; the baseline was `before`)
  *   --calls <n>           tool calls per session (default 60)
  *   --slow-compaction     the fake takes 20 s to answer an agent's own compaction request (issue 38)
+ *   --compact-at <share>  where the agents' own compaction starts, a share of the window (default 0.8;
+ *                         through the proxy an agent sees the reduced requests' usage: lower it to make
+ *                         it compact there too)
  *   --agents a,b          default claude-code,codex
  *   --ways a,b            default straight,own,proxied,both
  *   --dist <path>         the build to start (default ./dist)
@@ -25,7 +28,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { LONG_AGENTS, WAYS, WINDOW } from '../test/support/long-session/config.ts';
+import { COMPACT_AT, LONG_AGENTS, WAYS, WINDOW } from '../test/support/long-session/config.ts';
 import { runSession } from '../test/support/long-session/driver.ts';
 import { commit, git, loadavg } from './lib/meta.mjs';
 
@@ -35,6 +38,7 @@ const { values } = parseArgs({
     label: { type: 'string', default: 'run' },
     calls: { type: 'string', default: '60' },
     'slow-compaction': { type: 'boolean', default: false },
+    'compact-at': { type: 'string', default: String(COMPACT_AT) },
     agents: { type: 'string', default: LONG_AGENTS.join(',') },
     ways: { type: 'string', default: WAYS.join(',') },
     dist: { type: 'string', default: join(ROOT, 'dist') },
@@ -43,6 +47,7 @@ const { values } = parseArgs({
 });
 const calls = Number(values.calls);
 const compactionDelayMs = values['slow-compaction'] ? 20_000 : 0;
+const compactAt = Number(values['compact-at']);
 const agents = values.agents.split(',');
 const ways = values.ways.split(',');
 
@@ -57,13 +62,14 @@ const meta = {
   loadavg_start: loadavg(),
   calls,
   compactionDelayMs,
+  compactAt,
 };
 
 const sessions = [];
 for (const agent of agents) {
   for (const way of ways) {
     const started = Date.now();
-    const s = await runSession(agent, way, { calls, compactionDelayMs, dist: values.dist, timeoutMs: 1_200_000 });
+    const s = await runSession(agent, way, { calls, compactionDelayMs, compactAt, dist: values.dist, timeoutMs: 1_200_000 });
     const f = s.figures;
     console.error(
       `${agent} ${way}: exit ${s.run.exitCode}${s.run.timedOut ? ' (timed out)' : ''}, ${f.upstream} upstream, bill ${f.bill.total}, ` +
@@ -145,11 +151,11 @@ function compactionTable() {
   return rows.length > 2 ? rows.join('\n') : 'No agent sent a compaction request of its own.';
 }
 
-const command = `npm run build && node --import ./test/support/ts-loader.mjs bench/agents.mjs --label ${values.label}${values['slow-compaction'] ? ' --slow-compaction' : ''}${calls !== 60 ? ` --calls ${calls}` : ''}`;
+const command = `npm run build && node --import ./test/support/ts-loader.mjs bench/agents.mjs --label ${values.label}${values['slow-compaction'] ? ' --slow-compaction' : ''}${calls !== 60 ? ` --calls ${calls}` : ''}${compactAt !== COMPACT_AT ? ` --compact-at ${compactAt}` : ''}`;
 const section = `<!-- agents:${values.label} -->
 #### Run \`${values.label}\`: commit \`${meta.commit}\`${meta.src_dirty ? ' (src/ modified)' : ''}, ${meta.date.slice(0, 16).replace('T', ' ')} UTC
 
-**Command:** \`${command}\`. Node ${meta.node}, ${meta.nproc} cores (${meta.cpu}), ${meta.memGiB} GiB; load average ${meta.loadavg_start[0]} at the start, ${meta.loadavg_end[0]} at the end. ${calls} tool calls per session; windows: Claude Code ${fmt(WINDOW['claude-code'])}, Codex ${fmt(WINDOW.codex)}; the fake answers an agent's own compaction request in ${compactionDelayMs / 1000} s.
+**Command:** \`${command}\`. Node ${meta.node}, ${meta.nproc} cores (${meta.cpu}), ${meta.memGiB} GiB; load average ${meta.loadavg_start[0]} at the start, ${meta.loadavg_end[0]} at the end. ${calls} tool calls per session; windows: Claude Code ${fmt(WINDOW['claude-code'])}, Codex ${fmt(WINDOW.codex)}; the agents' own compaction at ${compactAt} of the window; the fake answers an agent's own compaction request in ${compactionDelayMs / 1000} s.
 
 ${sessionTable()}
 

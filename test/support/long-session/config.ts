@@ -36,25 +36,25 @@ export const LONG_AGENTS: readonly LongAgent[] = ['claude-code', 'codex'];
 export const PROXY_PREFIX: Record<LongAgent, string> = { 'claude-code': '/anthropic', codex: '/openai' };
 
 /**
- * Claude Code's environment for a way: its own auto-compaction at `COMPACT_AT` of `WINDOW`, or
- * none (`DISABLE_AUTO_COMPACT=1`).
+ * Claude Code's environment for a way: its own auto-compaction at `compactAt` (default
+ * `COMPACT_AT`) of `WINDOW`, or none (`DISABLE_AUTO_COMPACT=1`).
  */
-export function claudeEnv(way: Way): Record<string, string> {
+export function claudeEnv(way: Way, compactAt = COMPACT_AT): Record<string, string> {
   if (!ownCompaction(way)) return { DISABLE_AUTO_COMPACT: '1' };
   return {
     CLAUDE_CODE_AUTO_COMPACT_WINDOW: String(WINDOW['claude-code']),
-    CLAUDE_AUTOCOMPACT_PCT_OVERRIDE: String(Math.round(COMPACT_AT * 100)),
+    CLAUDE_AUTOCOMPACT_PCT_OVERRIDE: String(Math.round(compactAt * 100)),
   };
 }
 
 /**
  * Codex's `config.toml` exactly as the README's Codex entry writes it (a custom provider named
  * Compactor, no `model` line: Codex's default model), pointed at `baseUrl`; with its own
- * compaction, `model_context_window` and `model_auto_compact_token_limit` too.
+ * compaction, `model_context_window` and `model_auto_compact_token_limit` (`compactAt` of it) too.
  */
-export function codexToml(baseUrl: string, way: Way): string {
+export function codexToml(baseUrl: string, way: Way, compactAt = COMPACT_AT): string {
   const own = ownCompaction(way)
-    ? [`model_context_window = ${WINDOW.codex}`, `model_auto_compact_token_limit = ${Math.round(WINDOW.codex * COMPACT_AT)}`]
+    ? [`model_context_window = ${WINDOW.codex}`, `model_auto_compact_token_limit = ${Math.round(WINDOW.codex * compactAt)}`]
     : [];
   return [
     'model_provider = "compactor"',
@@ -79,11 +79,12 @@ export async function agentEnv(
   agent: ClientName,
   way: Way,
   baseUrl: string,
+  compactAt = COMPACT_AT,
 ): Promise<{ env: Record<string, string>; cleanup: string | undefined }> {
-  if (agent === 'claude-code') return { env: claudeEnv(way), cleanup: undefined };
+  if (agent === 'claude-code') return { env: claudeEnv(way, compactAt), cleanup: undefined };
   const home = await mkdtemp(join(tmpdir(), 'compactor-long-codex-'));
   const codexHome = join(home, '.codex');
   await mkdir(codexHome, { recursive: true });
-  await writeFile(join(codexHome, 'config.toml'), codexToml(baseUrl, way));
+  await writeFile(join(codexHome, 'config.toml'), codexToml(baseUrl, way, compactAt));
   return { env: { CODEX_HOME: codexHome }, cleanup: home };
 }

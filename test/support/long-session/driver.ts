@@ -22,6 +22,12 @@ export interface SessionOptions {
   dist?: string;
   /** Extra environment for Compactor (e.g. `COMPACTOR_PROXY_BUDGET_MS`). */
   serviceEnv?: Record<string, string>;
+  /**
+   * The share of the window at which the agent's own compaction starts (default `COMPACT_AT`,
+   * 0.8). Through the proxy an agent sees the usage of the reduced requests: set it low to make
+   * it compact anyway (issue 38).
+   */
+  compactAt?: number;
   /** Bound for the agent's run (default 600 s). */
   timeoutMs?: number;
 }
@@ -88,7 +94,7 @@ export async function runSession(agent: LongAgent, way: Way, options: SessionOpt
       service = await startService({ ...serviceEnv(agent, fake.url, summarizer.url, dist), ...options.serviceEnv }, dist);
     relay = await new Relay(service ? service.base : fake.url).start();
     const baseUrl = `${relay.url}${service ? PROXY_PREFIX[agent] : ''}`;
-    const setup = await agentEnv(agent, way, baseUrl);
+    const setup = await agentEnv(agent, way, baseUrl, options.compactAt);
     cleanup = setup.cleanup;
     const run = await runClient(agent, { baseUrl, prompt: TASK_TEXT, env: setup.env, timeoutMs: options.timeoutMs ?? 600_000 });
     const upstream = upstreamRecords(fake.requests, relay.calls, summarizer.calls);

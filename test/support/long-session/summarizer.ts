@@ -14,7 +14,7 @@ export interface SummarizerCall {
 export interface SlowSummarizerOptions {
   /** How long each call takes before it answers (default 1,500 ms). */
   delayMs?: number;
-  /** Characters of each summary (default 8,000: about 2,000 tokens), within what `max_tokens` allows. */
+  /** Characters of each summary (default 8,000: about 2,000 tokens), at most 4 per token of `max_tokens`, as a model writes. */
   chars?: number;
 }
 
@@ -89,7 +89,7 @@ export class SlowSummarizer {
     });
     if (res.destroyed) return;
     const want = this.options.chars ?? 8000;
-    const content = summaryText(Math.min(want, (body.max_tokens ?? want) * 3), this.calls.length);
+    const content = summaryText(Math.min(want, (body.max_tokens ?? want) * 4), this.calls.length);
     call.outputChars = content.length;
     const usage = { prompt_tokens: Math.ceil(call.promptChars / 4), completion_tokens: Math.ceil(content.length / 4) };
     const base = { id: `chatcmpl-slow-${this.calls.length}`, created: 1, model: body.model ?? 'fake-summarizer' };
