@@ -101,8 +101,8 @@ const median = (xs) => {
 
 function sessionTable() {
   const rows = [
-    '| agent | way | exit | upstream requests | bill (units) | cache reads | writes + uncached | output | summarizer | prefix breaks (per call) | task text present | max tokens (window) | outcomes | bypass reasons | held before the provider p50 / p99 (ms) | held while a summary was written |',
-    '| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- | ---: | ---: |',
+    '| agent | way | exit | upstream requests | bill (units) | cache reads | writes + uncached | output | summarizer | prefix breaks (per call) | task text present | max tokens (window) | outcomes | bypass reasons | held before the provider p50 / p99 (ms) | held ≥ 200 ms beside a summarizer call / waited on one |',
+    '| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- | ---: | --- |',
   ];
   for (const s of sessions) {
     const f = s.figures;
@@ -114,7 +114,7 @@ function sessionTable() {
         .map(([k, v]) => `${k} ${v}`)
         .join(', ') || 'none';
     rows.push(
-      `| ${s.agent} | ${s.way} | ${s.timedOut ? 'timeout' : s.exitCode} | ${f.upstream} | ${fmt(f.bill.total)} | ${fmt(f.bill.cacheRead)} | ${fmt(f.bill.cacheWrite)} | ${fmt(f.bill.output)} | ${fmt(f.bill.summarizer)} (${f.summarizerCalls} calls) | ${f.prefixBreaks} (${(f.prefixBreaks / Math.max(1, f.upstream)).toFixed(2)}) | ${f.taskPresent}/${f.upstream} | ${fmt(f.maxTokens)} (${fmt(s.window)}) | ${outcomes} | ${bypass} | ${fmt(f.heldP50)} / ${fmt(f.heldP99)} | ${f.heldWhileSummarizing.length} |`,
+      `| ${s.agent} | ${s.way} | ${s.timedOut ? 'timeout' : s.exitCode} | ${f.upstream} | ${fmt(f.bill.total)} | ${fmt(f.bill.cacheRead)} | ${fmt(f.bill.cacheWrite)} | ${fmt(f.bill.output)} | ${fmt(f.bill.summarizer)} (${f.summarizerCalls} calls) | ${f.prefixBreaks} (${(f.prefixBreaks / Math.max(1, f.upstream)).toFixed(2)}) | ${f.taskPresent}/${f.upstream} | ${fmt(f.maxTokens)} (${fmt(s.window)}) | ${outcomes} | ${bypass} | ${fmt(f.heldP50)} / ${fmt(f.heldP99)} | ${f.heldWhileSummarizing.length} / ${f.waitedOnSummarizer.length} |`,
     );
   }
   return rows.join('\n');

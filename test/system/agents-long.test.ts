@@ -88,9 +88,9 @@ for (const agent of LONG_AGENTS) {
       seen,
     );
     t.same(
-      f.heldWhileSummarizing,
+      f.waitedOnSummarizer,
       [],
-      `proxied: no request held while a summarizer call runs (${f.heldWhileSummarizing.length} held ≥ 200 ms meanwhile; max hold ${f.heldMax} ms)`,
+      `proxied: no request held while a summarizer call runs (${f.waitedOnSummarizer.length} waited on one; ${f.heldWhileSummarizing.length} held ≥ 200 ms beside one; max hold ${f.heldMax} ms)`,
       seen,
     );
   });

@@ -132,16 +132,34 @@ t.test('records: task, prefix extension (cache markers ignored), holds, summariz
     recorded(0, [user(TASK_TEXT)], 0, 1_005, 1000, 0),
     recorded(1, [marked, use('a'), result('a')], 1, 2_400, 1200, 1000),
     recorded(2, [user('a summary without the task')], 2, 3_010, 300, 0),
+    recorded(3, [user('a summary without the task'), user('more')], 3, 6_000, 300, 300),
   ];
-  const relay = [relayed(0, 1_000, 'unchanged'), relayed(1, 2_000, 'kept'), relayed(2, 3_000, 'bypass; reason=options_invalid')];
-  const summarizer = [{ start: 2_100, end: 2_350, promptChars: 400, outputChars: 80 }];
+  const relay = [
+    relayed(0, 1_000, 'unchanged'),
+    relayed(1, 2_000, 'kept'),
+    relayed(2, 3_000, 'bypass; reason=options_invalid'),
+    relayed(3, 4_000, 'reduced'),
+  ];
+  const summarizer = [
+    { start: 1_900, end: 2_350, promptChars: 400, outputChars: 80 },
+    { start: 3_500, end: 5_000, promptChars: 0, outputChars: 0 },
+  ];
   const up = upstreamRecords(requests, relay, summarizer);
   t.same(
-    up.map((u) => [u.taskPresent, u.extendsPrevious, u.heldMs, u.summarizerRunning, u.summarizerEnded, u.compactor]),
+    up.map((u) => [
+      u.taskPresent,
+      u.extendsPrevious,
+      u.heldMs,
+      u.summarizerRunning,
+      u.summarizerEnded,
+      u.summarizerInside,
+      u.compactor,
+    ]),
     [
-      [true, undefined, 5, false, false, 'unchanged'],
-      [true, true, 400, true, true, 'kept'],
-      [false, false, 10, false, false, 'bypass; reason=options_invalid'],
+      [true, undefined, 5, false, false, false, 'unchanged'],
+      [true, true, 400, true, true, false, 'kept'],
+      [false, false, 10, false, false, false, 'bypass; reason=options_invalid'],
+      [false, true, 2000, true, true, false, 'reduced'],
     ],
   );
   const client = clientRecords(relay, up);
@@ -151,19 +169,26 @@ t.test('records: task, prefix extension (cache markers ignored), holds, summariz
       ['call', true, 50],
       ['call', true, 50],
       ['call', true, 50],
+      ['call', true, 50],
     ],
   );
-  const bill = billOf(up, summarizer);
-  // reads 1000 × 0.1; writes (1000 + 200 + 300) × 1.25; output 30 × 5; summarizer 100 + 20 × 5.
-  t.same(bill, { cacheRead: 100, cacheWrite: 1875, output: 150, summarizer: 200, total: 2325 });
+  // The first three: reads 1000 × 0.1; writes (1000 + 200 + 300) × 1.25; output 30 × 5; summarizer 100 + 20 × 5.
+  const first = billOf(up.slice(0, 3), summarizer.slice(0, 1));
+  t.same(first, { cacheRead: 100, cacheWrite: 1875, output: 150, summarizer: 200, total: 2325 });
+  t.equal(billOf(up, summarizer.slice(0, 1)).total, 2325 + 30 + 50, 'the fourth: 300 read, 10 out');
   const f = figuresOf(up, client, summarizer, 1100);
   t.same(f.overWindow, [1]);
-  t.same(f.taskMissing, [2]);
+  t.same(f.taskMissing, [2, 3]);
   t.equal(f.prefixBreaks, 1);
   t.same(f.bypass, { options_invalid: 1 });
-  t.same(f.heldWhileSummarizing, [1]);
-  t.same(f.heldUntilSummary, [1]);
+  t.same(f.outcomes, { unchanged: 1, kept: 1, bypass: 1, reduced: 1 });
+  t.same(f.heldWhileSummarizing, [1, 3]);
+  t.same(f.waitedOnSummarizer, [3], 'held 2 s and let go after a call ended; a 400 ms hold beside one is not a wait');
   t.equal(f.heldP50, 10);
+  // A whole summarizer call inside a hold is a forced summary, however short.
+  const forced = upstreamRecords(requests.slice(2, 3), relay, [{ start: 3_002, end: 3_008, promptChars: 0, outputChars: 0 }]);
+  t.equal(forced[0]?.summarizerInside, true);
+  t.same(figuresOf(forced, [], [], 1e6).waitedOnSummarizer, [2]);
 });
 
 t.test('bypassReason and quantile', async (t) => {

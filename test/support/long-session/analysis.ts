@@ -28,8 +28,10 @@ export interface UpstreamRecord {
   heldMs: number | undefined;
   /** A summarizer call was running at some moment of that hold. */
   summarizerRunning: boolean;
-  /** A summarizer call ended during that hold (the request was let go after it: it waited on it). */
+  /** A summarizer call ended during that hold (the request was let go after it: it may have waited on it). */
   summarizerEnded: boolean;
+  /** A whole summarizer call ran inside that hold (started after the request arrived, ended before it left: a forced summary). */
+  summarizerInside: boolean;
   /** Milliseconds the provider took to answer it whole (headers and body). */
   answerMs: number | undefined;
 }
@@ -123,6 +125,7 @@ export function upstreamRecords(
     const during = (s: SummarizerCall) => call !== undefined && s.start <= r.receivedAt && (s.end ?? Infinity) >= call.forwardAt;
     const ended = (s: SummarizerCall) =>
       call !== undefined && s.end !== undefined && s.end >= call.forwardAt && s.end <= r.receivedAt;
+    const inside = (s: SummarizerCall) => call !== undefined && s.start >= call.forwardAt && ended(s);
     out.push({
       seq: r.seq,
       kind: c.kind,
@@ -135,6 +138,7 @@ export function upstreamRecords(
       heldMs,
       summarizerRunning: summarizer.some(during),
       summarizerEnded: summarizer.some(ended),
+      summarizerInside: summarizer.some(inside),
       answerMs: r.timing.endMs === undefined ? undefined : r.timing.endMs - (r.timing.bodyMs ?? 0),
     });
   }

@@ -18,8 +18,16 @@ export interface Bill {
   total: number;
 }
 
-/** A hold at least this long, with a summarizer call ending inside it, counts as waiting on the summarizer. */
+/** A hold at least this long while a summarizer call ran is reported (`heldWhileSummarizing`). */
 export const HOLD_FLOOR_MS = 200;
+
+/**
+ * A hold at least this long that ends after a summarizer call ended counts as waiting on it
+ * (`waitedOnSummarizer`), as does any hold that contains a whole summarizer call (a forced
+ * summary). Long enough that a slow reduction beside a background summarizer call is not taken
+ * for a wait; the summarizer takes 1.5 s.
+ */
+export const WAIT_FLOOR_MS = 1000;
 
 /** Prices a session: its upstream requests (the agent's own compaction requests included) and Compactor's summarizer calls. */
 export function billOf(upstream: readonly UpstreamRecord[], summarizer: readonly SummarizerCall[]): Bill {
@@ -69,9 +77,10 @@ export interface SessionFigures {
   heldP50: number | undefined;
   heldP99: number | undefined;
   heldMax: number | undefined;
-  /** Upstream requests held at least `HOLD_FLOOR_MS` while a summarizer call ran / while one ended. */
+  /** Upstream requests held at least `HOLD_FLOOR_MS` while a summarizer call ran (reported; not all of them waited on it). */
   heldWhileSummarizing: number[];
-  heldUntilSummary: number[];
+  /** Upstream requests that waited on a summarizer call: one ran whole inside the hold, or ended in a hold of `WAIT_FLOOR_MS` or more. */
+  waitedOnSummarizer: number[];
   summarizerCalls: number;
   /** The agent's own compaction requests: how long each took to answer through the relay, and whether the provider got it. */
   compactions: { durationMs: number | undefined; forwarded: boolean; outcome: string | undefined }[];
@@ -110,7 +119,9 @@ export function figuresOf(
     heldP99: quantile(held, 0.99),
     heldMax: held.length > 0 ? Math.max(...held) : undefined,
     heldWhileSummarizing: upstream.filter((u) => long(u) && u.summarizerRunning).map((u) => u.seq),
-    heldUntilSummary: upstream.filter((u) => long(u) && u.summarizerEnded).map((u) => u.seq),
+    waitedOnSummarizer: upstream
+      .filter((u) => u.summarizerInside || (u.summarizerEnded && (u.heldMs ?? 0) >= WAIT_FLOOR_MS))
+      .map((u) => u.seq),
     summarizerCalls: summarizer.length,
     compactions: client
       .filter((c) => c.kind === 'compaction')
