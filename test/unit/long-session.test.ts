@@ -1,9 +1,13 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import t from 'tap';
 import { bypassReason, clientRecords, quantile, upstreamRecords } from '../support/long-session/analysis.js';
 import { claudeEnv, codexToml } from '../support/long-session/config.js';
 import { billOf, figuresOf } from '../support/long-session/figures.js';
 import { type RelayedCall, SEQ_HEADER } from '../support/long-session/relay.js';
 import { compactionSummary, isCompaction, longSession, stepCommand, TASK_TEXT } from '../support/long-session/scenario.js';
+import { buildKnows } from '../support/long-session/service.js';
 import { readRequest, route } from '../support/provider/parse.js';
 import type { JsonObject, ModelRequest, RecordedRequest, Reply } from '../support/provider/types.js';
 
@@ -199,4 +203,14 @@ t.test('bypassReason and quantile', async (t) => {
   t.equal(quantile([], 0.5), undefined);
   t.equal(quantile([3, 1, 2], 0.5), 2);
   t.equal(quantile([1, 2, 3, 4, 100], 0.99), 100);
+});
+
+t.test('buildKnows: a configuration name declared in the build, not one it merely starts', async (t) => {
+  const dist = mkdtempSync(join(tmpdir(), 'compactor-build-'));
+  t.teardown(() => rmSync(dist, { recursive: true, force: true }));
+  writeFileSync(join(dist, 'config.js'), 'const Schema = z.object({\n    COMPACTOR_SUMMARIZER_MODEL: z.string(),\n});\n');
+  t.equal(buildKnows(dist, 'COMPACTOR_SUMMARIZER_MODEL'), true);
+  t.equal(buildKnows(dist, 'COMPACTOR_SUMMARIZER_MODE'), false);
+  t.equal(buildKnows(dist, 'COMPACTOR_DEFAULT_CONTEXT_WINDOW'), false);
+  t.equal(buildKnows(`${dist}/none`, 'COMPACTOR_SUMMARIZER_MODEL'), false);
 });

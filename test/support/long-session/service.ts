@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { freePort } from '../net.js';
 
@@ -15,10 +15,16 @@ export interface Service {
   stop(): Promise<void>;
 }
 
-/** Whether the build knows a configuration name (a newer one does; an older one refuses unknown `COMPACTOR_*` names at boot). */
+/**
+ * Whether the build declares a configuration name in its `config*.js` (a newer build may; an
+ * older one refuses unknown `COMPACTOR_*` names at boot, so a name it lacks is not passed).
+ */
 export function buildKnows(dist: string, name: string): boolean {
-  const file = join(dist, 'config.js');
-  return existsSync(file) && readFileSync(file, 'utf8').includes(name);
+  if (!existsSync(dist)) return false;
+  const declared = new RegExp(`(^|[^A-Z_])'?${name}'?\\s*:`, 'm');
+  return readdirSync(dist)
+    .filter((f) => /^config.*\.js$/.test(f))
+    .some((f) => declared.test(readFileSync(join(dist, f), 'utf8')));
 }
 
 const delay = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms).unref());
