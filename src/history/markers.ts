@@ -57,6 +57,14 @@ export interface Markers {
   summary(id: string | null, placement: SummaryPlacement, covers: number, body: string): string;
   /** The summary a text is, when it starts with a marker that verifies; undefined for anything else. */
   readSummary(text: string | undefined): SummaryMarker | undefined;
+  /**
+   * A window marker's whole text: what fit's window removed (`covers` messages, the earlier window
+   * markers it folded included), where it stands (`own` message, or `joined` to a neighbour), and
+   * the artifact holding the removed range (null with `store: none`). Read like a summary.
+   */
+  window(id: string | null, placement: 'own' | 'joined' | 'joined-string', covers: number, body: string): string;
+  /** The window marker a text is, when it starts with one that verifies; undefined for anything else. */
+  readWindow(text: string | undefined): SummaryMarker | undefined;
   /** A section summary's whole text (its message's, or its synthetic tool result's). */
   section(id: string | null, body: string): string;
   readSection(text: string | undefined): RangeMarker | undefined;
@@ -79,6 +87,7 @@ const HINT = '([^\\n]{0,200})';
 const SUMMARY_LINE = new RegExp(
   `^\\[compactor:summary ${ID} (own|pair|joined|joined-string) covers=(\\d{1,15}) ${MAC}\\]${HINT}\\n`,
 );
+const WINDOW_LINE = new RegExp(`^\\[compactor:window ${ID} (own|joined|joined-string) covers=(\\d{1,15}) ${MAC}\\]${HINT}\\n`);
 const SECTION_LINE = new RegExp(`^\\[compactor:section-summary ${ID} ${MAC}\\]${HINT}\\n`);
 const QA_LINE = new RegExp(`^\\[compactor:qa-header ${ID} ${MAC}\\]${HINT}\\n`);
 
@@ -157,6 +166,15 @@ export function markers(secret: string, scope: string, recallTool?: string): Mar
     return verified(kind, m[1] as string, body, m[2] as string) ? { id: readId(m[1] as string), text: body } : undefined;
   };
   const hint = (id: string | null) => recallHint(id, recallTool);
+  /** A summary or window marker: its line, then the body its MAC covers with what the line claims. */
+  const placed = (kind: 'summary' | 'window', line: RegExp, text: string | undefined): SummaryMarker | undefined => {
+    const m = text === undefined ? null : line.exec(text);
+    if (!m || text === undefined || !hintFits(m[5], m[1] as string)) return undefined;
+    const claims = `${m[1]} ${m[2]} covers=${m[3]}`;
+    const body = text.slice(m[0].length);
+    if (!verified(kind, claims, body, m[4] as string)) return undefined;
+    return { id: readId(m[1] as string), placement: m[2] as SummaryPlacement, covers: Number(m[3]), text: body };
+  };
   return {
     recallTool,
     withRecallTool: (tool) => markers(secret, scope, tool),
@@ -164,14 +182,12 @@ export function markers(secret: string, scope: string, recallTool?: string): Mar
       const claims = `${idOf(id)} ${placement} covers=${covers}`;
       return `[compactor:summary ${claims} mac=${mac('summary', claims, body)}]${hint(id)}\n${body}`;
     },
-    readSummary(text) {
-      const m = text === undefined ? null : SUMMARY_LINE.exec(text);
-      if (!m || text === undefined || !hintFits(m[5], m[1] as string)) return undefined;
-      const claims = `${m[1]} ${m[2]} covers=${m[3]}`;
-      const body = text.slice(m[0].length);
-      if (!verified('summary', claims, body, m[4] as string)) return undefined;
-      return { id: readId(m[1] as string), placement: m[2] as SummaryPlacement, covers: Number(m[3]), text: body };
+    readSummary: (text) => placed('summary', SUMMARY_LINE, text),
+    window(id, placement, covers, body) {
+      const claims = `${idOf(id)} ${placement} covers=${covers}`;
+      return `[compactor:window ${claims} mac=${mac('window', claims, body)}]${hint(id)}\n${body}`;
     },
+    readWindow: (text) => placed('window', WINDOW_LINE, text),
     section: (id, body) => `[compactor:section-summary ${idOf(id)} mac=${mac('section', idOf(id), body)}]${hint(id)}\n${body}`,
     readSection: (text) => range('section', SECTION_LINE, text),
     qaHeader: (id, body) => `[compactor:qa-header ${idOf(id)} mac=${mac('qa', idOf(id), body)}]${hint(id)}\n${body}`,

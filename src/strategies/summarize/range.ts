@@ -161,7 +161,7 @@ export interface RangeArtifact {
 
 /** The originals of `indexes` (after an earlier summary `previousId`) as one artifact, following `store`. */
 export function rangeArtifact(
-  kind: 'summary_range' | 'section_range',
+  kind: 'summary_range' | 'section_range' | 'window_range',
   h: PreparedHistory,
   indexes: readonly number[],
   previousId: string | null,
