@@ -19,6 +19,7 @@ export const SEARCHED_KINDS = [
   'thinking',
   'summary_range',
   'section_range',
+  'window_range',
 ];
 
 /** What the proxy records of a conversation: the artifacts its upstream history names (`conversationIndex`). */

@@ -58,6 +58,7 @@ function what(view: ArtifactView): string {
     thinking: 'a thinking block removed from the history',
     summary_range: 'the messages a summary replaced, as they were',
     section_range: 'the messages a section summary replaced, as they were',
+    window_range: "the messages fit's window removed to fit the context, as they were",
   };
   const tool = view.tool_name ? ` of the tool \`${view.tool_name}\`` : '';
   return `${view.id}: ${kinds[view.kind] ?? view.kind}${tool} (${view.kind}), stored ${view.created_at}, kept until ${view.expires_at}.`;

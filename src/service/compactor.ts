@@ -11,6 +11,7 @@ import { checkDepth } from '../history/limits.js';
 import { markers } from '../history/markers.js';
 import { applyPlan } from '../history/plan/apply.js';
 import { evaluatePlan } from '../history/plan/evaluate.js';
+import { offeredRecallTool } from '../history/recall-tool.js';
 import type { Violation, Warning } from '../history/types.js';
 import type { StrategyResponseFields } from '../schemas/common.js';
 import type { ArtifactStore } from '../store/types.js';
@@ -268,7 +269,8 @@ export class Compactor {
       counter: this.counter,
       profile: h.profile,
       address: caller.address,
-      markers: caller.markers,
+      // Hints name the recall tool the request offers (or the caller names), else the artifact plainly.
+      markers: caller.markers.withRecallTool(req.recall_tool ?? offeredRecallTool(h, req.tools, req.system)),
       summarizer: this.summarizer,
       flights: this.flights,
       recall: (ids) => this.artifacts.recall(caller, ids),

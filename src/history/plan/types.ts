@@ -15,7 +15,7 @@ export interface OriginalSpec {
   readonly sha256: string;
   readonly json: string;
   readonly value: unknown;
-  /** `tool_result`, `tool_input`, `thinking`, `summary_range`, `section_range`, … */
+  /** `tool_result`, `tool_input`, `thinking`, `summary_range`, `section_range`, `window_range`, … */
   readonly kind: string;
   readonly tool_name: string | null;
   /** Tokens of the original content. */
