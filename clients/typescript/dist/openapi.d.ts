@@ -2665,7 +2665,7 @@ export interface paths {
                          *           "model": "gpt-4.1",
                          *           "totals": {
                          *             "calls": 1,
-                         *             "tokens_saved": 533,
+                         *             "tokens_saved": 556,
                          *             "prefix_breaks": 1,
                          *             "outcomes": {
                          *               "reduced": 1
@@ -2673,9 +2673,9 @@ export interface paths {
                          *             "bypasses": {},
                          *             "cost": {
                          *               "unit": "USD",
-                         *               "usd": 0.001145,
+                         *               "usd": 0.001099,
                          *               "straight_usd": 0.0006795,
-                         *               "avoided": -0.0004655
+                         *               "avoided": -0.00041949999999999995
                          *             }
                          *           }
                          *         }
@@ -2871,7 +2871,7 @@ export interface paths {
                          *       "model": "gpt-4.1",
                          *       "totals": {
                          *         "calls": 1,
-                         *         "tokens_saved": 533,
+                         *         "tokens_saved": 556,
                          *         "prefix_breaks": 1,
                          *         "outcomes": {
                          *           "reduced": 1
@@ -2879,14 +2879,14 @@ export interface paths {
                          *         "bypasses": {},
                          *         "cost": {
                          *           "unit": "USD",
-                         *           "usd": 0.001145,
+                         *           "usd": 0.001099,
                          *           "straight_usd": 0.0006795,
-                         *           "avoided": -0.0004655
+                         *           "avoided": -0.00041949999999999995
                          *         }
                          *       },
                          *       "calls": [
                          *         {
-                         *           "id": "mx5qdzp7-2fa2ff7002",
+                         *           "id": "mx5qdzp7-25c922fbad",
                          *           "at": "2026-12-02T06:14:40.891Z",
                          *           "via": "fit",
                          *           "provider": "openai-chat",
@@ -2895,8 +2895,8 @@ export interface paths {
                          *           "reason": null,
                          *           "tokens": {
                          *             "client": 1167,
-                         *             "forwarded": 634,
-                         *             "saved": 533,
+                         *             "forwarded": 611,
+                         *             "saved": 556,
                          *             "window": 1047576
                          *           },
                          *           "prefix": {
@@ -2909,11 +2909,11 @@ export interface paths {
                          *           },
                          *           "cost": {
                          *             "unit": "USD",
-                         *             "usd": 0.001145,
+                         *             "usd": 0.001099,
                          *             "straight_usd": 0.0006795,
                          *             "source": "estimate"
                          *           },
-                         *           "ms_before_forwarding": 22,
+                         *           "ms_before_forwarding": 2.3,
                          *           "artifacts": [
                          *             {
                          *               "id": "art_4eae17e1abac1dda41de0181",
