@@ -5,7 +5,7 @@ import t from 'tap';
 import { build, fakeLlm } from '../support/app.js';
 import { loadConverted } from '../support/convert.js';
 import { loadCorpus } from '../support/corpus.js';
-import type { FakeOpenAI, Reply } from '../support/fake-openai.js';
+import { type FakeOpenAI, gate, type Reply } from '../support/fake-openai.js';
 import { adapter, violationsOf } from '../support/invariants.js';
 import { schemaErrors } from '../support/schemas.js';
 
@@ -615,8 +615,12 @@ t.test(
 t.test('requests with different timeout_ms asking for one summary at once: each keeps its own deadline', async (t) => {
   const server = await fakeLlm(t);
   const app = await appWith(t, server, { COMPACTOR_SUMMARIZER_TIMEOUT_MS: '5000' });
-  // The summary takes 2.5 s: a short request would have to start that late to find it cached.
-  server.fallback = () => ({ delayMs: 2500, content: '## Goal and constraints\nBuild the project.\n## Current state\nBuilt.' });
+  // Each summary is held until the short request was answered: it never finds it made.
+  let held = gate(t);
+  server.fallback = () => ({
+    until: held.until,
+    content: '## Goal and constraints\nBuild the project.\n## Current state\nBuilt.',
+  });
   const ask = (n: number, timeout_ms: number) =>
     app
       .inject({
@@ -627,14 +631,21 @@ t.test('requests with different timeout_ms asking for one summary at once: each 
       .then((r) => r.json());
 
   // The short one first: its timeout is not shared with the long one, which waits for its summary.
-  const [short, long] = await Promise.all([ask(12, 300), ask(12, 8000)]);
+  const [shortAsked, longAsked] = [ask(12, 300), ask(12, 8000)];
+  const short = await shortAsked;
+  held.open();
+  const long = await longAsked;
   t.equal(short.reason, 'summarizer_failed', 'the 300 ms request times out');
   t.equal(long.applied, true, 'the 8000 ms request, arriving with it, still gets its summary');
   t.equal(long.summary.cached, false, 'from a call of its own');
 
   // The long one first: the short one does not wait past its own deadline for the long one's call.
-  // (Sharing the long one's call, it would have been applied after 2.5 s.)
-  const [long2, short2] = await Promise.all([ask(14, 8000), ask(14, 300)]);
+  // (Sharing the long one's call, it would have been applied once that call was answered.)
+  held = gate(t);
+  const [long2Asked, short2Asked] = [ask(14, 8000), ask(14, 300)];
+  const short2 = await short2Asked;
+  held.open();
+  const long2 = await long2Asked;
   t.equal(long2.applied, true);
   t.equal(short2.reason, 'summarizer_failed', 'the 300 ms request times out on its own deadline');
 });
