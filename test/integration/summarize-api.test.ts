@@ -776,23 +776,26 @@ t.test(
   async (t) => {
     const server = await fakeLlm(t);
     const app = await appWith(t, server, { COMPACTOR_SUMMARIZER_TIMEOUT_MS: '5000' });
-    // The first call is too slow for its request's 1 s; the second answers at once.
-    server.enqueue({ delayMs: 2500, content: '## Goal and constraints\nLate.\n## Current state\nLate.' });
-    server.enqueue({ delayMs: 50, content: '## Goal and constraints\nBuild the project.\n## Current state\nBuilt.' });
-    const ask = () =>
+    // The first call is never answered while the test runs (past its request's 1 s); the second at once.
+    const held = gate(t);
+    server.enqueue({ until: held.until, content: '## Goal and constraints\nLate.\n## Current state\nLate.' });
+    server.enqueue({ content: '## Goal and constraints\nBuild the project.\n## Current state\nBuilt.' });
+    const ask = (timeout_ms: number) =>
       app
         .inject({
           method: 'POST',
           url: '/v1/summarize',
-          payload: { messages: history(12), keep: { messages: 4 }, on_failure: 'keep', timeout_ms: 1000 },
+          payload: { messages: history(12), keep: { messages: 4 }, on_failure: 'keep', timeout_ms },
         })
         .then((r) => r.json());
-    const first = ask();
-    // An identical request 600 ms later (an agent's retry) joins the first one's call...
-    await new Promise((r) => setTimeout(r, 600));
-    const second = await ask();
+    const first = ask(1000);
+    // An identical request while the first one's call is out (an agent's retry) joins it...
+    for (let end = Date.now() + 30_000; server.requests.length === 0 && Date.now() < end; ) {
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    const second = await ask(30_000);
     t.equal((await first).reason, 'summarizer_failed', 'the first runs out of its 1 s');
-    // ...and, with 600 ms of its own left when that call gives up, makes its own.
+    // ...and, with time of its own left when that call gives up, makes its own.
     t.equal(second.applied, true, 'the second still gets its summary');
     t.equal(second.usage.calls, 1, 'billed for its own call');
     t.equal(server.requests.length, 2);
