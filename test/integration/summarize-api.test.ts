@@ -592,8 +592,19 @@ t.test(
     );
 
     const failedBefore = server.requests.length;
-    server.fallback = () => ({ delayMs: 100, fault: 'status', status: 400 });
+    // The failing call is held until all five asked for the summary (joined its flight): a delay
+    // was not always enough on a busy machine.
+    const held = gate(t);
+    const flights = (app.compactor as unknown as { flights: { run: (...args: unknown[]) => unknown } }).flights;
+    const run = flights.run.bind(flights);
+    let asked = 0;
+    flights.run = (...args: unknown[]) => {
+      if (++asked === 5) held.open();
+      return run(...args);
+    };
+    server.fallback = () => ({ until: held.until, fault: 'status', status: 400 });
     const failed = await burst({ messages: history(14), keep: { messages: 4 }, on_failure: 'keep' }, 5);
+    flights.run = run;
     const failedBodies = failed.map((r) => r.json());
     t.ok(
       failedBodies.every((b) => b.reason === 'summarizer_failed'),
