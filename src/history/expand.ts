@@ -1,6 +1,6 @@
 import { bindings } from './bindings.js';
 import type { FormatAdapter } from './format.js';
-import { type Markers, type SummaryMarker, signedPlaceholderIds } from './markers.js';
+import { type Markers, type SummaryMarker, signedPlaceholderIds, unverifiedRanges } from './markers.js';
 import type { Warning } from './types.js';
 import { isRangePayload, SUMMARY_REQUEST, SUMMARY_TOOL } from './vocabulary.js';
 
@@ -104,7 +104,7 @@ export async function expandHistory(
     summaries = await expandSummaries(format, markers, summaries.messages, lookup, missing, weigh);
     restored += summaries.restored;
   }
-  const unverified = new Set<string>();
+  const unverified = unverifiedRanges(summaries.messages, missing);
   const offloaded = await restoreOffloaded(format, markers, summaries.messages, lookup, missing, weigh, unverified);
   return {
     messages: offloaded.messages,

@@ -135,6 +135,33 @@ export function signedPlaceholderIds(text: string): string[] {
   return [...text.matchAll(PLACEHOLDER)].filter((m) => m[2] !== undefined && m[1] !== 'cleared').map((m) => m[1] as string);
 }
 
+/** A summary's, section summary's or QA header's marker that names an artifact and carries a MAC. */
+const SIGNED_RANGE = /\[compactor:(?:summary|section-summary|qa-header) (art_[0-9a-f]{24})[^\]\n]{0,60}? mac=[0-9a-f]{16}\]/g;
+
+/**
+ * The artifact ids of the summary, section-summary and QA-header markers in a text that carry a
+ * MAC, verified or not: after an expand, those still there did not verify (another key's or
+ * another installation secret's) unless their range was missing.
+ */
+function signedRangeIds(text: string): string[] {
+  if (!text.includes(' mac=')) return [];
+  return [...text.matchAll(SIGNED_RANGE)].map((m) => m[1] as string);
+}
+
+/**
+ * The ids of the signed summary markers still in a history after its summaries were expanded:
+ * each did not verify (another key's, or another installation secret's after Redis lost it,
+ * issue 39), unless its range was `missing`. One pass over each message that holds a MAC.
+ */
+export function unverifiedRanges(messages: readonly unknown[], missing: ReadonlySet<string>): Set<string> {
+  const ids = new Set<string>();
+  for (const message of messages) {
+    const text = typeof message === 'string' ? message : JSON.stringify(message);
+    for (const id of signedRangeIds(text ?? '')) if (!missing.has(id)) ids.add(id);
+  }
+  return ids;
+}
+
 /** Any marker of ours, up to its MAC (bounded: a marker line is short). */
 const SIGNED = /(\[compactor:[^\]\n]{1,120}?) mac=[0-9a-f]{16}\]/g;
 

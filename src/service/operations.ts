@@ -119,8 +119,11 @@ function mayPrepare(input: unknown): boolean {
 const withPrepared: Around = async (preparer, scope, input, work) => {
   const outcome = await work(mayPrepare(input) ? await preparer.context(scope) : undefined);
   const late = await preparer.after(scope, outcome);
-  const value = outcome.value as { warnings?: unknown[] } | undefined;
-  if (late.length > 0) value?.warnings?.push(...late);
+  const value = outcome.value as { warnings?: unknown[]; prepared?: { id?: string } } | undefined;
+  if (late.length === 0 || !value) return outcome;
+  value.warnings?.push(...late);
+  // Not queued: the response must not say it was being made (issue 39): it names no prepared summary.
+  if (outcome.prepare && value.prepared?.id === outcome.prepare.id) delete value.prepared;
   return outcome;
 };
 

@@ -4291,7 +4291,7 @@ export interface components {
         };
         /** @description The service is up (`ok`) or ready to serve (`ready`). */
         HealthStatus: {
-            /** @description `ok`, `ready`, `starting`, `draining`, `store_unavailable` or `store_failed` */
+            /** @description `ok`, `ready`, `starting`, `draining`, `store_unavailable`, `store_failed` or `prepared_unavailable` */
             status: string;
             /** @description Why the service is not ready (never content, never a path) */
             reason?: string;
