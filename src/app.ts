@@ -11,7 +11,7 @@ import healthPlugin from './plugins/app/health.js';
 import preparePlugin from './plugins/app/prepare.js';
 import problemPlugin from './plugins/app/problem.js';
 import { answerWireEdges, clientErrorHandler, frameworkErrors, missingHost } from './plugins/app/wire-errors.js';
-import workerPoolPlugin, { RawBody } from './plugins/app/worker-pool.js';
+import workerPoolPlugin, { RawBody, workerCount } from './plugins/app/worker-pool.js';
 import metricsPlugin from './plugins/external/metrics.js';
 import swaggerPlugin from './plugins/external/swagger.js';
 import admissionPlugin, { weightOf } from './plugins/load/admission.js';
@@ -176,7 +176,7 @@ async function registerPlugins(app: FastifyInstance, config: Config, deps: AppDe
   await app.register(compactorPlugin, { config, summarizerSlots, ...(deps.store ? { store: deps.store } : {}) });
   await app.register(preparePlugin, { config });
   await app.register(workerPoolPlugin, {
-    workers: config.COMPACTOR_WORKERS,
+    workers: workerCount(config.COMPACTOR_WORKERS),
     minBytes: config.COMPACTOR_WORKER_MIN_BYTES,
     config,
     summarizerSlots,

@@ -81,7 +81,9 @@ function history(calls: number): unknown[] {
     messages.push({
       role: 'assistant',
       content: null,
-      tool_calls: [{ id, type: 'function', function: { name: 'bash', arguments: JSON.stringify({ command: `cat file${i}.ts` }) } }],
+      tool_calls: [
+        { id, type: 'function', function: { name: 'bash', arguments: JSON.stringify({ command: `cat file${i}.ts` }) } },
+      ],
     });
     messages.push({ role: 'tool', tool_call_id: id, content: `line ${i}: ${'const value = compute(input);\n'.repeat(60)}` });
   }
