@@ -58,10 +58,12 @@ export class ArtifactService {
    * When each original this service stored was stored (by scope and id): a growing conversation
    * offloads the same originals on every call, and one stored less than `REWRITE_AFTER_MS` ago is
    * not sent to the store again (no query, no row touched, no bytes to Redis). Only where the
-   * store has no cap: under a cap, every put marks its originals used so that eviction spares
-   * them. The interval is short so that a store emptied under the service heals within a minute.
+   * store has no cap: under a cap, every put marks its originals used, so that eviction spares
+   * what the agent still sends. The interval is short so that a store emptied under the service
+   * heals within a minute.
    */
   private readonly stored = new LRUCache<string, number>({ max: 100_000 });
+  /** Whether the store has no cap (asked once: a SQLite store reads its total to answer). */
   private uncapped: boolean | undefined;
 
   constructor(private readonly options: ArtifactServiceOptions) {}
@@ -114,8 +116,8 @@ export class ArtifactService {
   async persist(caller: Caller, artifacts: readonly NewArtifact[]): Promise<void> {
     const now = this.options.now();
     const recent = Math.min(REWRITE_AFTER_MS, (this.options.ttlSeconds * 1000) / 2);
-    this.uncapped ??= this.options.store?.usage()?.maxBytes === 0;
     const known = (a: NewArtifact) => now - (this.stored.get(`${caller.scope}\0${a.id}`) ?? Number.NEGATIVE_INFINITY) < recent;
+    this.uncapped ??= this.options.store?.usage()?.maxBytes === 0;
     const fresh = this.uncapped ? artifacts.filter((a) => !known(a)) : artifacts;
     if (fresh.length === 0) return;
     await this.call((store) => store.put(caller.scope, fresh, this.options.ttlSeconds, now));

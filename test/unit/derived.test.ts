@@ -1,5 +1,6 @@
 import { createHmac } from 'node:crypto';
 import t from 'tap';
+import { parseArgs } from '../../src/formats/shared.js';
 import { addresser, sha256Hex } from '../../src/history/address.js';
 import { markers, placeholderMarker } from '../../src/history/markers.js';
 import { Compactor } from '../../src/service/compactor.js';
@@ -108,4 +109,20 @@ t.test('a second call with the same prefix re-hashes and re-stores nothing of it
   t.ok(grown.messages.length > 0);
   t.ok(store.written - written <= 2, `one or two new originals stored (${store.written - written})`);
   t.ok(derived.stats().misses - misses <= 12, `a few new values computed (${derived.stats().misses - misses})`);
+});
+
+t.test('tool-call arguments are parsed once per text, and frozen', async (t) => {
+  const text = JSON.stringify({ command: 'ls -la', nested: { paths: ['a', 'b'] } });
+  const first = parseArgs(text);
+  const again = parseArgs(`${text}`);
+  t.same(first, { command: 'ls -la', nested: { paths: ['a', 'b'] } });
+  t.equal(again, first, 'the same text: the value parsed before');
+  t.ok(first && Object.isFrozen(first) && Object.isFrozen(first.nested), 'frozen all the way down');
+  t.throws(() => {
+    (first as Record<string, unknown>).command = 'rm -rf /';
+  }, TypeError);
+  t.equal(parseArgs('[1, 2]'), undefined, 'not an object');
+  t.equal(parseArgs('[1, 2]'), undefined, 'not an object, from the cache');
+  t.equal(parseArgs('{broken'), undefined);
+  t.equal(parseArgs(42), undefined);
 });
