@@ -52,7 +52,8 @@ export function rangeArtifact(
   const key = numbers.includes(undefined) ? undefined : JSON.stringify([kind, store, previousId, tokens, indexes[0], numbers]);
   const memo = builtRanges.get(address) ?? new Map<string, RangeArtifact>();
   const known = key === undefined ? undefined : memo.get(key);
-  if (known) return known;
+  // A copy of what the plan takes (a plan's artifact list is its own to extend).
+  if (known) return { ...known, specs: known.specs.map((spec) => ({ ...spec })) };
   const built = buildRange(kind, h, indexes, previousId, store, address, tokens);
   if (key !== undefined && memo.size < RANGES_PER_REQUEST) {
     memo.set(key, built);
