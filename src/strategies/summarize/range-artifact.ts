@@ -32,8 +32,9 @@ function numberOf(message: unknown): number | undefined {
  * The range artifacts one caller's request built, by the identity of their messages: a call
  * prices a summary in a dry run, then makes it, then plans the next prepared range over the same
  * messages, and each would stringify and hash the whole range again (about 270 messages on the
- * load benchmark's history, four times per fit call). The addresser is made per request, so the
- * memo lives and dies with the request and is never shared between callers. Bounded per request.
+ * load benchmark's history, four times per fit call). Keyed by the caller's addresser, so never
+ * shared between callers; the service makes one per request, so the memo goes with the request (a
+ * library user's default caller keeps its first 16 ranges, found again only for the same objects).
  */
 const builtRanges = new WeakMap<Addresser, Map<string, RangeArtifact>>();
 const RANGES_PER_REQUEST = 16;
