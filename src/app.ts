@@ -12,7 +12,7 @@ import preparePlugin from './plugins/app/prepare.js';
 import problemPlugin from './plugins/app/problem.js';
 import { startupReport } from './plugins/app/startup.js';
 import { answerWireEdges, clientErrorHandler, frameworkErrors, missingHost } from './plugins/app/wire-errors.js';
-import workerPoolPlugin, { RawBody } from './plugins/app/worker-pool.js';
+import workerPoolPlugin, { RawBody, workerCount } from './plugins/app/worker-pool.js';
 import metricsPlugin from './plugins/external/metrics.js';
 import swaggerPlugin from './plugins/external/swagger.js';
 import admissionPlugin from './plugins/load/admission.js';
@@ -179,7 +179,7 @@ async function registerPlugins(app: FastifyInstance, config: Config, deps: AppDe
   await app.register(compactorPlugin, { config, summarizerSlots, ...(deps.store ? { store: deps.store } : {}) });
   await app.register(preparePlugin, { config });
   await app.register(workerPoolPlugin, {
-    workers: config.COMPACTOR_WORKERS,
+    workers: workerCount(config.COMPACTOR_WORKERS),
     minBytes: config.COMPACTOR_WORKER_MIN_BYTES,
     config,
     summarizerSlots,

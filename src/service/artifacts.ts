@@ -1,3 +1,4 @@
+import { LRUCache } from 'lru-cache';
 import { CompactorError, type ErrorCode, fieldError } from '../errors.js';
 import type { Addresser } from '../history/address.js';
 import { type ExpandResult, expandHistory } from '../history/expand.js';
@@ -28,6 +29,9 @@ export function isStoreProblem(error: unknown): boolean {
     return true;
   return error instanceof CompactorError && STORE_PROBLEMS.has(error.code);
 }
+
+/** How long an original this service stored is taken as still there (not written again): see `ArtifactService.stored`. */
+export const REWRITE_AFTER_MS = 60_000;
 
 /** An offloaded original as `GET /v1/artifacts/{id}` returns it. */
 export interface ArtifactView {
@@ -66,6 +70,18 @@ export interface ArtifactServiceOptions {
  * `CMP_ERR_STORE_ARTIFACT_TOO_LARGE`. Each detail names the problem, never content or paths.
  */
 export class ArtifactService {
+  /**
+   * When each original this service stored was stored (by scope and id): a growing conversation
+   * offloads the same originals on every call, and one stored less than `REWRITE_AFTER_MS` ago is
+   * not sent to the store again (no query, no row touched, no bytes to Redis). Only where the
+   * store has no cap: under a cap, every put marks its originals used, so that eviction spares
+   * what the agent still sends. The interval is short so that a store emptied under the service
+   * heals within a minute.
+   */
+  private readonly stored = new LRUCache<string, number>({ max: 100_000 });
+  /** Whether the store has no cap (asked once: a SQLite store reads its total to answer). */
+  private uncapped: boolean | undefined;
+
   constructor(private readonly options: ArtifactServiceOptions) {}
 
   private async call<T>(op: (store: ArtifactStore) => Promise<T>): Promise<T> {
@@ -114,8 +130,14 @@ export class ArtifactService {
 
   /** Stores originals for the configured TTL (the same original twice is one artifact, in use again). */
   async persist(caller: Caller, artifacts: readonly NewArtifact[]): Promise<void> {
-    if (artifacts.length === 0) return;
-    await this.call((store) => store.put(caller.scope, artifacts, this.options.ttlSeconds, this.options.now()));
+    const now = this.options.now();
+    const recent = Math.min(REWRITE_AFTER_MS, (this.options.ttlSeconds * 1000) / 2);
+    const known = (a: NewArtifact) => now - (this.stored.get(`${caller.scope}\0${a.id}`) ?? Number.NEGATIVE_INFINITY) < recent;
+    this.uncapped ??= this.options.store?.usage()?.maxBytes === 0;
+    const fresh = this.uncapped ? artifacts.filter((a) => !known(a)) : artifacts;
+    if (fresh.length === 0) return;
+    await this.call((store) => store.put(caller.scope, fresh, this.options.ttlSeconds, now));
+    if (this.uncapped) for (const a of fresh) this.stored.set(`${caller.scope}\0${a.id}`, now);
   }
 
   /** Stores entries if the store answers; returns whether it failed (the failure is logged, not thrown). */

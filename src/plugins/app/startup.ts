@@ -1,5 +1,6 @@
 import type { Config } from '../../config.js';
 import { prepareByDefault } from './prepare.js';
+import { workerCount } from './worker-pool.js';
 
 /** What the service runs with, as the boot line says it: no credential, no path beyond the store's kind. */
 export interface StartupReport {
@@ -52,7 +53,7 @@ export function startupReport(config: Config, version: string): { report: Startu
     keys,
     key_scope: config.COMPACTOR_AUTH_SCOPE,
     prepared_summaries: prepareByDefault(config) ? 'on' : 'off',
-    workers: config.COMPACTOR_WORKERS,
+    workers: workerCount(config.COMPACTOR_WORKERS),
     body_limit: config.COMPACTOR_BODY_LIMIT,
     max_inflight_bytes: config.COMPACTOR_MAX_INFLIGHT_BYTES,
     host: config.HOST,

@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { MessageChannel } from 'node:worker_threads';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
@@ -17,6 +18,14 @@ declare module 'fastify' {
   interface FastifyInstance {
     workerPool: WorkerPool;
   }
+}
+
+/**
+ * Worker threads for a `COMPACTOR_WORKERS` setting: `auto` is one per core beyond the one the main
+ * thread uses (at least 1, at most 4: each thread holds about 200 MiB of its own); a number is itself.
+ */
+export function workerCount(setting: number | 'auto', cores: number = availableParallelism()): number {
+  return setting === 'auto' ? Math.min(4, Math.max(1, cores - 1)) : setting;
 }
 
 /** A request body left unparsed on the main thread: a worker parses, validates and runs it. */

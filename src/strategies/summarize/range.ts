@@ -1,10 +1,8 @@
 import { CompactorError, fieldError } from '../../errors.js';
-import type { Addresser } from '../../history/address.js';
 import { referencedIds, restoreOffloaded } from '../../history/expand.js';
 import { withoutMacs } from '../../history/markers.js';
-import type { OriginalSpec, StorePolicy } from '../../history/plan/types.js';
 import type { Item } from '../../history/types.js';
-import { rangePayload, SUMMARY_REQUEST } from '../../history/vocabulary.js';
+import { SUMMARY_REQUEST } from '../../history/vocabulary.js';
 import { scanFacts } from '../../summarizers/fact-scan.js';
 import { FactRanker } from '../../summarizers/facts.js';
 import { trailOf } from '../../summarizers/trail.js';
@@ -148,45 +146,7 @@ export async function rangeOriginals(
   return out;
 }
 
-/** A summarized range as an artifact: what `expand` needs to put it back. */
-export interface RangeArtifact {
-  /** The range's JSON (`{messages, previous_id}`): what is stored, hashed and shared in flight. */
-  json: string;
-  sha256: string;
-  /** The id the summary names (null with `store: none`). */
-  id: string | null;
-  /** What the plan offloads (none with `store: none`). */
-  specs: OriginalSpec[];
-}
-
-/** The originals of `indexes` (after an earlier summary `previousId`) as one artifact, following `store`. */
-export function rangeArtifact(
-  kind: 'summary_range' | 'section_range' | 'window_range',
-  h: PreparedHistory,
-  indexes: readonly number[],
-  previousId: string | null,
-  store: StorePolicy,
-  address: Addresser,
-): RangeArtifact {
-  const value = rangePayload(
-    indexes.map((i) => h.messages[i]),
-    previousId,
-  );
-  const json = JSON.stringify(value);
-  const { id, sha256 } = address(json);
-  const spec: OriginalSpec = {
-    id,
-    sha256,
-    json,
-    value,
-    kind,
-    tool_name: null,
-    tokens: indexes.reduce((n, i) => n + (h.counts[i] as number), 0),
-    message_index: indexes[0] as number,
-    store,
-  };
-  return { json, sha256, id: store === 'none' ? null : id, specs: store === 'none' ? [] : [spec] };
-}
+export { type RangeArtifact, rangeArtifact } from './range-artifact.js';
 
 /**
  * What a summarizer is asked for a range: its transcript entries, the earlier summary it extends,
