@@ -5,13 +5,18 @@
 // retry-after, no crash, serving again afterwards. Compactor runs with its production defaults
 // (load shedding on: COMPACTOR_MAX_QUEUE_WAIT_MS=5000, COMPACTOR_MAX_EVENT_LOOP_DELAY_MS=1000).
 // Run: npm run build && node bench/load.mjs [seconds-per-cell=10] [long-seconds=30] [saturating-connections=512]
+// CPU per request (issue 40): node bench/load.mjs --cpu [runs=5] [requests=200] [connections=4]: the
+// service's own CPU time per request (every thread's, bench/lib/cpu.mjs) against the floor's on the
+// same body, runs interleaved, medians; holds on a busy machine, where req/s does not.
 import { readFileSync } from 'node:fs';
 import autocannon from 'autocannon';
 import { CORPUS_DIR } from './lib/corpus.mjs';
+import { cpuPerRequest, loadAverage } from './lib/cpu.mjs';
 import { startFakeLlm } from './lib/fake-llm.mjs';
 import { metric, peakRssMiB, startServer } from './lib/servers.mjs';
-import { fmt } from './lib/stats.mjs';
+import { fmt, median } from './lib/stats.mjs';
 
+const CPU_MODE = process.argv[2] === '--cpu';
 const CELL = Number(process.argv[2] ?? 10);
 const LONG = Number(process.argv[3] ?? 30);
 const OVER = Number(process.argv[4] ?? 512);
@@ -79,9 +84,42 @@ const compactor = await startServer('compactor', {
     OPENAI_BASE_URL: llm.url,
     COMPACTOR_SUMMARIZER_MODEL: 'fake-small',
     COMPACTOR_SUMMARIZER_CONCURRENCY: '16',
+    // CPU mode measures work, not shedding: every request is served.
+    ...(CPU_MODE ? { COMPACTOR_MAX_EVENT_LOOP_DELAY_MS: '0', COMPACTOR_MAX_QUEUE_WAIT_MS: '0' } : {}),
   },
 });
 const floor = await startServer('floor');
+/** Goals of issue 40 (floor/ours, CPU per request). */
+const GOALS = { window: 0.9, compact: 0.5, fit: 0.5 };
+if (CPU_MODE) {
+  const [runs, amount, connections] = [3, 4, 5].map((i, k) => Number(process.argv[i] ?? [5, 200, 4][k]));
+  console.log(
+    `# CPU per request: ${new Date().toISOString()}, node ${process.version}, ${runs} runs of ${amount} requests at ${connections} connections, load average ${loadAverage()}`,
+  );
+  console.log('| endpoint | ours ms | floor ms | floor/ours | goal | met |\n|---|---|---|---|---|---|');
+  for (const [name, body] of Object.entries(BODIES)) {
+    const json = JSON.stringify(body);
+    // Warm: JIT, encoders, the count and derived caches, the summary cache (what an agent's repeated calls meet).
+    await cpuPerRequest(autocannon, compactor, `${compactor.base}/v1/${name}`, json, 50, connections);
+    await cpuPerRequest(autocannon, floor, floor.url, json, 50, connections);
+    const ours = [];
+    const base = [];
+    let shed = 0;
+    for (let r = 0; r < runs; r++) {
+      const o = await cpuPerRequest(autocannon, compactor, `${compactor.base}/v1/${name}`, json, amount, connections);
+      ours.push(o.ms);
+      shed += o.non2xx;
+      base.push((await cpuPerRequest(autocannon, floor, floor.url, json, amount, connections)).ms);
+    }
+    const ratio = median(base.map((b, i) => b / ours[i]));
+    console.log(
+      `| /v1/${name} | ${fmt(median(ours), 2)} (${ours.map((x) => fmt(x, 1)).join(', ')}) | ${fmt(median(base), 2)} | ${fmt(ratio, 2)}× | ≥ ${GOALS[name]}× | ${ratio >= GOALS[name] ? 'yes' : 'no'} |${shed > 0 ? ` (${shed} not 2xx)` : ''}`,
+    );
+  }
+  console.log(`load average at the end: ${loadAverage()}`);
+  await Promise.all([compactor.stop(), floor.stop(), llm.stop()]);
+  process.exit(0);
+}
 const date = new Date().toISOString();
 console.log(`# Load: ${date}, node ${process.version}, ${CELL} s per cell, ${LONG} s long run`);
 console.log(

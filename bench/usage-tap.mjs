@@ -3,7 +3,9 @@
  * Anthropic SSE answer, in three shapes (16 KB text deltas in 16 KB chunks, as the fake's
  * `LargeText`; 40-byte deltas in 1 KB chunks, a token-by-token stream; 40-byte deltas in 64 KB
  * chunks), against a floor that only decodes every chunk to text (the least a text-reading tap
- * does). Medians of TAPBENCH_RUNS runs (default 9) after a warm-up; one process, nothing else.
+ * does); and the adversarial stream of issue 39: one 0.85 MiB event that mentions `"usage` at its
+ * start, written 14 bytes at a time (its usage at its end). Medians of TAPBENCH_RUNS runs (default
+ * 9) after a warm-up; one process, nothing else.
  *
  * Usage: npm run build && node bench/usage-tap.mjs
  */
@@ -24,6 +26,16 @@ function stream(deltaSize, chunkSize) {
   return chunks;
 }
 
+/** One event of `size` bytes that mentions usage at its start, cut into `chunkSize`-byte writes. */
+function mentioning(size, chunkSize) {
+  const head = 'event: message_delta\ndata: {"type":"message_delta","note":"usage soon","text":"';
+  const tail = '","usage":{"input_tokens":5,"output_tokens":9}}\n\n';
+  const all = Buffer.from(head + 'x'.repeat(size - head.length - tail.length) + tail);
+  const chunks = [];
+  for (let i = 0; i < all.length; i += chunkSize) chunks.push(Buffer.from(all.subarray(i, i + chunkSize)));
+  return chunks;
+}
+
 function median(run) {
   run();
   const times = [];
@@ -37,14 +49,15 @@ function median(run) {
   return times[Math.floor(times.length / 2)];
 }
 
-console.log('| stream                        | tap ms / 20 MiB | decode-only floor | ratio |');
+console.log('| stream                        | tap ms          | decode-only floor | ratio |');
 console.log('| ----------------------------- | --------------: | ----------------: | ----: |');
 for (const [deltaSize, chunkSize] of [
   [16384, 16384],
   [40, 1024],
   [40, 65536],
+  ['mention', 14],
 ]) {
-  const chunks = stream(deltaSize, chunkSize);
+  const chunks = deltaSize === 'mention' ? mentioning(Math.round(0.85 * 1024 * 1024), chunkSize) : stream(deltaSize, chunkSize);
   const tap = median(() => {
     const t = new UsageTap(true);
     for (const c of chunks) t.write(c);
@@ -56,7 +69,9 @@ for (const [deltaSize, chunkSize] of [
     for (const c of chunks) d.decode(c, { stream: true });
     d.decode();
   });
-  const name = `${deltaSize} B deltas, ${chunkSize / 1024} KB chunks`.padEnd(29);
+  const name = (
+    deltaSize === 'mention' ? '0.85 MiB event, 14 B writes' : `${deltaSize} B deltas, ${chunkSize / 1024} KB chunks`
+  ).padEnd(29);
   console.log(
     `| ${name} | ${tap.toFixed(1).padStart(15)} | ${floor.toFixed(1).padStart(17)} | ${(tap / floor).toFixed(2).padStart(5)} |`,
   );

@@ -68,6 +68,10 @@ async function record() {
     view = await call('GET', `/v1/prepared/${prepared.id}`);
   }
   responses['GET /v1/prepared/{id}'] = { 200: view };
+  // A conversation: the fit example, named as one, and the calls it recorded.
+  await call('POST', '/v1/fit', { ...Object.values(REQUEST_EXAMPLES['/v1/fit'])[0].value, conversation_id: 'agent-run-1' });
+  responses['GET /v1/conversations'] = { 200: await call('GET', '/v1/conversations') };
+  responses['GET /v1/conversations/{id}'] = { 200: await call('GET', '/v1/conversations/agent-run-1') };
   responses['GET /health/live'] = { 200: await call('GET', '/health/live') };
   responses['GET /health/ready'] = { 200: await call('GET', '/health/ready'), 503: { status: 'draining' } };
   await app.close();

@@ -10,20 +10,23 @@ import guardPlugin from './plugins/app/guard.js';
 import healthPlugin from './plugins/app/health.js';
 import preparePlugin from './plugins/app/prepare.js';
 import problemPlugin from './plugins/app/problem.js';
+import { startupReport } from './plugins/app/startup.js';
 import { answerWireEdges, clientErrorHandler, frameworkErrors, missingHost } from './plugins/app/wire-errors.js';
-import workerPoolPlugin, { RawBody } from './plugins/app/worker-pool.js';
+import workerPoolPlugin, { RawBody, workerCount } from './plugins/app/worker-pool.js';
 import metricsPlugin from './plugins/external/metrics.js';
 import swaggerPlugin from './plugins/external/swagger.js';
-import admissionPlugin, { weightOf } from './plugins/load/admission.js';
+import admissionPlugin from './plugins/load/admission.js';
 import poolSheddingPlugin from './plugins/load/pool-shedding.js';
 import queuePlugin from './plugins/load/queue.js';
 import underPressurePlugin from './plugins/load/under-pressure.js';
 import artifactRoutes from './routes/artifacts.js';
+import conversationRoutes from './routes/conversations.js';
 import inspectRoutes from './routes/inspect.js';
 import mcpRoutes from './routes/mcp.js';
 import preparedRoute from './routes/prepared.js';
 import proxyRoutes from './routes/proxy.js';
 import strategyRoutes from './routes/strategies.js';
+import uiRoutes from './routes/ui.js';
 import { isOperationUrl } from './service/operations.js';
 import { parseJsonBody } from './service/request-body.js';
 import type { ArtifactStore } from './store/types.js';
@@ -103,7 +106,7 @@ function handleBodies(app: FastifyInstance): void {
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
     const bytes = body as Buffer;
     // By weight, not bytes: 250 kB of tiny messages is 8,000 of them to parse, check and rewrite.
-    if (app.workerPool.accepts(Math.max(bytes.length, weightOf(request)))) {
+    if (app.workerPool.takes(request, bytes.length)) {
       done(null, new RawBody(bytes));
       return;
     }
@@ -176,7 +179,7 @@ async function registerPlugins(app: FastifyInstance, config: Config, deps: AppDe
   await app.register(compactorPlugin, { config, summarizerSlots, ...(deps.store ? { store: deps.store } : {}) });
   await app.register(preparePlugin, { config });
   await app.register(workerPoolPlugin, {
-    workers: config.COMPACTOR_WORKERS,
+    workers: workerCount(config.COMPACTOR_WORKERS),
     minBytes: config.COMPACTOR_WORKER_MIN_BYTES,
     config,
     summarizerSlots,
@@ -200,8 +203,15 @@ export async function buildApp(config: Config, deps: AppDeps = {}): Promise<Fast
   await app.register(strategyRoutes);
   await app.register(artifactRoutes);
   await app.register(preparedRoute);
+  await app.register(conversationRoutes);
+  await app.register(uiRoutes);
   await app.register(inspectRoutes);
   await app.register(proxyRoutes, { config });
   await app.register(mcpRoutes, { config });
+  app.addHook('onReady', async () => {
+    const { report, warnings } = startupReport(config, version);
+    app.log.info(report, 'compactor starting');
+    for (const warning of warnings) app.log.warn({ config: true }, warning);
+  });
   return app;
 }

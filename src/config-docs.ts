@@ -45,7 +45,7 @@ export const CONFIG_DOCS: Record<keyof Config, string> = {
   COMPACTOR_MAX_QUEUE_WAIT_MS:
     '/v1 requests take turns, one per event-loop iteration; one that would wait longer than this many ms gets 503 with retry-after (0 = off)',
   COMPACTOR_WORKERS:
-    'Worker threads that run large requests off the main thread, so health probes answer during them (0 = all on the main thread; each thread adds about 200 MiB)',
+    'Worker threads that run large requests off the main thread, so health probes answer during them (0 = all on the main thread; auto = one per CPU core beyond the first, at least 1 and at most 4; each thread adds about 200 MiB)',
   COMPACTOR_WORKER_MIN_BYTES: 'Request bodies of at least this many bytes run on a worker thread',
   COMPACTOR_MAX_INFLIGHT_BYTES:
     'Request weight worked on at once: body bytes plus 160 per message, content block or tool call and 16 per other JSON object or array; a request past it gets 503 with retry-after, one heavier alone 413 (0 = no limit; at least COMPACTOR_BODY_LIMIT). Size memory as about 7 times this, plus 150 MiB, plus 200 MiB per worker',

@@ -3,6 +3,7 @@ import { parseJson, readPriceFile } from './config-files.js';
 import { nameProblems } from './config-names.js';
 import { HOST_NAME, intFromEnv, redisPrefix, upstream, validRedisUrl } from './config-values.js';
 import { PricingSchema } from './cost/fields.js';
+import { UPSTREAM_DEFAULTS } from './proxy/names.js';
 
 export { PRICES_FILE_MAX_BYTES } from './config-files.js';
 
@@ -119,8 +120,8 @@ export const ConfigSchema = z.object({
   COMPACTOR_RATE_LIMIT: intFromEnv(0, 1_000_000).default(0),
   COMPACTOR_MAX_EVENT_LOOP_DELAY_MS: intFromEnv(0, 60_000).default(1000),
   COMPACTOR_MAX_QUEUE_WAIT_MS: intFromEnv(0, 600_000).default(5000),
-  /** Worker threads for large requests (0: everything runs on the main thread). */
-  COMPACTOR_WORKERS: intFromEnv(0, 64).default(1),
+  /** Worker threads for large requests (0: everything runs on the main thread; auto: sized to the machine, `workerCount`). */
+  COMPACTOR_WORKERS: z.union([z.literal('auto'), intFromEnv(0, 64)]).default('auto'),
   /** Bodies of at least this many bytes run on a worker thread. */
   COMPACTOR_WORKER_MIN_BYTES: intFromEnv(0, 1024 * 1024 * 1024).default(256 * 1024),
   /** Request body bytes worked on at once; past it, 503 with retry-after (0: no limit). */
@@ -145,9 +146,9 @@ export const ConfigSchema = z.object({
     })
     .optional(),
   /** Where the proxy routes forward: a provider's API origin (with a path prefix if any), or `off`. */
-  COMPACTOR_UPSTREAM_ANTHROPIC: upstream.default('https://api.anthropic.com'),
-  COMPACTOR_UPSTREAM_OPENAI: upstream.default('https://api.openai.com'),
-  COMPACTOR_UPSTREAM_GEMINI: upstream.default('https://generativelanguage.googleapis.com'),
+  COMPACTOR_UPSTREAM_ANTHROPIC: upstream.default(UPSTREAM_DEFAULTS.anthropic),
+  COMPACTOR_UPSTREAM_OPENAI: upstream.default(UPSTREAM_DEFAULTS.openai),
+  COMPACTOR_UPSTREAM_GEMINI: upstream.default(UPSTREAM_DEFAULTS.gemini),
   /** Fit options for proxied requests, a JSON object (`x-compactor-options` overrides per request). */
   COMPACTOR_PROXY_OPTIONS: z
     .string()

@@ -39,6 +39,7 @@ export const ERRORS = {
   },
   CMP_ERR_OPTIONS_INVALID: { status: 400, title: 'The options cannot be applied to this history' },
   CMP_ERR_ARTIFACT_NOT_FOUND: { status: 404, title: 'No such artifact, or it has expired' },
+  CMP_ERR_CONVERSATION_NOT_FOUND: { status: 404, title: 'No such conversation for this key, or its calls have expired' },
   CMP_ERR_PREPARED_NOT_FOUND: { status: 404, title: 'No such prepared summary for this key' },
   CMP_ERR_ARTIFACT_MISMATCH: { status: 400, title: "An inline artifact's content does not match its id" },
   CMP_ERR_STORE_UNAVAILABLE: {

@@ -36,6 +36,8 @@ export const WARNINGS = {
     'an Anthropic content block of a type Compactor does not know was kept verbatim, counted as text, and never separated from its neighbours',
   unknown_item_type:
     'an OpenAI Responses item of a type Compactor does not know was kept verbatim, counted as text, and never separated from its neighbours',
+  window_unmarked:
+    "fit's window dropped a range without a marker: no marker form fits between its neighbours in the history's format (in Anthropic and Gemini, the message before already ends with a joined summary); the range is gone from the history, as `/v1/window` drops",
   placeholder_not_verified:
     '`/v1/expand` left a signed placeholder as it is: its MAC does not verify in the slot it sits in (copied into another tool call, repeated, edited, or signed for another key or under another installation secret); each placeholder restores only into the call it was written for, once',
 } as const satisfies Record<string, string>;

@@ -121,7 +121,7 @@ export const ArtifactRefSchema = z
     kind: z
       .string()
       .describe(
-        'tool_result, tool_result_duplicate, tool_result_truncated, tool_input, thinking, summary_range or section_range',
+        'tool_result, tool_result_duplicate, tool_result_truncated, tool_input, thinking, summary_range, section_range or window_range',
       ),
     tool_name: z.string().nullable().describe('the tool whose call or result it was; null for other content'),
     tokens: z.number().int().describe('tokens of the original content'),

@@ -1,7 +1,9 @@
+import { LRUCache } from 'lru-cache';
 import { fieldError } from '../errors.js';
 import type { Countable } from '../history/format.js';
 import { MAX_DEPTH } from '../history/limits.js';
 import type { Item } from '../history/types.js';
+import { MAX_KEY_CHARS } from '../tokens/derived.js';
 
 export type JsonObject = Record<string, unknown>;
 
@@ -117,13 +119,43 @@ export function nestsDeeperThan(value: unknown, max: number): boolean {
  */
 export function parseArgs(text: unknown): Record<string, unknown> | undefined {
   if (typeof text !== 'string') return undefined;
+  const known = text.length <= MAX_KEY_CHARS ? parsedArgs.get(text) : undefined;
+  if (known !== undefined) return known === NOT_AN_OBJECT ? undefined : known;
   let value: unknown;
   try {
     value = JSON.parse(text);
   } catch {
-    return undefined;
+    value = undefined;
   }
-  return isRecord(value) && !nestsDeeperThan(value, MAX_DEPTH) ? value : undefined;
+  const parsed = isRecord(value) && !nestsDeeperThan(value, MAX_DEPTH) ? deepFreeze(value) : undefined;
+  if (text.length <= MAX_KEY_CHARS) parsedArgs.set(text, parsed ?? NOT_AN_OBJECT);
+  return parsed;
+}
+
+/** What `parsedArgs` keeps for arguments that are no JSON object (so they are not parsed again either). */
+const NOT_AN_OBJECT: Record<string, unknown> = Object.freeze({});
+
+/**
+ * Parsed tool-call arguments by their text (the same calls come back on every call of a
+ * conversation, and each is read several times per call): 16 MiB, least recently used out. The
+ * values are frozen, so that no reader can change what another request (or another caller, whose
+ * arguments were the same text) reads. Content alone: nothing here depends on the caller.
+ */
+const parsedArgs = new LRUCache<string, Record<string, unknown>>({
+  maxSize: 16 * 1024 * 1024,
+  sizeCalculation: (_, text) => 8 * text.length + 64,
+});
+
+/** A JSON value frozen all the way down (iterative: its depth was checked, but no recursion is needed). */
+function deepFreeze<T>(value: T): T {
+  const stack: unknown[] = [value];
+  while (stack.length > 0) {
+    const node = stack.pop();
+    if (typeof node !== 'object' || node === null || Object.isFrozen(node)) continue;
+    Object.freeze(node);
+    for (const child of Array.isArray(node) ? node : Object.values(node)) stack.push(child);
+  }
+  return value;
 }
 
 /** The order rule of formats whose roles alternate and start with the user (Anthropic, Gemini). */

@@ -1,4 +1,5 @@
-import { createHash, createHmac } from 'node:crypto';
+import { createHmac, hash } from 'node:crypto';
+import { derived } from '../tokens/derived.js';
 
 /** Where an original is stored and how it is checked: its artifact id and the SHA-256 of its JSON. */
 export interface Address {
@@ -14,8 +15,22 @@ export type Addresser = (json: string) => Address;
 /** The scope of every caller when no API keys are configured: one tenant. */
 export const SHARED_SCOPE = 'shared';
 
+/** SHA-256 (hex) of a text (one-shot: no hash object per call). */
 export function sha256Hex(text: string): string {
-  return createHash('sha256').update(text).digest('hex');
+  return hash('sha256', text, 'hex');
+}
+
+/** SHA-256 (hex) of a text, found in the derived-value cache when the same text was hashed before. */
+export function sha256Cached(text: string): string {
+  return derived.get(`sha256\0${text}`, () => sha256Hex(text));
+}
+
+/**
+ * A short name of a derived key (the SHA-256 of it, 32 hex digits) for the derived-value cache's
+ * keys: values under one key are never found under another, and the key itself is not kept there.
+ */
+export function keyTag(key: Buffer): string {
+  return hash('sha256', key, 'hex').slice(0, 32);
 }
 
 /**
@@ -36,8 +51,14 @@ export function scopeOf(secret: string, keyDigest: Uint8Array | null | undefined
  */
 export function addresser(secret: string, scope: string): Addresser {
   const key = createHmac('sha256', secret).update(`compactor-artifact-id\0${scope}`).digest();
+  const tag = keyTag(key);
+  // Both found again for content named before (the id under this caller's key only).
   return (json) => {
-    const sha256 = sha256Hex(json);
-    return { id: `art_${createHmac('sha256', key).update(sha256).digest('hex').slice(0, 24)}`, sha256 };
+    const sha256 = sha256Cached(json);
+    const id = derived.get(
+      `id\0${tag}\0${sha256}`,
+      () => `art_${createHmac('sha256', key).update(sha256).digest('hex').slice(0, 24)}`,
+    );
+    return { id, sha256 };
   };
 }

@@ -1,4 +1,5 @@
-import { createHash } from 'node:crypto';
+import { derived } from '../tokens/derived.js';
+import { sha256Hex } from './address.js';
 import type { FormatAdapter } from './format.js';
 import { clearableArg } from './vocabulary.js';
 
@@ -16,7 +17,8 @@ export type Binding = string;
 function callIdentity(id: string, name: string | null, args: Record<string, unknown> | undefined): string {
   const kept = args === undefined ? undefined : Object.entries(args).filter(([k, v]) => !clearableArg(name ?? '', k, v));
   const json = kept === undefined ? '' : JSON.stringify(kept);
-  const digest = createHash('sha256').update(json).digest('hex').slice(0, 32);
+  // The same arguments on every later call of a conversation: their digest is found, not recomputed.
+  const digest = derived.get(`args\0${json}`, () => sha256Hex(json).slice(0, 32));
   return JSON.stringify([id, name, digest]);
 }
 

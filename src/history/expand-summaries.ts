@@ -32,10 +32,11 @@ function readMessage(format: FormatAdapter, markers: Markers, message: unknown):
   const result = format.resultSites(message)[0];
   const answered = result ? markers.readSection(result.text) : undefined;
   if (answered && result) return { kind: 'section', id: answered.id, callId: result.callId };
-  const own = markers.readSummary(prose);
+  // A window marker (fit's window) stands where its range was, placed as a summary is.
+  const own = markers.readSummary(prose) ?? markers.readWindow(prose);
   if (own) return { kind: 'summary', marker: own };
   const last = format.lastText(message);
-  const joined = last !== prose ? markers.readSummary(last) : undefined;
+  const joined = last !== prose ? (markers.readSummary(last) ?? markers.readWindow(last)) : undefined;
   return joined && (joined.placement === 'joined' || joined.placement === 'joined-string')
     ? { kind: 'summary', marker: joined }
     : undefined;

@@ -1,7 +1,7 @@
 import { bindings } from './bindings.js';
 import { expandSummaries, type Weigh } from './expand-summaries.js';
 import type { FormatAdapter } from './format.js';
-import { type Markers, signedPlaceholderIds } from './markers.js';
+import { type Markers, signedPlaceholderIds, unverifiedRanges } from './markers.js';
 import type { Warning } from './types.js';
 
 /** One placeholder found in a history: where it is and which artifact it names. */
@@ -101,7 +101,7 @@ export async function expandHistory(
     summaries = await expandSummaries(format, markers, summaries.messages, lookup, missing, weigh);
     restored += summaries.restored;
   }
-  const unverified = new Set<string>();
+  const unverified = unverifiedRanges(summaries.messages, missing);
   const offloaded = await restoreOffloaded(format, markers, summaries.messages, lookup, missing, weigh, unverified);
   return {
     messages: offloaded.messages,

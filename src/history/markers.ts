@@ -1,4 +1,6 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
+import { derived } from '../tokens/derived.js';
+import { keyTag } from './address.js';
 
 /**
  * The markers a later call honours, written and verified in one place: the first line of a rolling
@@ -57,35 +59,61 @@ export interface Markers {
   summary(id: string | null, placement: SummaryPlacement, covers: number, body: string): string;
   /** The summary a text is, when it starts with a marker that verifies; undefined for anything else. */
   readSummary(text: string | undefined): SummaryMarker | undefined;
+  /**
+   * A window marker's whole text: what fit's window removed (`covers` messages, the earlier window
+   * markers it folded included), where it stands (`own` message, or `joined` to a neighbour), and
+   * the artifact holding the removed range (null with `store: none`). Read like a summary.
+   */
+  window(id: string | null, placement: 'own' | 'joined' | 'joined-string', covers: number, body: string): string;
+  /** The window marker a text is, when it starts with one that verifies; undefined for anything else. */
+  readWindow(text: string | undefined): SummaryMarker | undefined;
   /** A section summary's whole text (its message's, or its synthetic tool result's). */
   section(id: string | null, body: string): string;
   readSection(text: string | undefined): RangeMarker | undefined;
   /** A QA-merged header's whole text: it names the merged span's artifact. */
   qaHeader(id: string | null, body: string): string;
   readQaHeader(text: string | undefined): RangeMarker | undefined;
+  /**
+   * The tool the hints this signer writes name (`recallHint`), or undefined: hints then name the
+   * artifact plainly. Reading accepts every wording, whatever this is.
+   */
+  readonly recallTool: string | undefined;
+  /** The same caller's signer, its hints naming `tool` (undefined: plain). */
+  withRecallTool(tool: string | undefined): Markers;
 }
 
 const ID = '(art_[0-9a-f]{24}|none)';
 const MAC = 'mac=([0-9a-f]{16})';
-/** What follows a marker on its line: `recallHint`, or nothing (a marker written before it). */
-const HINT = '([^\\n]{0,120})';
+/** What follows a marker on its line: `recallHint` in any of its wordings, or nothing (a marker written before it). */
+const HINT = '([^\\n]{0,200})';
 const SUMMARY_LINE = new RegExp(
   `^\\[compactor:summary ${ID} (own|pair|joined|joined-string) covers=(\\d{1,15}) ${MAC}\\]${HINT}\\n`,
 );
+const WINDOW_LINE = new RegExp(`^\\[compactor:window ${ID} (own|joined|joined-string) covers=(\\d{1,15}) ${MAC}\\]${HINT}\\n`);
 const SECTION_LINE = new RegExp(`^\\[compactor:section-summary ${ID} ${MAC}\\]${HINT}\\n`);
 const QA_LINE = new RegExp(`^\\[compactor:qa-header ${ID} ${MAC}\\]${HINT}\\n`);
 
 /**
  * What a summary's, section summary's or QA header's marker line ends with when it names an
- * artifact: the tool that gives the messages it replaced back. It depends on the id only (a
- * prompt cache keeps it); a line whose tail is not exactly this (or nothing) does not verify.
+ * artifact: where the messages it replaced are. With `tool` (a recall tool the request offers),
+ * the tool that gives them back; without, the artifact id plainly. It depends on the id and the
+ * tool only (a prompt cache keeps it). A line whose tail is not one of these wordings for its id
+ * (or nothing) does not verify; the MAC does not cover the tail, so a marker stays ours whichever
+ * wording it was written with, and is never rewritten for another.
  */
-export function recallHint(id: string | null): string {
-  return id ? ` (the messages it replaces: call the \`recall\` tool with ${id})` : '';
+export function recallHint(id: string | null, tool?: string): string {
+  if (!id) return '';
+  return tool
+    ? ` (the messages it replaces: call the \`${tool}\` tool with ${id})`
+    : ` (the messages it replaces are stored as ${id})`;
 }
 
-/** Whether a marker line's tail is what `recallHint` writes for its id, or empty (written before the hint was). */
-const hintFits = (tail: string | undefined, id: string) => tail === '' || tail === recallHint(id === 'none' ? null : id);
+/** A hint that names a tool, any tool (`RECALL_TOOL_NAME`), and the id it ends with. */
+const TOOL_HINT = /^ \(the messages it replaces: call the `[A-Za-z0-9_.:-]{1,64}` tool with (art_[0-9a-f]{24})\)$/;
+
+/** Whether a marker line's tail is a wording `recallHint` writes for its id, or empty (written before the hint was). */
+const hintFits = (tail: string | undefined, id: string) =>
+  tail === '' || (id !== 'none' && (tail === recallHint(id) || TOOL_HINT.exec(tail ?? '')?.[1] === id));
 /**
  * The placeholder compaction writes where an original was (unsigned: `Markers.placeholder` signs
  * the text it sits in): `[compactor:art_<24 hex>]` names the artifact holding the original
@@ -109,6 +137,33 @@ export function signedPlaceholderIds(text: string): string[] {
   return [...text.matchAll(PLACEHOLDER)].filter((m) => m[2] !== undefined && m[1] !== 'cleared').map((m) => m[1] as string);
 }
 
+/** A summary's, section summary's or QA header's marker that names an artifact and carries a MAC. */
+const SIGNED_RANGE = /\[compactor:(?:summary|section-summary|qa-header) (art_[0-9a-f]{24})[^\]\n]{0,60}? mac=[0-9a-f]{16}\]/g;
+
+/**
+ * The artifact ids of the summary, section-summary and QA-header markers in a text that carry a
+ * MAC, verified or not: after an expand, those still there did not verify (another key's or
+ * another installation secret's) unless their range was missing.
+ */
+function signedRangeIds(text: string): string[] {
+  if (!text.includes(' mac=')) return [];
+  return [...text.matchAll(SIGNED_RANGE)].map((m) => m[1] as string);
+}
+
+/**
+ * The ids of the signed summary markers still in a history after its summaries were expanded:
+ * each did not verify (another key's, or another installation secret's after Redis lost it,
+ * issue 39), unless its range was `missing`. One pass over each message that holds a MAC.
+ */
+export function unverifiedRanges(messages: readonly unknown[], missing: ReadonlySet<string>): Set<string> {
+  const ids = new Set<string>();
+  for (const message of messages) {
+    const text = typeof message === 'string' ? message : JSON.stringify(message);
+    for (const id of signedRangeIds(text ?? '')) if (!missing.has(id)) ids.add(id);
+  }
+  return ids;
+}
+
 /** Any marker of ours, up to its MAC (bounded: a marker line is short). */
 const SIGNED = /(\[compactor:[^\]\n]{1,120}?) mac=[0-9a-f]{16}\]/g;
 
@@ -125,10 +180,14 @@ export function withoutMacs(text: string): string {
  * the same secret, scope and text always give the same bytes, and a marker written for one caller
  * never verifies for another. Never throws; a text that does not verify reads as undefined.
  */
-export function markers(secret: string, scope: string): Markers {
+export function markers(secret: string, scope: string, recallTool?: string): Markers {
   const key = createHmac('sha256', secret).update(`compactor-marker\0${scope}`).digest();
+  const keyName = keyTag(key);
+  // A marker verified on one call is verified again on every later one: its MAC is found under this caller's key.
   const mac = (kind: string, claims: string, body: string) =>
-    createHmac('sha256', key).update(`${kind}\0${claims}\0`).update(body).digest('hex').slice(0, 16);
+    derived.get(`mac\0${keyName}\0${kind}\0${claims}\0${body}`, () =>
+      createHmac('sha256', key).update(`${kind}\0${claims}\0`).update(body).digest('hex').slice(0, 16),
+    );
   const verified = (kind: string, claims: string, body: string, given: string) =>
     timingSafeEqual(Buffer.from(mac(kind, claims, body)), Buffer.from(given));
   const idOf = (id: string | null) => id ?? 'none';
@@ -139,23 +198,32 @@ export function markers(secret: string, scope: string): Markers {
     const body = text.slice(m[0].length);
     return verified(kind, m[1] as string, body, m[2] as string) ? { id: readId(m[1] as string), text: body } : undefined;
   };
+  const hint = (id: string | null) => recallHint(id, recallTool);
+  /** A summary or window marker: its line, then the body its MAC covers with what the line claims. */
+  const placed = (kind: 'summary' | 'window', line: RegExp, text: string | undefined): SummaryMarker | undefined => {
+    const m = text === undefined ? null : line.exec(text);
+    if (!m || text === undefined || !hintFits(m[5], m[1] as string)) return undefined;
+    const claims = `${m[1]} ${m[2]} covers=${m[3]}`;
+    const body = text.slice(m[0].length);
+    if (!verified(kind, claims, body, m[4] as string)) return undefined;
+    return { id: readId(m[1] as string), placement: m[2] as SummaryPlacement, covers: Number(m[3]), text: body };
+  };
   return {
+    recallTool,
+    withRecallTool: (tool) => markers(secret, scope, tool),
     summary(id, placement, covers, body) {
       const claims = `${idOf(id)} ${placement} covers=${covers}`;
-      return `[compactor:summary ${claims} mac=${mac('summary', claims, body)}]${recallHint(id)}\n${body}`;
+      return `[compactor:summary ${claims} mac=${mac('summary', claims, body)}]${hint(id)}\n${body}`;
     },
-    readSummary(text) {
-      const m = text === undefined ? null : SUMMARY_LINE.exec(text);
-      if (!m || text === undefined || !hintFits(m[5], m[1] as string)) return undefined;
-      const claims = `${m[1]} ${m[2]} covers=${m[3]}`;
-      const body = text.slice(m[0].length);
-      if (!verified('summary', claims, body, m[4] as string)) return undefined;
-      return { id: readId(m[1] as string), placement: m[2] as SummaryPlacement, covers: Number(m[3]), text: body };
+    readSummary: (text) => placed('summary', SUMMARY_LINE, text),
+    window(id, placement, covers, body) {
+      const claims = `${idOf(id)} ${placement} covers=${covers}`;
+      return `[compactor:window ${claims} mac=${mac('window', claims, body)}]${hint(id)}\n${body}`;
     },
-    section: (id, body) =>
-      `[compactor:section-summary ${idOf(id)} mac=${mac('section', idOf(id), body)}]${recallHint(id)}\n${body}`,
+    readWindow: (text) => placed('window', WINDOW_LINE, text),
+    section: (id, body) => `[compactor:section-summary ${idOf(id)} mac=${mac('section', idOf(id), body)}]${hint(id)}\n${body}`,
     readSection: (text) => range('section', SECTION_LINE, text),
-    qaHeader: (id, body) => `[compactor:qa-header ${idOf(id)} mac=${mac('qa', idOf(id), body)}]${recallHint(id)}\n${body}`,
+    qaHeader: (id, body) => `[compactor:qa-header ${idOf(id)} mac=${mac('qa', idOf(id), body)}]${hint(id)}\n${body}`,
     readQaHeader: (text) => range('qa', QA_LINE, text),
     placeholder(site, binding, id, text) {
       const name = id ?? 'cleared';

@@ -25,8 +25,9 @@ const CLOSE_GRACE_MS = 2000;
  * queue object (a restarted replica) reads every job the old one added.
  *
  * Connections: one for adding and reading (commands fail after one reconnection attempt, so a
- * request is not held while Redis is down), one for the worker, which BullMQ
- * duplicates for its blocking reads (those need `maxRetriesPerRequest: null`).
+ * request is not held while Redis is down; replaced when its setup failed, see `openCommands`),
+ * one for the worker, which BullMQ duplicates for its blocking reads (those need
+ * `maxRetriesPerRequest: null`).
  *
  * `close` stops fetching jobs and lets running ones finish until the deadline; a job still running
  * then is moved back to wait (its processor's signal aborted) so that another replica runs it at
@@ -36,9 +37,10 @@ const CLOSE_GRACE_MS = 2000;
  * `close` gives up on each Redis step after 2 s: it resolves within its deadline and 4 s.
  */
 export class BullJobQueue<Data, Result> implements JobQueue<Data, Result> {
-  private readonly queue: Queue<Envelope<Data>, Result>;
+  /** The queue and its commands connection: replaced when that connection's first steps failed. */
+  private commands: Commands<Data, Result>;
   private readonly worker: Worker<Envelope<Data>, Result> | undefined;
-  private readonly clients: Redis[];
+  private readonly blocking: Redis;
   private readonly aborted = new AbortController();
   private readonly clock: JobClock;
   private closing: Promise<void> | undefined;
@@ -60,19 +62,61 @@ export class BullJobQueue<Data, Result> implements JobQueue<Data, Result> {
     this.callTimeoutMs = options.callTimeoutMs ?? bullDefaults.callTimeoutMs;
     const prefix = options.prefix ?? bullDefaults.prefix;
     const name = options.name ?? bullDefaults.name;
-    const onError = (error: unknown): void => options.onError?.(error);
-    // Only the commands connection has a command timeout: the blocking reads wait on purpose.
-    const commands = new Redis(options.url, {
-      commandTimeout: this.timeoutMs,
-      ...options.redisOptions,
-      maxRetriesPerRequest: 1,
+    this.commands = this.openCommands();
+    // The blocking reads wait on purpose (no command timeout, no retry limit): a Redis down or
+    // paused at boot only delays the worker's first steps, which it completes once Redis answers.
+    this.blocking = new Redis(options.url, { ...options.redisOptions, maxRetriesPerRequest: null });
+    this.blocking.on('error', (error: unknown) => options.onError?.(error));
+    this.worker = options.work === false ? undefined : this.work(name, prefix, this.blocking);
+  }
+
+  /**
+   * The connection for adding and reading, and its queue. Only it has a command timeout, so that
+   * a request is never held. BullMQ sets a connection up once (its scripts, Redis's version): when
+   * that fails (Redis down, or too slow to answer at boot, issue 39), every later call on the queue
+   * fails with it, forever; so a failed one is marked, and replaced by the next call (`current`).
+   */
+  private openCommands(): Commands<Data, Result> {
+    const o = this.options;
+    const onError = (error: unknown): void => o.onError?.(error);
+    const client = new Redis(o.url, { commandTimeout: this.timeoutMs, ...o.redisOptions, maxRetriesPerRequest: 1 });
+    client.on('error', onError);
+    const queue = new Queue<Envelope<Data>, Result>(o.name ?? bullDefaults.name, {
+      connection: client,
+      prefix: o.prefix ?? bullDefaults.prefix,
+      skipWaitingForReady: true,
     });
-    const blocking = new Redis(options.url, { ...options.redisOptions, maxRetriesPerRequest: null });
-    for (const client of [commands, blocking]) client.on('error', onError);
-    this.clients = [commands, blocking];
-    this.queue = new Queue<Envelope<Data>, Result>(name, { connection: commands, prefix, skipWaitingForReady: true });
-    this.queue.on('error', onError);
-    this.worker = options.work === false ? undefined : this.work(name, prefix, blocking);
+    queue.on('error', onError);
+    const commands: Commands<Data, Result> = { client, queue, failed: false };
+    queue.waitUntilReady().catch(() => {
+      commands.failed = true;
+    });
+    return commands;
+  }
+
+  /** The queue to use now: a new one when the current connection failed to set up. */
+  private current(): Queue<Envelope<Data>, Result> {
+    if (this.commands.failed && !this.closing) {
+      const old = this.commands;
+      this.commands = this.openCommands();
+      old.queue.close().catch(() => {});
+      old.client.disconnect();
+    }
+    return this.commands.queue;
+  }
+
+  /**
+   * Whether jobs can be added and read now: the connection is set up and Redis answers a PING,
+   * within `callTimeoutMs`; replaces a connection that failed to set up (readiness calls it).
+   * @throws the connection's error, or `JobQueueUnavailableError` past the bound
+   */
+  async ping(): Promise<void> {
+    if (this.closing) throw new JobQueueClosedError();
+    await this.bounded('ping', async () => {
+      const queue = this.current();
+      await queue.waitUntilReady();
+      await this.commands.client.ping();
+    });
   }
 
   async add(id: string, data: Data): Promise<JobState<Result>> {
@@ -82,7 +126,7 @@ export class BullJobQueue<Data, Result> implements JobQueue<Data, Result> {
     const o = this.options;
     const age = { age: o.ttlSeconds };
     await this.bounded('add', () =>
-      this.queue.add(
+      this.current().add(
         'job',
         { id, data, nonce },
         {
@@ -110,8 +154,9 @@ export class BullJobQueue<Data, Result> implements JobQueue<Data, Result> {
    */
   private read(jobId: string): Promise<[Job<Envelope<Data>, Result> | undefined, JobState<Result> | undefined]> {
     return this.bounded('read', async () => {
-      const bullState = await this.queue.getJobState(jobId);
-      const job = await this.queue.getJob(jobId);
+      const queue = this.current();
+      const bullState = await queue.getJobState(jobId);
+      const job = await queue.getJob(jobId);
       return [job, job ? stateOf(job, bullState) : undefined];
     });
   }
@@ -200,10 +245,11 @@ export class BullJobQueue<Data, Result> implements JobQueue<Data, Result> {
       this.aborted.abort(new JobQueueClosedError());
       await this.within(closing, CLOSE_GRACE_MS);
     }
-    await this.within(this.queue.close(), CLOSE_GRACE_MS);
-    const quits = this.clients.map((client) => (client.status === 'ready' ? client.quit() : undefined));
+    await this.within(this.commands.queue.close(), CLOSE_GRACE_MS);
+    const clients = [this.commands.client, this.blocking];
+    const quits = clients.map((client) => (client.status === 'ready' ? client.quit() : undefined));
     await this.within(Promise.allSettled(quits), CLOSE_GRACE_MS);
-    for (const client of this.clients) client.disconnect();
+    for (const client of clients) client.disconnect();
   }
 
   /** Whether `work` settled within `ms` (BullMQ's closing waits for Redis without a bound of its own). */
@@ -225,6 +271,13 @@ export class BullJobQueue<Data, Result> implements JobQueue<Data, Result> {
       cancel();
     }
   }
+}
+
+/** The connection for adding and reading jobs, its queue, and whether its setup failed. */
+interface Commands<Data, Result> {
+  readonly client: Redis;
+  readonly queue: Queue<Envelope<Data>, Result>;
+  failed: boolean;
 }
 
 /** Tells the listener, whatever it does: a counter that throws must not break a job. */

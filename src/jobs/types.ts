@@ -98,6 +98,8 @@ export interface JobQueue<Data, Result> {
   add(id: string, data: Data): Promise<JobState<Result>>;
   /** The job's state; undefined for an id never added, or whose state expired. */
   state(id: string): Promise<JobState<Result> | undefined>;
+  /** Resolves when jobs can be added and read now; rejects (the store's error) while they cannot. */
+  ping(): Promise<void>;
   /**
    * Stops taking jobs (`add` then fails), lets running ones finish for up to `deadlineMs` (the
    * queue's default when omitted), then aborts their signals and resolves. What each

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
-import type { Caller } from '../service/artifacts.js';
-import type { ArtifactStore } from '../store/types.js';
+import { CONVERSATION_KIND } from '../history/artifact-kinds.js';
+import type { ArtifactService, Caller } from '../service/artifacts.js';
+import type { CacheMarkers } from './cache-markers.js';
 
 /**
  * A conversation's state, kept in the artifact store so that each upstream request is the
@@ -34,83 +35,44 @@ export interface RecordedUsage {
 /** How far back, in client messages, the previous call's history may end: what one turn can add. */
 export const LOOKBACK = 64;
 
-/**
- * A message's JSON with `cache_control` markers left out: clients move their cache breakpoints
- * every call (Claude Code and opencode mark the newest messages), and a moved marker is not a
- * rewritten past. Linear in the message's size.
- */
-export function normalized(message: unknown): string {
-  const json = JSON.stringify(message) ?? 'null';
-  if (!json.includes('"cache_control"') && !json.includes('"content":[{"type":"text"')) return json;
-  return (
-    JSON.stringify(message, (key, value: unknown) =>
-      key === 'cache_control' ? undefined : key === 'content' ? plain(value) : value,
-    ) ?? 'null'
-  );
-}
-
-/**
- * Content of one text block is the same as that text: Claude Code sends its system message as a
- * block (holding the cache breakpoint) on one call and as a string on the next.
- */
-function plain(content: unknown): unknown {
-  if (!Array.isArray(content) || content.length !== 1) return content;
-  const only = content[0] as { type?: unknown; text?: unknown } | null;
-  if (typeof only !== 'object' || only === null || only.type !== 'text' || typeof only.text !== 'string') return content;
-  const keys = Object.keys(only).filter((k) => k !== 'cache_control');
-  return keys.length === 2 ? only.text : content;
-}
-
 const sha = (text: string): string => createHash('sha256').update(text).digest('hex');
 
 /**
  * The key of a conversation: the provider, the client's own session id if it sends one, and the
  * system prompt and first message (so the sub-agents of one session are conversations of their own).
  */
-export function conversationKey(provider: string, session: string | undefined, system: unknown, first: unknown): string {
-  return sha(JSON.stringify([provider, session ?? null, normalized(system ?? null), normalized(first ?? null)]));
+export function conversationKey(
+  provider: { readonly name: string; readonly markers: CacheMarkers },
+  session: string | undefined,
+  system: unknown,
+  first: unknown,
+): string {
+  const { normalized } = provider.markers;
+  return sha(JSON.stringify([provider.name, session ?? null, normalized(system ?? null), normalized(first ?? null)]));
 }
 
 /** `hashes[k]`: the hash of the conversation key and the client's first `k` messages (normalized). */
-export function prefixHashes(key: string, messages: readonly unknown[]): string[] {
+export function prefixHashes(key: string, messages: readonly unknown[], markers: CacheMarkers): string[] {
   const out = [key];
   let h = key;
   for (const m of messages) {
     h = createHash('sha256')
       .update(h)
       .update('\0')
-      .update(sha(normalized(m)))
+      .update(sha(markers.normalized(m)))
       .digest('hex');
     out.push(h);
   }
   return out;
 }
 
-/** Copies `from`'s cache markers onto `ours` block by block (Anthropic and OpenAI-compatible content arrays). */
-export function followMarkers(ours: unknown, from: unknown): unknown {
-  const mine = (ours as { content?: unknown } | null)?.content;
-  const theirs = (from as { content?: unknown } | null)?.content;
-  if (!Array.isArray(mine)) return ours;
-  let changed = false;
-  const content = mine.map((block, i) => {
-    if (typeof block !== 'object' || block === null) return block;
-    const marker = Array.isArray(theirs) ? (theirs[i] as { cache_control?: unknown } | undefined)?.cache_control : undefined;
-    const had = 'cache_control' in block;
-    if (!had && marker === undefined) return block;
-    changed = true;
-    const { cache_control: _old, ...rest } = block as Record<string, unknown>;
-    return marker === undefined ? rest : { ...rest, cache_control: marker };
-  });
-  return changed ? { ...(ours as object), content } : ours;
-}
-
 /** The upstream history a state stands for, over the client's current messages. */
-export function resolve(upstream: readonly Slot[], messages: readonly unknown[]): unknown[] {
+export function resolve(upstream: readonly Slot[], messages: readonly unknown[], markers: CacheMarkers): unknown[] {
   const out: unknown[] = [];
   for (const slot of upstream) {
     if ('run' in slot) {
       for (let i = slot.run[0]; i < slot.run[1]; i++) out.push(messages[i]);
-    } else out.push(slot.of !== undefined ? followMarkers(slot.ours, messages[slot.of]) : slot.ours);
+    } else out.push(slot.of !== undefined ? markers.follow(slot.ours, messages[slot.of]) : slot.ours);
   }
   return out;
 }
@@ -163,76 +125,58 @@ export interface Found {
 /**
  * The state of the longest prefix of the client's history (at most `LOOKBACK` messages back) that
  * the proxy saw before, with the usage its answer reported; undefined when there is none. One
- * read of the store; bounded by the caller's signal.
+ * read, through the artifact service (a store failure comes back as its coded error).
  */
 export async function findState(
-  store: ArtifactStore,
+  artifacts: ArtifactService,
   caller: Caller,
   hashes: readonly string[],
-  now: number,
 ): Promise<Found | undefined> {
   const n = hashes.length - 1;
   const ks: number[] = [];
   for (let k = n; k >= Math.max(1, n - LOOKBACK); k--) ks.push(k);
   const ids = ks.flatMap((k) => [stateId(caller, hashes[k] as string), usageId(caller, hashes[k] as string)]);
-  const found = await store.get(caller.scope, ids, now);
+  const found = await artifacts.records(caller, ids);
   for (const k of ks) {
     const hash = hashes[k] as string;
     const record = found.get(stateId(caller, hash));
     if (!record) continue;
-    let state: unknown;
-    try {
-      state = JSON.parse(record.content);
-    } catch {
-      continue;
-    }
+    const state = parsed(record.content);
     if (!isState(state) || state.length !== k) continue;
     const answered = found.get(usageId(caller, hash));
-    let usage: RecordedUsage | undefined;
-    try {
-      usage = answered ? (JSON.parse(answered.content) as RecordedUsage) : undefined;
-    } catch {
-      usage = undefined;
-    }
+    const usage = answered ? (parsed(answered.content) as RecordedUsage | undefined) : undefined;
     return { k, state, usage };
   }
   return undefined;
 }
 
+/** A record's JSON, or undefined when it is not JSON. */
+function parsed(content: string): unknown {
+  try {
+    return JSON.parse(content) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
+/** One record of the proxy's own, stored for the artifacts' TTL. */
+function record(kind: string, id: string, content: string) {
+  return { id, kind, tool_name: null, content, sha256: sha(content) };
+}
+
 /** Stores a conversation's state after `state.length` client messages. */
 export async function saveState(
-  store: ArtifactStore,
+  artifacts: ArtifactService,
   caller: Caller,
   hash: string,
   state: ConversationState,
-  ttlSeconds: number,
-  now: number,
 ): Promise<void> {
-  const content = JSON.stringify(state);
-  await store.put(
-    caller.scope,
-    [{ id: stateId(caller, hash), kind: 'proxy_state', tool_name: null, content, sha256: sha(content) }],
-    ttlSeconds,
-    now,
-  );
+  await artifacts.persist(caller, [record('proxy_state', stateId(caller, hash), JSON.stringify(state))]);
 }
 
 /** Stores the usage the answer to the call after `k` client messages reported. */
-export async function saveUsage(
-  store: ArtifactStore,
-  caller: Caller,
-  hash: string,
-  usage: RecordedUsage,
-  ttlSeconds: number,
-  now: number,
-): Promise<void> {
-  const content = JSON.stringify(usage);
-  await store.put(
-    caller.scope,
-    [{ id: usageId(caller, hash), kind: 'proxy_usage', tool_name: null, content, sha256: sha(content) }],
-    ttlSeconds,
-    now,
-  );
+export async function saveUsage(artifacts: ArtifactService, caller: Caller, hash: string, usage: RecordedUsage): Promise<void> {
+  await artifacts.persist(caller, [record('proxy_usage', usageId(caller, hash), JSON.stringify(usage))]);
 }
 
 /**
@@ -241,12 +185,10 @@ export async function saveUsage(
  * filter reads. One small record per reduction.
  */
 export async function saveIndex(
-  store: ArtifactStore,
+  artifacts: ArtifactService,
   caller: Caller,
   conversation: string,
   upstream: readonly Slot[],
-  ttlSeconds: number,
-  now: number,
 ): Promise<void> {
   const ids = new Set<string>();
   for (const slot of upstream)
@@ -254,5 +196,5 @@ export async function saveIndex(
   if (ids.size === 0) return;
   const content = JSON.stringify({ conversation, ids: [...ids] });
   const { id, sha256 } = caller.address(`proxy-conversation\0${content}`);
-  await store.put(caller.scope, [{ id, kind: 'proxy_conversation', tool_name: null, content, sha256 }], ttlSeconds, now);
+  await artifacts.persist(caller, [{ id, kind: CONVERSATION_KIND, tool_name: null, content, sha256 }]);
 }

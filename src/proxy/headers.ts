@@ -78,22 +78,3 @@ export function credentialOf(provider: Provider, headers: IncomingHttpHeaders, q
   const key = provider.credentialQuery ? query.get(provider.credentialQuery) : null;
   return key ?? undefined;
 }
-
-/**
- * The conversation id the client itself sends, where it sends one: Claude Code's
- * `x-claude-code-session-id`, Codex's `session-id` (or `session_id`) header or `prompt_cache_key`,
- * an Anthropic `metadata.user_id` (Claude Code's holds its session id). Undefined when none: the
- * conversation is then known by its system prompt and first message only.
- */
-export function sessionOf(headers: IncomingHttpHeaders, body: Record<string, unknown>): string | undefined {
-  for (const name of ['x-claude-code-session-id', 'session-id', 'session_id', 'x-session-id']) {
-    const value = headerValue(headers, name);
-    if (value) return `${name}:${value}`;
-  }
-  if (typeof body.prompt_cache_key === 'string') return `prompt_cache_key:${body.prompt_cache_key}`;
-  const metadata = body.metadata;
-  if (typeof metadata === 'object' && metadata !== null && typeof (metadata as { user_id?: unknown }).user_id === 'string') {
-    return `user_id:${(metadata as { user_id: string }).user_id}`;
-  }
-  return undefined;
-}

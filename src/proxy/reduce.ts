@@ -1,9 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import type { Caller } from '../service/artifacts.js';
-import type { Compactor } from '../service/compactor.js';
-import { OPERATIONS, type Outcome, type PreparedStore } from '../service/operations.js';
-import type { ArtifactStore } from '../store/types.js';
-import type { PreparedContext } from '../strategies/types.js';
+import { type FitOptions, limitOf, targetOf } from '../strategies/fit/options.js';
 import {
   type ConversationState,
   compress,
@@ -17,7 +13,7 @@ import {
   type Slot,
   untouched,
 } from './conversation.js';
-import { sessionOf } from './headers.js';
+import { type FitRun, runFit } from './fit.js';
 import type { Provider, Reducible } from './providers.js';
 
 /**
@@ -27,27 +23,11 @@ import type { Provider, Reducible } from './providers.js';
  * does (`OPERATIONS['/v1/fit']`), and nothing of strategies.
  */
 
-export interface ReduceDeps {
-  readonly compactor: Compactor;
-  readonly store: ArtifactStore;
-  /** Who the artifacts and summaries belong to. */
-  readonly caller: Caller;
+export interface ReduceDeps extends FitRun {
   /** Who the conversation's state belongs to (never shared between two users of one proxy). */
-  readonly owner: Caller;
-  /**
-   * The caller's prepared summaries, read before fit and handed what it asked to prepare and
-   * spliced after by fit's own hook (`OPERATIONS['/v1/fit'].around`), as on `/v1/fit`.
-   */
-  readonly preparer: PreparedStore;
-  /**
-   * Runs the fit request as `/v1/fit` would (in line, or on a worker thread for a large history);
-   * `perform` validates it first. Default: in line.
-   */
-  readonly runFit?: (request: Record<string, unknown>, prepared: PreparedContext | undefined) => Promise<Outcome>;
+  readonly owner: FitRun['caller'];
   /** Fit options: the configured defaults with the request's `x-compactor-options` over them. */
   readonly options: Record<string, unknown>;
-  readonly signal: AbortSignal;
-  readonly now: () => number;
 }
 
 /** What to send upstream and what to remember. */
@@ -90,10 +70,8 @@ function fitRequest(
   usage: RecordedUsage | undefined,
   options: Record<string, unknown>,
 ): Record<string, unknown> {
-  const [systemField, ...rest] = reducible.system;
-  const system =
-    reducible.format === 'gemini' ? (body.systemInstruction ?? body.system_instruction) : body[systemField as string];
-  const tools = rest.includes('tools') && Array.isArray(body.tools) ? body.tools : undefined;
+  const system = reducible.systemOf(body);
+  const tools = reducible.toolsOf(body);
   const model = reducible.pathModel ?? (typeof body.model === 'string' ? body.model : undefined);
   const request: Record<string, unknown> = {
     ...(options.target_tokens === undefined && options.target_fraction === undefined ? PROXY_TARGET : {}),
@@ -102,7 +80,7 @@ function fitRequest(
     messages,
     format: reducible.format,
     ...(model ? { model } : {}),
-    ...(typeof system === 'string' || Array.isArray(system) || (typeof system === 'object' && system !== null) ? { system } : {}),
+    ...(typeof system === 'string' || (typeof system === 'object' && system !== null) ? { system } : {}),
     ...(tools ? { tools } : {}),
   };
   // The usage covers the previous upstream history and the reply: only when those are all here.
@@ -142,15 +120,17 @@ export interface Extension {
   readonly extended: unknown[];
   readonly key: string;
   readonly hashes: string[];
+  /** The provider's cache markers (messages of ours follow the client's). */
+  readonly markers: Provider['markers'];
 }
 
 /**
  * Finds the conversation and extends its previous upstream history with what the client appended
  * since (one bounded read of the store). Throws `Bypass` where the request should go on as it came
- * (no history, a conversation the server keeps: `previous_response_id`).
+ * (no history, a conversation the provider keeps: `Provider.keptUpstream`).
  */
 export async function extend(
-  deps: Pick<ReduceDeps, 'store' | 'owner' | 'now'>,
+  deps: Pick<ReduceDeps, 'compactor' | 'owner'>,
   provider: Provider,
   reducible: Reducible,
   body: Record<string, unknown>,
@@ -158,16 +138,17 @@ export async function extend(
 ): Promise<Extension> {
   const history = body[reducible.history];
   if (!Array.isArray(history) || history.length === 0) throw new Bypass('no_history');
-  if (body.previous_response_id !== undefined && body.previous_response_id !== null) throw new Bypass('previous_response_id');
-  const systemField = reducible.system[0] as string;
-  const key = conversationKey(provider.name, sessionOf(headers, body), body[systemField], history[0]);
-  const hashes = prefixHashes(key, history);
-  const found = await findState(deps.store, deps.owner, hashes, deps.now());
+  const kept = provider.keptUpstream(body);
+  if (kept) throw new Bypass(kept);
+  const key = conversationKey(provider, provider.sessionOf(headers, body), reducible.systemOf(body), history[0]);
+  const { markers } = provider;
+  const hashes = prefixHashes(key, history, markers);
+  const found = await findState(deps.compactor.artifacts, deps.owner, hashes);
   const n = history.length;
   const before: Slot[] = found
     ? [...expandSlots(found.state.upstream), ...expandSlots([{ run: [found.k, n] }])]
     : expandSlots([{ run: [0, n] }]);
-  return { history, found, before, extended: resolve(before, history), key, hashes };
+  return { history, found, before, extended: resolve(before, history, markers), key, hashes, markers };
 }
 
 /** The reduction that sends the extension as it is (no new reduction: fit deferred, or ran out of time). */
@@ -199,12 +180,7 @@ export async function decide(
   x: Extension,
 ): Promise<Reduction> {
   const request = fitRequest(reducible, body, x.extended, x.found?.usage, deps.options);
-  const fit = OPERATIONS['/v1/fit'];
-  const outcome = await fit.around(deps.preparer, deps.caller.scope, request, (prepared) =>
-    deps.runFit
-      ? deps.runFit(request, prepared)
-      : fit.perform(deps.compactor, request, { signal: deps.signal, caller: deps.caller, prepared }),
-  );
+  const outcome = await runFit(deps, request);
   const value = outcome.value as {
     messages: unknown[];
     applied: boolean;
@@ -216,7 +192,7 @@ export async function decide(
   const previous = x.found ? expandSlots(x.found.state.upstream).length : 0;
   const n = x.history.length;
   return {
-    history: untouched(upstream, n) ? undefined : resolve(upstream, x.history),
+    history: untouched(upstream, n) ? undefined : resolve(upstream, x.history, x.markers),
     action: 'reduced',
     tokens: value.tokens,
     conversation: x.key.slice(0, 16),
@@ -228,12 +204,12 @@ export async function decide(
 }
 
 /**
- * Whether the extended history is over the limit a forced reduction starts at (the options'
- * `limit`, else the proxy's default): sending it as it is could not succeed, so a reduction still
- * under way is worth a summarizer call's wait. False when it cannot be counted.
+ * Whether the extended history is over the limit a forced reduction starts at, by fit's own rule
+ * (`limitOf`, over the options with the proxy's defaults): sending it as it is could not succeed,
+ * so a reduction still under way is worth a summarizer call's wait. False when it cannot be counted.
  */
 export function overLimit(
-  compactor: Compactor,
+  compactor: ReduceDeps['compactor'],
   reducible: Reducible,
   body: Record<string, unknown>,
   x: Extension,
@@ -250,10 +226,9 @@ export function overLimit(
       ...(typeof req.context_window === 'number' ? { context_window: req.context_window } : {}),
       ...(req.usage ? { usage: req.usage as Record<string, unknown> } : {}),
     });
-    const limit = req.limit as { tokens?: number; fraction?: number } | undefined;
-    const window = counted.context_window;
-    const at = limit?.tokens ?? (window ? Math.floor((limit?.fraction ?? PROXY_LIMIT.limit.fraction) * window) : undefined);
-    return at !== undefined && counted.occupancy > at;
+    const o = req as FitOptions;
+    const profile = { contextWindow: counted.context_window ?? undefined };
+    return counted.occupancy > limitOf(o, profile, targetOf(o, profile));
   } catch {
     return false;
   }

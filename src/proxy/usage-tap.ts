@@ -21,6 +21,8 @@ const MENTION = Buffer.from('"usage');
 const LF_BOUNDARY = Buffer.from('\n\n');
 const BOUNDARIES = [LF_BOUNDARY, Buffer.from('\r\n\r\n'), Buffer.from('\r\r')];
 const CR = 13;
+/** The longest boundary (`\r\n\r\n`), in bytes. */
+const BOUNDARY_MAX = 4;
 const EVENT_SPLIT = /\r\n\r\n|\n\n|\r\r/;
 const LINE_SPLIT = /\r\n|\n|\r/;
 /** SSE lines that carry no data: `event:`, `id:`, `retry:` fields and `:` comments. */
@@ -164,23 +166,28 @@ export class UsageTap {
       return;
     }
     const mentions = this.mentioned || bytes.includes(MENTION) || this.straddles(bytes);
-    this.keepEdge(bytes);
     if (!mentions) {
+      this.keepEdge(bytes);
       const end = lastBoundaryEnd(bytes);
       if (end < 0) this.held.push(bytes);
       else this.held.reset(bytes.subarray(end));
       return;
     }
-    this.held.push(bytes);
-    const all = this.held.bytes();
-    const end = lastBoundaryEnd(all);
+    // Only the new bytes (and the few before them, for a boundary they complete) are searched:
+    // the event held so far was searched as it arrived, so a long event that mentions usage, cut
+    // into small writes, costs its length once, not once a write (issue 39).
+    const end = this.boundaryIn(bytes);
+    this.keepEdge(bytes);
     if (end < 0) {
+      this.held.push(bytes);
       this.mentioned = true;
       return;
     }
-    this.parse(all.subarray(0, end));
-    const rest = all.subarray(end);
-    this.held.reset(rest);
+    this.held.push(bytes.subarray(0, end));
+    this.parse(this.held.bytes());
+    const rest = bytes.subarray(end);
+    this.held.reset(Buffer.alloc(0));
+    this.held.push(rest);
     this.mentioned = rest.includes(MENTION);
   }
 
@@ -190,6 +197,20 @@ export class UsageTap {
     else if (rest.includes(MENTION)) this.parse(rest);
     this.held.reset(Buffer.alloc(0));
     return this.usage;
+  }
+
+  /**
+   * Where the last SSE event boundary that ends in `bytes` ends, as an offset in `bytes` (a
+   * boundary begun in the bytes before them counts), or -1. Reads `bytes` and `edge` only.
+   */
+  private boundaryIn(bytes: Buffer): number {
+    const end = lastBoundaryEnd(bytes);
+    if (end >= 0 || this.edge.length === 0) return end;
+    // A boundary is at most 4 bytes: one ending in the first 3 began in the edge.
+    const head = bytes.subarray(0, BOUNDARY_MAX - 1);
+    const joined = Buffer.concat([this.edge, head]);
+    const inJoined = lastBoundaryEnd(joined);
+    return inJoined > this.edge.length ? inJoined - this.edge.length : -1;
   }
 
   /** Whether the mention begins in the previous chunk and ends in this one. */

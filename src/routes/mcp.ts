@@ -1,4 +1,3 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
@@ -7,6 +6,7 @@ import type { Config } from '../config.js';
 import { CompactorError } from '../errors.js';
 import { artifactSearch } from '../mcp/search.js';
 import { mcpServer, type RecallDeps } from '../mcp/server.js';
+import { bearerOf, keyCheck } from '../plugins/app/keys.js';
 import { reserveMore } from '../plugins/load/admission.js';
 import type { Caller } from '../service/artifacts.js';
 
@@ -18,7 +18,6 @@ const { version } = createRequire(import.meta.url)('../../package.json') as { ve
  * (`-32600`, Invalid Request, id null), nothing of it run.
  */
 export const MCP_MAX_BATCH = 10;
-const digest = (text: string) => createHash('sha256').update(text).digest();
 
 /**
  * `/mcp`: an MCP server (streamable HTTP, stateless: each POST is answered on its own) on the
@@ -28,7 +27,7 @@ const digest = (text: string) => createHash('sha256').update(text).digest();
  * Tenant-scoped exactly like `/v1/artifacts`.
  */
 export default async function mcpRoutes(app: FastifyInstance, { config }: { config: Config }): Promise<void> {
-  const keys = (config.COMPACTOR_API_KEYS ?? []).map(digest);
+  const keys = keyCheck(config.COMPACTOR_API_KEYS);
   const calls = new Counter({
     name: 'compactor_mcp_calls_total',
     help: 'MCP tool calls by tool and outcome (recall: ok, not_found, bad_offset; search: found, none, bad_query, overloaded)',
@@ -40,15 +39,12 @@ export default async function mcpRoutes(app: FastifyInstance, { config }: { conf
 
   /** The caller of a request: its key's, or the shared scope when the service has none. */
   const callerOf = (request: FastifyRequest): Caller => {
-    if (keys.length === 0) return app.compactor.caller(null);
-    const bearer = /^Bearer[ \t]+(\S.*)$/i.exec(String(request.headers.authorization ?? ''))?.[1]?.trim();
-    const given =
-      bearer ?? (typeof request.headers['x-compactor-key'] === 'string' ? request.headers['x-compactor-key'] : undefined);
+    if (!keys.on) return app.compactor.caller(null);
+    const key = request.headers['x-compactor-key'];
+    const given = bearerOf(request.headers.authorization) ?? (typeof key === 'string' ? key : undefined);
     if (!given) throw new CompactorError('CMP_ERR_AUTH_REQUIRED', 'send Authorization: Bearer <key> or x-compactor-key');
-    const d = digest(given);
-    let ok = false;
-    for (const key of keys) ok = timingSafeEqual(d, key) || ok;
-    if (!ok) throw new CompactorError('CMP_ERR_AUTH_INVALID', 'the API key is not valid');
+    const d = keys.check(given);
+    if (!d) throw new CompactorError('CMP_ERR_AUTH_INVALID', 'the API key is not valid');
     return app.compactor.caller(d);
   };
 

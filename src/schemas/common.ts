@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { ReasonCode } from '../contract/codes.js';
 import { ActionSchema, BilledUsage, Fallback, Message, TokensReport, WarningSchema } from '../contract/parts.js';
 import { FORMAT_NAMES } from '../formats/registry.js';
+import { RECALL_TOOL_NAME } from '../history/recall-tool.js';
 
 /** Token counts a provider reports: whole, non-negative, and sane. */
 const count = z.number().int().min(0).max(1e12).nullable().optional();
@@ -80,6 +81,13 @@ export const HistoryFields = {
   usage: ReportedUsage.optional().describe(
     "the usage your provider reported for the agent's last call, as it came: occupancy is its total plus the tokens counted after it (omitted: everything is counted)",
   ),
+  recall_tool: z
+    .string()
+    .regex(RECALL_TOOL_NAME)
+    .optional()
+    .describe(
+      'the tool that gives an offloaded original back to the model (e.g. `mcp__compactor__recall`, `recall`): placeholders and summaries then say "call the `<name>` tool with art_…". Omitted: found in `tools` (`recall`, Claude Code\'s `mcp__<server>__recall`, Codex\'s `<server>__recall`, opencode\'s `<server>_recall`); none there: hints name the artifact plainly ("stored as art_…"), never a tool the model does not have',
+    ),
   run_ids: z.array(z.string().max(1024)).optional().describe('parallel to `messages`: which agent run produced each message'),
   trigger: Trigger.optional().describe('act only at or above this occupancy or length; omitted: always act'),
   dry_run: z

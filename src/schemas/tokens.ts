@@ -3,7 +3,7 @@ import { WarningCode } from '../contract/codes.js';
 import { FORMAT_NAMES } from '../formats/registry.js';
 import { HistoryFields } from './common.js';
 
-const { trigger: _trigger, dry_run: _dryRun, ...fields } = HistoryFields;
+const { trigger: _trigger, dry_run: _dryRun, recall_tool: _recallTool, ...fields } = HistoryFields;
 
 export const TokensRequest = z.strictObject(fields).meta({ id: 'TokensRequest' });
 

@@ -1,5 +1,7 @@
-import { CompactorError, fieldError } from '../errors.js';
+import { LRUCache } from 'lru-cache';
+import { CompactorError, type ErrorCode, fieldError } from '../errors.js';
 import type { Addresser } from '../history/address.js';
+import type { ArtifactKind } from '../history/artifact-kinds.js';
 import { type ExpandResult, expandHistory } from '../history/expand.js';
 import type { FormatAdapter } from '../history/format.js';
 import type { Markers } from '../history/markers.js';
@@ -14,6 +16,23 @@ import {
   StoreFailedError,
   StoreUnavailableError,
 } from '../store/types.js';
+
+/** The codes a store failure becomes here (`ArtifactService.problem`). */
+const STORE_PROBLEMS: ReadonlySet<string> = new Set<ErrorCode>([
+  'CMP_ERR_STORE_UNAVAILABLE',
+  'CMP_ERR_STORE_FAILED',
+  'CMP_ERR_STORE_ARTIFACT_TOO_LARGE',
+]);
+
+/** Whether an error is the store's: one of its own classes, or the coded error this service made of one. */
+export function isStoreProblem(error: unknown): boolean {
+  if (error instanceof StoreUnavailableError || error instanceof StoreFailedError || error instanceof StoreCapacityError)
+    return true;
+  return error instanceof CompactorError && STORE_PROBLEMS.has(error.code);
+}
+
+/** How long an original this service stored is taken as still there (not written again): see `ArtifactService.stored`. */
+export const REWRITE_AFTER_MS = 60_000;
 
 /** An offloaded original as `GET /v1/artifacts/{id}` returns it. */
 export interface ArtifactView {
@@ -52,6 +71,18 @@ export interface ArtifactServiceOptions {
  * `CMP_ERR_STORE_ARTIFACT_TOO_LARGE`. Each detail names the problem, never content or paths.
  */
 export class ArtifactService {
+  /**
+   * When each original this service stored was stored (by scope and id): a growing conversation
+   * offloads the same originals on every call, and one stored less than `REWRITE_AFTER_MS` ago is
+   * not sent to the store again (no query, no row touched, no bytes to Redis). Only where the
+   * store has no cap: under a cap, every put marks its originals used, so that eviction spares
+   * what the agent still sends. The interval is short so that a store emptied under the service
+   * heals within a minute.
+   */
+  private readonly stored = new LRUCache<string, number>({ max: 100_000 });
+  /** Whether the store has no cap (asked once: a SQLite store reads its total to answer). */
+  private uncapped: boolean | undefined;
+
   constructor(private readonly options: ArtifactServiceOptions) {}
 
   private async call<T>(op: (store: ArtifactStore) => Promise<T>): Promise<T> {
@@ -100,8 +131,14 @@ export class ArtifactService {
 
   /** Stores originals for the configured TTL (the same original twice is one artifact, in use again). */
   async persist(caller: Caller, artifacts: readonly NewArtifact[]): Promise<void> {
-    if (artifacts.length === 0) return;
-    await this.call((store) => store.put(caller.scope, artifacts, this.options.ttlSeconds, this.options.now()));
+    const now = this.options.now();
+    const recent = Math.min(REWRITE_AFTER_MS, (this.options.ttlSeconds * 1000) / 2);
+    const known = (a: NewArtifact) => now - (this.stored.get(`${caller.scope}\0${a.id}`) ?? Number.NEGATIVE_INFINITY) < recent;
+    this.uncapped ??= this.options.store?.usage()?.maxBytes === 0;
+    const fresh = this.uncapped ? artifacts.filter((a) => !known(a)) : artifacts;
+    if (fresh.length === 0) return;
+    await this.call((store) => store.put(caller.scope, fresh, this.options.ttlSeconds, now));
+    if (this.uncapped) for (const a of fresh) this.stored.set(`${caller.scope}\0${a.id}`, now);
   }
 
   /** Stores entries if the store answers; returns whether it failed (the failure is logged, not thrown). */
@@ -113,6 +150,12 @@ export class ArtifactService {
     } catch {
       return true;
     }
+  }
+
+  /** Stored records by id, as they are (no use: their TTL runs on); store failures become coded errors. */
+  async records(caller: Caller, ids: readonly string[]): Promise<ReadonlyMap<string, Artifact>> {
+    if (ids.length === 0) return new Map();
+    return this.call((store) => store.get(caller.scope, ids, this.options.now()));
   }
 
   /** Stored contents by id, read as a use; empty when the store cannot answer (callers treat it as a miss). */
@@ -222,10 +265,11 @@ export class ArtifactService {
   }
 
   /**
-   * The caller's artifacts of `kinds`, most recently used first, within `limit` (what the MCP
-   * `search` looks through); not a use. Store failures are coded problems, as everywhere here.
+   * The caller's live artifacts of `kinds` (the table in `history/artifact-kinds.ts`), most
+   * recently used first, within `limit`: what the MCP `search` looks through and the conversation
+   * record reads. Not a use (their TTL runs on); store failures are coded problems, as everywhere here.
    */
-  async recent(caller: Caller, kinds: readonly string[], limit: RecentLimit): Promise<Artifact[]> {
+  async recent(caller: Caller, kinds: readonly ArtifactKind[], limit: RecentLimit): Promise<Artifact[]> {
     return this.call((store) => store.recent(caller.scope, kinds, this.options.now(), limit));
   }
 

@@ -10,6 +10,7 @@ import { checkDepth } from '../history/limits.js';
 import { markers } from '../history/markers.js';
 import { applyPlan } from '../history/plan/apply.js';
 import { evaluatePlan } from '../history/plan/evaluate.js';
+import { offeredRecallTool } from '../history/recall-tool.js';
 import type { Violation, Warning } from '../history/types.js';
 import type { ArtifactStore } from '../store/types.js';
 import { type PreparedContext, type Strategy, type StrategyResult, withTotal } from '../strategies/types.js';
@@ -18,6 +19,7 @@ import { SingleFlight } from '../summarizers/single-flight.js';
 import type { SettledSummary, Summarizer } from '../summarizers/types.js';
 import type { TokenCounter } from '../tokens/counter.js';
 import { ArtifactService, type ArtifactView, type Caller } from './artifacts.js';
+import { ConversationService } from './conversations.js';
 import { billOnce, offeredPrepared } from './prepared-run.js';
 import { checkParallel, type HistoryInput, parseHistory, prepareRequest, triggered } from './request-history.js';
 import { answers, beyond, type StrategyResponse, splicedOf } from './strategy-response.js';
@@ -65,6 +67,8 @@ export interface RunOptions {
 export class Compactor {
   /** Offloaded originals: persistence, expand, recall. */
   readonly artifacts: ArtifactService;
+  /** The conversation record: one entry per model call (`GET /v1/conversations`, `/ui`). */
+  readonly conversations: ConversationService;
   private readonly summarizer: Summarizer;
   /** Identical summaries in flight at once share one summarizer call. */
   private readonly flights = new SingleFlight<SettledSummary>();
@@ -86,6 +90,11 @@ export class Compactor {
       ttlSeconds: options.artifactTtlSeconds ?? 7 * 24 * 3600,
       expandMaxBytes: options.expandMaxBytes ?? 0,
       logger: options.logger,
+      now: options.now ?? Date.now,
+    });
+    this.conversations = new ConversationService({
+      artifacts: this.artifacts,
+      prices: this.prices,
       now: options.now ?? Date.now,
     });
   }
@@ -188,7 +197,8 @@ export class Compactor {
       counter: this.counter,
       profile: h.profile,
       address: caller.address,
-      markers: caller.markers,
+      // Hints name the recall tool the request offers (or the caller names), else the artifact plainly.
+      markers: caller.markers.withRecallTool(req.recall_tool ?? offeredRecallTool(h, req.tools, req.system)),
       summarizer: this.summarizer,
       flights: this.flights,
       recall: (ids) => this.artifacts.recall(caller, ids),

@@ -10,6 +10,7 @@ import { STRATEGIES, STRATEGY_KINDS, type StrategyKind } from '../strategies/reg
 import { type PreparedContext, type PrepareRequest, prepares, type Strategy, type StrategyResult } from '../strategies/types.js';
 import type { Caller } from './artifacts.js';
 import type { Compactor } from './compactor.js';
+import { type FitExtra, recordFit } from './fit-record.js';
 import type { PreparedSummaries } from './prepared-summaries.js';
 import { checkBody } from './request-body.js';
 import type { HistoryInput } from './request-history.js';
@@ -115,8 +116,11 @@ function mayPrepare(input: unknown): boolean {
 const withPrepared: Around = async (preparer, scope, input, work) => {
   const outcome = await work(mayPrepare(input) ? await preparer.context(scope) : undefined);
   const late = await preparer.after(scope, outcome);
-  const value = outcome.value as { warnings?: unknown[] } | undefined;
-  if (late.length > 0) value?.warnings?.push(...late);
+  const value = outcome.value as { warnings?: unknown[]; prepared?: { id?: string } } | undefined;
+  if (late.length === 0 || !value) return outcome;
+  value.warnings?.push(...late);
+  // Not queued: the response must not say it was being made (issue 39): it names no prepared summary.
+  if (outcome.prepare && value.prepared?.id === outcome.prepare.id) delete value.prepared;
   return outcome;
 };
 
@@ -148,9 +152,19 @@ async function runStrategy<O extends z.ZodObject, E extends object, R extends St
   request: HistoryInput & z.output<O>,
   call: Call,
 ): Promise<Outcome> {
+  const started = performance.now();
   const answer = await compactor.run(strategy, request, request, call);
   const { extra, failure, after, sources, ...result } = answer;
   const x: ReportedExtra = extra;
+  if (kind === 'fit') {
+    await recordFit(
+      compactor.conversations,
+      call.caller,
+      request,
+      { ...result, ...(extra as FitExtra) },
+      performance.now() - started,
+    );
+  }
   const dryRun = request.dry_run === true;
   const report: Report = {
     strategy: kind,

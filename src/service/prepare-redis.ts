@@ -204,6 +204,11 @@ export class RedisPreparer implements PreparedSummaries {
     };
   }
 
+  /** Rejects while jobs cannot be queued: the queue's connection is not set up, or Redis does not answer. */
+  check(): Promise<void> {
+    return this.queue.ping();
+  }
+
   async close(deadlineMs?: number): Promise<void> {
     await this.queue.close(deadlineMs);
     await this.redis.quit().catch(() => {});

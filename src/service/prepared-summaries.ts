@@ -53,6 +53,8 @@ export interface PreparedSummaries {
   after(scope: string, outcome: PrepareOutcome): Promise<Warning[]>;
   /** `GET /v1/prepared/{id}`: one of the caller's prepared summaries; undefined when unknown or another's. */
   view(scope: string, id: string): Promise<PreparedView | undefined>;
+  /** Rejects while prepared summaries cannot be queued (readiness asks); absent where they always can. */
+  check?(): Promise<void>;
   close(deadlineMs?: number): Promise<void>;
 }
 

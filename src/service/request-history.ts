@@ -13,7 +13,8 @@ import { type ModelProfile, resolveModel } from '../tokens/models.js';
 import { checkUsage, occupancyFromUsage } from '../tokens/occupancy.js';
 
 /** The fields of a request that carry a history (trigger and dry run optional: not every endpoint takes them). */
-export type HistoryInput = Omit<HistoryRequest, 'trigger' | 'dry_run'> & Partial<Pick<HistoryRequest, 'trigger' | 'dry_run'>>;
+export type HistoryInput = Omit<HistoryRequest, 'trigger' | 'dry_run' | 'recall_tool'> &
+  Partial<Pick<HistoryRequest, 'trigger' | 'dry_run' | 'recall_tool'>>;
 
 export type Counting = z.output<typeof TokensReport>['counting'];
 

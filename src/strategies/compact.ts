@@ -127,9 +127,17 @@ class Compaction {
   }
 }
 
-/** What a placeholder ends with: the tool that gives the original back (the text depends on the artifact only, so a prompt cache keeps it). */
-const recall = (id: string | null, tokens: number) =>
-  id ? `(${tokens} tokens offloaded; call the \`recall\` tool with ${id} to see them)` : `(${tokens} tokens cleared)`;
+/**
+ * What a placeholder ends with: the tool that gives the original back when the request offers one
+ * (`Markers.recallTool`), else the artifact id plainly. The text depends on the artifact and the
+ * tool only, so a prompt cache keeps it; an earlier placeholder is never rewritten (it verifies as it is).
+ */
+const recall = (tool: string | undefined, id: string | null, tokens: number) => {
+  if (!id) return `(${tokens} tokens cleared)`;
+  return tool
+    ? `(${tokens} tokens offloaded; call the \`${tool}\` tool with ${id} to see them)`
+    : `(${tokens} tokens offloaded as ${id})`;
+};
 
 /** Step 1: an older copy of a newer result becomes a pointer to the newest copy. */
 function dedupe(c: Compaction, sites: readonly ResultSiteInfo[]): void {
@@ -146,7 +154,7 @@ function dedupe(c: Compaction, sites: readonly ResultSiteInfo[]): void {
       s,
       'tool_result_duplicate',
       (id, tokens) =>
-        `${marker(id)} Identical to the output of the later call ${newer.callId} (${s.tool}). ${recall(id, tokens)}`,
+        `${marker(id)} Identical to the output of the later call ${newer.callId} (${s.tool}). ${recall(c.ctx.markers.recallTool, id, tokens)}`,
     );
   }
 }
@@ -157,7 +165,7 @@ function clearResults(c: Compaction, sites: readonly ResultSiteInfo[]): void {
     if (s.kept || !c.replaceable(s)) continue;
     c.replace(s, 'tool_result', (id, tokens) => {
       const body = render(placeholderFor(s.tool, c.o.rules), { tool: s.tool, id, tokens, args: s.args });
-      return `${marker(id)} ${body} ${recall(id, tokens)}`;
+      return `${marker(id)} ${body} ${recall(c.ctx.markers.recallTool, id, tokens)}`;
     });
   }
 }
@@ -168,7 +176,9 @@ function truncateResults(c: Compaction, sites: readonly ResultSiteInfo[], limit:
     if (s.protected || c.done.has(s) || c.underTarget() || c.sizeOf(s) <= limit) continue;
     c.replace(s, 'tool_result_truncated', (id, tokens) => {
       const { head, tail } = headAndTail(s.text, tokens, limit);
-      const note = id ? `call the \`recall\` tool with ${id} for the full output` : 'the full output was not kept';
+      const tool = c.ctx.markers.recallTool;
+      const stored = tool ? `call the \`${tool}\` tool with ${id} for the full output` : `the full output is stored as ${id}`;
+      const note = id ? stored : 'the full output was not kept';
       return `${head}\n\n${marker(id)} … ${tokens - limit} of ${tokens} tokens omitted; ${note} …\n\n${tail}`;
     });
   }
@@ -272,9 +282,9 @@ function clearInputs(c: Compaction, sites: readonly ResultSiteInfo[], bound: Bin
       const args = { ...call.args };
       for (const [key, value] of large) {
         const tokens = tokensOf(ctx, value as string);
-        args[key] = original.id
-          ? `${marker(original.id)} ${INPUT_PLACEHOLDER} (${tokens} tokens; call the \`recall\` tool with ${original.id} to see them)`
-          : `${marker(original.id)} ${INPUT_PLACEHOLDER} (${tokens} tokens)`;
+        const tool = ctx.markers.recallTool;
+        const where = tool ? `call the \`${tool}\` tool with ${original.id} to see them` : `stored as ${original.id}`;
+        args[key] = `${marker(original.id)} ${INPUT_PLACEHOLDER} (${tokens} tokens${original.id ? `; ${where}` : ''})`;
       }
       // The binding leaves out what clearing changes: the call reads as the same call once cleared, and so do its results.
       const signed = ctx.markers.placeholderArgs(bound.call(index, call.slot) ?? '', original.id, args);

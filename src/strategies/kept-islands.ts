@@ -12,7 +12,7 @@ import type { PreparedHistory } from './types.js';
 export interface Islands {
   /** For each message, whether it is kept below any cut (`mendBelow` adds the gaps it keeps). */
   readonly kept: Uint8Array;
-  /** Whether the first user message's group is kept. */
+  /** Whether the first user turn's groups are kept. */
   readonly keepsFirst: boolean;
 }
 
@@ -21,10 +21,11 @@ export const groupAt = (h: PreparedHistory, index: number): Group => h.groups[h.
 
 /**
  * The islands of a history above `prefix` (messages before it are kept: the head, or fit's
- * summary). `firstUser` is the first user message to keep (-1: none); it is kept only where it
- * may follow the prefix, unless its group is pinned (then the gap before it is kept instead).
+ * summary). `turn` is the first user turn to keep (`firstTurn`; `[-1, -1]`: none), as whole
+ * groups; it is kept only where it may follow the prefix, unless its first group is pinned (then
+ * the gap before it is kept instead).
  */
-export function keptIslands(h: PreparedHistory, prefix: number, firstUser: number): Islands {
+export function keptIslands(h: PreparedHistory, prefix: number, turn: readonly [number, number]): Islands {
   const { items, groups, format } = h;
   const n = items.length;
   // Seams are mended once the cut is known (`mendBelow`).
@@ -32,10 +33,11 @@ export function keptIslands(h: PreparedHistory, prefix: number, firstUser: numbe
   kept.fill(1, 0, Math.min(prefix, n));
   const prefixLast: Item | undefined = prefix > 0 ? items[prefix - 1] : undefined;
   let keepsFirst = false;
+  const [firstUser, turnEnd] = turn;
   if (firstUser >= prefix && firstUser < n) {
     const group = groupAt(h, firstUser);
     keepsFirst = group.pinned === true || format.canFollow(prefixLast, items[group.start] as Item);
-    if (keepsFirst) kept.fill(1, group.start, group.end);
+    if (keepsFirst) kept.fill(1, group.start, groupAt(h, Math.max(firstUser, turnEnd - 1)).end);
   }
   for (const group of groups) if (group.pinned && group.start >= prefix) kept.fill(1, group.start, group.end);
   return { kept, keepsFirst };

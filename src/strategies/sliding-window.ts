@@ -1,7 +1,9 @@
 import { z } from 'zod';
 import { Dropped as DroppedSchema } from '../contract/parts.js';
+import type { Markers } from '../history/markers.js';
 import type { Entry, Removal } from '../history/plan/types.js';
 import type { Item, Warning } from '../history/types.js';
+import { firstTurn } from './first-turn.js';
 import { keptIslands, keptTokens, lastKeptBefore, mendBelow } from './kept-islands.js';
 import type { PreparedHistory, Strategy, StrategyResult } from './types.js';
 
@@ -26,7 +28,12 @@ export type Keep = z.output<typeof KeepSchema>;
 
 export const WindowOptions = z.strictObject({
   keep: KeepSchema.default({ runs: 10 }).describe('how much of the newest history to keep: runs, messages or tokens'),
-  keep_first_user: z.boolean().default(true).describe('keep the first user message (the original task)'),
+  keep_first_user: z
+    .boolean()
+    .default(true)
+    .describe(
+      'keep the first user turn (the original task): every user message after the head up to the first assistant-side item, byte-identical',
+    ),
 });
 
 export type Dropped = z.output<typeof DroppedSchema>;
@@ -41,9 +48,15 @@ const sum = (counts: readonly number[], from: number, to: number): number => {
  * The requested cut (start of the kept tail), before it is moved to a safe boundary. `floor`: the
  * messages before it are kept whatever the budget (the head, or more: see `windowAbove`). `kept`:
  * messages kept below any cut (`keptIslands`), counted once against a token budget; without it,
- * the first user message is.
+ * the first user turn `turn` (`[start, end)`, `[-1, -1]` for none) is.
  */
-export function requestedCut(h: PreparedHistory, keep: Keep, firstUser: number, floor = h.head, kept?: Uint8Array): number {
+export function requestedCut(
+  h: PreparedHistory,
+  keep: Keep,
+  turn: readonly [number, number],
+  floor = h.head,
+  kept?: Uint8Array,
+): number {
   const n = h.items.length;
   if (keep.runs !== undefined) {
     const k = Math.max(1, keep.runs);
@@ -54,14 +67,14 @@ export function requestedCut(h: PreparedHistory, keep: Keep, firstUser: number, 
   const budget = keep.tokens ?? 0;
   let used = sum(h.counts, 0, floor);
   if (kept) used += keptTokens(h, kept, floor, n);
-  else if (firstUser >= floor) used += h.counts[firstUser] as number;
+  else if (turn[0] >= floor) used += sum(h.counts, turn[0], turn[1]);
   let cut = n;
   for (let g = h.groups.length - 1; g >= 0; g--) {
     const group = h.groups[g];
     if (!group || group.kind === 'head' || group.start < floor) break;
     let cost = sum(h.counts, group.start, group.end);
     if (kept) cost -= keptTokens(h, kept, group.start, group.end);
-    else if (firstUser >= group.start && firstUser < group.end) cost -= h.counts[firstUser] as number;
+    else if (turn[0] >= floor) cost -= sum(h.counts, Math.max(group.start, turn[0]), Math.min(group.end, turn[1]));
     if (used + cost > budget && cut < n) break;
     used += cost;
     cut = group.start;
@@ -87,8 +100,12 @@ export function safeCut(h: PreparedHistory, requested: number, floor = h.head): 
  * moved back to a group start, never below the newest group, and further back while the format
  * would reject the seam (e.g. two user turns in a row in Anthropic). No LLM, no usage.
  */
-function run(h: PreparedHistory, options: z.output<typeof WindowOptions>): StrategyResult<{ dropped: Dropped }> {
-  return windowAbove(h, options, h.head);
+function run(
+  h: PreparedHistory,
+  options: z.output<typeof WindowOptions>,
+  ctx: { markers: Markers },
+): StrategyResult<{ dropped: Dropped }> {
+  return windowAbove(h, options, h.head, ctx.markers);
 }
 
 /**
@@ -101,6 +118,7 @@ export function windowAbove(
   h: PreparedHistory,
   options: z.output<typeof WindowOptions>,
   floor: number,
+  markers?: Markers,
 ): StrategyResult<{ dropped: Dropped }> {
   const { items, groups, groupOf, format } = h;
   const n = items.length;
@@ -111,9 +129,9 @@ export function windowAbove(
     if (g.start < head) head = g.end;
   }
   const warnings: Warning[] = [];
-  const firstUser = options.keep_first_user ? h.firstUser : -1;
-  const { kept } = keptIslands(h, head, firstUser);
-  const requested = requestedCut(h, options.keep, firstUser, head, kept);
+  const turn = options.keep_first_user ? firstTurn(h, markers) : ([-1, -1] as const);
+  const { kept } = keptIslands(h, head, turn);
+  const requested = requestedCut(h, options.keep, turn, head, kept);
   let cut = safeCut(h, requested, head);
   // The tail's first message must be one the format accepts after the last message kept before it.
   while (cut > head && cut < n) {

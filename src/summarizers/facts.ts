@@ -1,5 +1,6 @@
 import { MAX_FACT, scanFacts, trimEnd } from './fact-scan.js';
 import { type ClassCount, renderTrail, type Trail } from './trail.js';
+import { renderWords, type UserWords } from './user-words.js';
 
 /**
  * The fact guard (docs/strategies.md, a rolling summary, step 6): exact identifiers are extracted from the range
@@ -76,7 +77,8 @@ export const NO_FACTS: FactReport = { found: 0, kept: 0, appended: 0, left_out: 
 
 /**
  * Appends the facts a summary dropped under "Key references", then the artifact trail (within its
- * budget, `trail.tokens`), to the summarizer's prose; reports what happened. `found` is how many
+ * budget, `trail.tokens`), then the user's own words (`words`), to the summarizer's prose; reports
+ * what happened. `found` is how many
  * identifiers the guard's `facts` were chosen from.
  */
 export function guardFacts(
@@ -84,6 +86,7 @@ export function guardFacts(
   facts: readonly string[],
   found = facts.length,
   trail?: { trail: Trail; tokens: number },
+  words?: UserWords,
 ): { text: string; facts: FactReport } {
   const missing = facts.filter((f) => !summary.includes(f));
   let text =
@@ -94,6 +97,9 @@ export function guardFacts(
     if (rendered.text) text = `${text.trimEnd()}\n\n${rendered.text}`;
     classes.push(...rendered.counts);
   }
+  // The user's own words end the summary, after the trail (`user-words.ts`).
+  const listed = words ? renderWords(words) : '';
+  if (listed) text = `${text.trimEnd()}\n\n${listed}`;
   if (found > 0)
     classes.push({
       class: 'references',

@@ -3,6 +3,7 @@ import type { SummaryPlanSchema } from '../contract/parts.js';
 import { CompactorError } from '../errors.js';
 import type { FactReport } from './facts.js';
 import type { Trail } from './trail.js';
+import type { UserWords } from './user-words.js';
 
 /** One message of the range to summarize, as the summarizers read it (format-free). */
 export interface TranscriptEntry {
@@ -29,6 +30,11 @@ export interface SummaryRequest {
    * (0: no trail); written after the prose whatever the summarizer writes.
    */
   trail?: { trail: Trail; tokens: number } | undefined;
+  /**
+   * The user's own words: the earlier summary's list, then the messages the user typed in the
+   * range (`user-words.ts`); written last, after the trail, whatever the summarizer writes.
+   */
+  words?: UserWords | undefined;
   /** How many identifiers `facts` were chosen from (the guard reports the rest as left out). */
   factsFound?: number | undefined;
   /** Budget for the summary, in tokens. */

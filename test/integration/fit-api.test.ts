@@ -120,49 +120,49 @@ t.test('fit on the corpus: valid output, at or under target or target_not_met', 
   }
 });
 
-t.test('fit: when the window must still cut after a summary, it keeps the summary and drops what follows', async (t) => {
-  const { server, app } = await buildWithLlm(t);
-  server.fallback = () => ({
-    content: '## Goal and constraints\nWrite the essay.\n## Current state\nParagraphs 1 to 20 drafted.',
-  });
-  const paragraph = (i: number) => `Paragraph ${i}: ${'the quick brown fox jumps over the lazy dog '.repeat(30)}`;
-  const messages = [
-    { role: 'system', content: 'You are a writer.' },
-    { role: 'user', content: 'Write a long essay, one paragraph per turn.' },
-    ...Array.from({ length: 24 }, (_, i) => ({ role: i % 2 ? 'user' : 'assistant', content: i % 2 ? 'Go on.' : paragraph(i) })),
-  ];
-  // Four newest messages kept by the summary are still over the target: the window must cut.
-  const res = await app.inject({
-    method: 'POST',
-    url: '/v1/fit',
-    payload: { messages, target_tokens: 600, summarize: { keep: { messages: 4 } } },
-  });
-  t.equal(res.statusCode, 200);
-  const body = res.json();
-  t.same(
-    body.stages.map((s: { strategy: string; applied: boolean }) => [s.strategy, s.applied]),
-    [
-      ['compact', false],
-      ['summarize', true],
-      ['window', true],
-    ],
-  );
-  t.match(body.messages[body.summary.message_index].content, /^\[compactor:summary /, 'the summary is where the report says');
-  t.same(violationsOf('openai-chat', body.messages), []);
-  const expanded = await app.inject({ method: 'POST', url: '/v1/expand', payload: { messages: body.messages } });
-  t.equal(expanded.statusCode, 200);
-  t.ok(expanded.json().restored >= 1 && expanded.json().missing.length === 0, 'the summarized range is restored');
-  t.same(
-    expanded.json().messages,
-    messages.filter((_, i) => body.actions[i].action !== 'drop'),
-    'expand gives back every input message but those the window dropped',
-  );
-  t.ok(
-    body.actions.filter((a: { action: string }) => a.action === 'summarize').length > 0 &&
-      body.actions.some((a: { action: string }) => a.action === 'drop'),
-    'some messages summarized, the ones after the summary dropped',
-  );
-});
+t.test(
+  'fit: when the window must still cut after a summary, it keeps the summary and marks what it removes after it',
+  async (t) => {
+    const { server, app } = await buildWithLlm(t);
+    server.fallback = () => ({
+      content: '## Goal and constraints\nWrite the essay.\n## Current state\nParagraphs 1 to 20 drafted.',
+    });
+    const paragraph = (i: number) => `Paragraph ${i}: ${'the quick brown fox jumps over the lazy dog '.repeat(30)}`;
+    const messages = [
+      { role: 'system', content: 'You are a writer.' },
+      { role: 'user', content: 'Write a long essay, one paragraph per turn.' },
+      ...Array.from({ length: 24 }, (_, i) => ({ role: i % 2 ? 'user' : 'assistant', content: i % 2 ? 'Go on.' : paragraph(i) })),
+    ];
+    // Four newest messages kept by the summary are still over the target: the window must cut.
+    const res = await app.inject({
+      method: 'POST',
+      url: '/v1/fit',
+      payload: { messages, target_tokens: 600, summarize: { keep: { messages: 4 } } },
+    });
+    t.equal(res.statusCode, 200);
+    const body = res.json();
+    t.same(
+      body.stages.map((s: { strategy: string; applied: boolean }) => [s.strategy, s.applied]),
+      [
+        ['compact', false],
+        ['summarize', true],
+        ['window', true],
+      ],
+    );
+    t.match(body.messages[body.summary.message_index].content, /^\[compactor:summary /, 'the summary is where the report says');
+    t.same(violationsOf('openai-chat', body.messages), []);
+    const expanded = await app.inject({ method: 'POST', url: '/v1/expand', payload: { messages: body.messages } });
+    t.equal(expanded.statusCode, 200);
+    t.ok(expanded.json().restored >= 1 && expanded.json().missing.length === 0, 'the summarized range is restored');
+    t.same(expanded.json().messages, messages, 'expand gives back every input message, those the window removed too (issue 37)');
+    t.match(JSON.stringify(body.messages), /\[compactor:window art_[0-9a-f]{24} own covers=\d+ mac=/, 'a marker stands for them');
+    t.ok(
+      body.actions.filter((a: { action: string }) => a.action === 'summarize').length > 0 &&
+        body.actions.some((a: { action: string }) => a.action === 'drop'),
+      'some messages summarized, the ones after the summary dropped',
+    );
+  },
+);
 
 t.test('fit dry run: reports the stages it can predict and the summarizer calls it would make, calls nothing', async (t) => {
   if (!django) throw new Error('corpus missing');

@@ -1,4 +1,5 @@
 import { request as httpRequest } from 'node:http';
+import type { FastifyInstance } from 'fastify';
 import t from 'tap';
 import { build } from '../support/app.js';
 import { FakeProvider } from '../support/fake-provider.js';
@@ -46,18 +47,64 @@ t.test('rate limit: 429 with retry-after, per client, /v1 only', async (t) => {
   t.equal(other.statusCode, 200, 'another client has its own budget');
 });
 
+/**
+ * Blocks the event loop in slices until under-pressure has measured a delay past its limit (its
+ * sample comes every second): waits on the measure, to a generous deadline, not on a duration.
+ */
+async function saturate(app: FastifyInstance): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  while (!app.isUnderPressure()) {
+    if (Date.now() > deadline) throw new Error('the event-loop delay was never measured past the limit');
+    const end = Date.now() + 300;
+    while (Date.now() < end) {
+      // Saturate the event loop, as a burst of heavy requests would.
+    }
+    await new Promise((r) => setImmediate(r));
+  }
+}
+
+/** A `/v1` request whose body is still arriving: in flight until `finish`. */
+async function holdRequest(base: string) {
+  const req = httpRequest(`${base}/v1/tokens`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'transfer-encoding': 'chunked' },
+  });
+  const answered = new Promise<number>((resolve, reject) => {
+    req.on('response', (res) => {
+      res.resume();
+      resolve(res.statusCode ?? 0);
+    });
+    req.on('error', reject);
+  });
+  const body = JSON.stringify(history);
+  req.write(body.slice(0, 5));
+  await new Promise((r) => req.once('socket', r));
+  return {
+    finish: () => {
+      req.end(body.slice(5));
+      return answered;
+    },
+  };
+}
+
 t.test('a saturated event loop sheds load with 503 and retry-after; health keeps answering; it recovers', async (t) => {
   const app = await build(t, { COMPACTOR_MAX_EVENT_LOOP_DELAY_MS: '50' });
-  const end = Date.now() + 1500;
-  while (Date.now() < end) {
-    // Saturate the event loop, as a burst of heavy requests would.
+  const { base } = await listen(app);
+  const held = await holdRequest(base);
+  // The held request is in flight once the app weighed its first bytes: the metrics say so.
+  for (let seen = false, end = Date.now() + 60_000; !seen; ) {
+    if (Date.now() > end) throw new Error('the held request was never counted');
+    const metrics = await app.inject({ method: 'GET', url: '/metrics' });
+    seen = /^compactor_inflight_bytes [1-9]/m.test(metrics.body);
+    if (!seen) await new Promise((r) => setTimeout(r, 20));
   }
-  await new Promise((r) => setTimeout(r, 20));
+  await saturate(app);
   const shed = await app.inject({ method: 'POST', url: '/v1/tokens', payload: history });
   t.equal(shed.statusCode, 503);
   t.equal(shed.json().code, 'CMP_ERR_OVERLOADED');
   t.equal(shed.headers['retry-after'], '5');
   t.equal((await app.inject({ method: 'GET', url: '/health/live' })).statusCode, 200, 'liveness is not shed');
+  t.equal(await held.finish(), 200, 'the request in flight is answered');
   let recovered = 0;
   // Polled to a generous deadline (30 s): a busy machine frees the loop late, not never.
   for (let i = 0; i < 300 && recovered !== 200; i++) {
@@ -65,6 +112,14 @@ t.test('a saturated event loop sheds load with 503 and retry-after; health keeps
     recovered = (await app.inject({ method: 'POST', url: '/v1/tokens', payload: history })).statusCode;
   }
   t.equal(recovered, 200, 'serves again once the loop is free');
+});
+
+t.test('a lagging event loop with nothing in flight does not shed the one request there is (a busy boot)', async (t) => {
+  // Issue 39 #11: right after boot on a busy machine, the first /v1/compact was shed 3 times of 3.
+  const app = await build(t, { COMPACTOR_MAX_EVENT_LOOP_DELAY_MS: '50' });
+  await saturate(app);
+  const first = await app.inject({ method: 'POST', url: '/v1/tokens', payload: history });
+  t.equal(first.statusCode, 200, 'served: nothing of ours was in flight');
 });
 
 t.test('requests take turns in arrival order; past the queue wait limit new ones get 503 with retry-after', async (t) => {

@@ -90,3 +90,54 @@ t.test('message content, prompts and keys never reach a log line', async (t) => 
   t.match(metrics.body, /compactor_summary_cache_total\{result="miss"\} 1/);
   t.match(metrics.body, /compactor_artifacts_total\{kind="tool_result"\}/);
 });
+
+t.test(
+  'one startup line says what the service runs with, never a credential; a warning for a surprising configuration',
+  async (t) => {
+    const boot = async (env: Record<string, string>) => {
+      const { lines, stream } = capture();
+      const app = await buildApp(testConfig({ COMPACTOR_STORE_URL: 'memory:', ...env }), {
+        logger: pino({ level: 'info' }, stream),
+      });
+      t.teardown(() => app.close());
+      await app.ready();
+      return lines;
+    };
+    const quiet = await boot({
+      COMPACTOR_UPSTREAM_OPENAI: 'https://llm.example.com:8443/tenant-path',
+      OPENAI_API_KEY: 'sk-hunter2-secret',
+      OPENAI_BASE_URL: 'http://127.0.0.1:9/v1',
+      COMPACTOR_SUMMARIZER_MODEL: 'gpt-4o-mini',
+    });
+    const starting = quiet.filter((l) => l.msg === 'compactor starting');
+    t.equal(starting.length, 1, 'one startup line');
+    t.match(starting[0], {
+      level: 30,
+      store: 'memory',
+      summarizer: 'llm gpt-4o-mini',
+      keys: 'off',
+      upstreams: { openai: 'https://llm.example.com:8443', anthropic: 'https://api.anthropic.com' },
+    });
+    for (const field of ['version', 'prepared_summaries', 'workers', 'body_limit', 'max_inflight_bytes'])
+      t.ok(field in (starting[0] ?? {}), field);
+    t.notMatch(JSON.stringify(quiet), /hunter2|tenant-path/, 'origins only');
+    t.same(
+      quiet.filter((l) => l.level === 40),
+      [],
+      'nothing to warn about on a local bind with every upstream on',
+    );
+
+    const loud = await boot({ COMPACTOR_UPSTREAM_GEMINI: 'off', HOST: '0.0.0.0', COMPACTOR_ALLOWED_HOSTS: 'compactor.internal' });
+    const warnings = loud.filter((l) => l.level === 40).map((l) => String(l.msg));
+    t.equal(warnings.length, 2);
+    t.match(warnings[0], /COMPACTOR_UPSTREAM_GEMINI=off/);
+    t.match(warnings[1], /COMPACTOR_API_KEYS is unset and HOST=0\.0\.0\.0/);
+    const keyed = await boot({ HOST: '0.0.0.0', COMPACTOR_API_KEYS: 'key-a-0123456789ab' });
+    t.same(
+      keyed.filter((l) => l.level === 40),
+      [],
+      'keys on: no warning on a public bind',
+    );
+    t.notMatch(JSON.stringify(keyed), /key-a-0123456789ab/);
+  },
+);

@@ -91,7 +91,8 @@ t.test('the tools, and the originals of cleared tool results in every format, by
     ],
   ];
   for (const [format, messages, original] of histories) {
-    const out = await compacted(app, { messages, format });
+    // The request offers the recall tool (as an SDK app wiring the MCP server does): the placeholder names it.
+    const out = await compacted(app, { messages, format, recall_tool: 'recall' });
     const id = out.artifacts[0]?.id as string;
     t.ok(id, `${format}: an artifact`);
     t.ok(

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { buildWithLlm } from '../support/app.js';
+import { gate } from '../support/fake-openai.js';
 import { conversation, fit, fitBody, SYSTEM, settled } from '../support/prepared.js';
 
 /**
@@ -107,7 +108,9 @@ for (const workers of ['0', '1']) {
 
 t.test('one prepared summary per conversation at a time; the cost policy waits for it rather than pay twice', async (t) => {
   const { app, server } = await buildWithLlm(t);
-  server.fallback = (req) => ({ delayMs: 1500, content: `## Goal\nSummary of ${req.messages.length} messages.` });
+  // The summary is held until the calls that must find it being made were answered.
+  const held = gate(t);
+  server.fallback = (req) => ({ until: held.until, content: `## Goal\nSummary of ${req.messages.length} messages.` });
   const cost = { policy: 'cost', cache: { enabled: false } };
   const first = [SYSTEM, ...conversation(12)];
   const a = await fit(app, fitBody(first, cost));
@@ -120,6 +123,7 @@ t.test('one prepared summary per conversation at a time; the cost policy waits f
   t.equal(c.json.applied, false, 'a summary would pay, but the same range is being prepared');
   t.equal(c.json.reason, 'summary_being_prepared');
   t.equal(server.requests.length, 1, 'no summarizer call on the request path');
+  held.open();
   t.equal((await settled(app, a.json.prepared.id)).state, 'ready');
   const d = await fit(app, fitBody(over, cost));
   t.equal(d.json.applied, true);
@@ -333,8 +337,9 @@ async function calls(server: Awaited<ReturnType<typeof buildWithLlm>>['server'],
 
 t.test('embedded: a full queue drops its oldest waiting job for a new one, counted, never made', async (t) => {
   const { app, server } = await buildWithLlm(t, { COMPACTOR_SUMMARIZER_CONCURRENCY: '1', COMPACTOR_PREPARE_QUEUE_MAX: '2' });
-  // The first job holds the only slot for a while: the others wait behind it.
-  server.enqueue({ delayMs: 1500, content: '## Goal and constraints\nA slow summary.' });
+  // The first job holds the only slot until every fit was answered: the others wait behind it.
+  const held = gate(t);
+  server.enqueue({ until: held.until, content: '## Goal and constraints\nA slow summary.' });
   const ids: string[] = [];
   for (const from of [0, 100, 200, 300, 400]) {
     const res = await fit(app, fitBody([SYSTEM, ...conversation(12, from)]));
@@ -342,6 +347,7 @@ t.test('embedded: a full queue drops its oldest waiting job for a new one, count
     ids.push(res.json.prepared.id);
     if (from === 0) await calls(server, 1);
   }
+  held.open();
   const views = [];
   for (const id of ids) views.push(await settled(app, id));
   t.same(
@@ -357,7 +363,9 @@ t.test('embedded: a full queue drops its oldest waiting job for a new one, count
 t.test('embedded: a waiting job whose range left the index (newest 32 per key) is dropped before it runs', async (t) => {
   // Room for every waiting job: only the index drops one here.
   const { app, server } = await buildWithLlm(t, { COMPACTOR_SUMMARIZER_CONCURRENCY: '1', COMPACTOR_PREPARE_QUEUE_MAX: '64' });
-  server.enqueue({ delayMs: 1500, content: '## Goal and constraints\nA slow summary.' });
+  // The first job holds the only slot until every fit was answered (a delay was not always enough).
+  const held = gate(t);
+  server.enqueue({ until: held.until, content: '## Goal and constraints\nA slow summary.' });
   let last = '';
   for (let i = 0; i < 34; i++) {
     const res = await fit(app, fitBody([SYSTEM, ...conversation(12, i * 100)]));
@@ -365,6 +373,7 @@ t.test('embedded: a waiting job whose range left the index (newest 32 per key) i
     last = res.json.prepared.id;
     if (i === 0) await calls(server, 1);
   }
+  held.open();
   // FIFO on one slot: once the newest is made, every job before it ran or was dropped.
   t.equal((await settled(app, last)).state, 'ready');
   t.equal(server.requests.length, 33, 'the second range, out of the index while it waited, was never made');

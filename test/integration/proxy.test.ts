@@ -278,8 +278,12 @@ t.test(
     let history: unknown[] = [SYSTEM, ...conversation(12)];
     const actions = [await send(history)];
     // The summary is prepared in the background while the agent goes on.
-    for (let i = 0; i < 100 && llm.requests.length === 0; i++) await new Promise((r) => setTimeout(r, 20));
-    await new Promise((r) => setTimeout(r, 600));
+    // Waits until it was made (the metric says so), to a generous deadline, rather than for 600 ms.
+    for (let end = Date.now() + 60_000; Date.now() < end; ) {
+      const text = (await app.inject({ method: 'GET', url: '/metrics' })).body;
+      if (/compactor_prepared_total\{event="prepared"\} [1-9]/.test(text)) break;
+      await new Promise((r) => setTimeout(r, 20));
+    }
     for (let turn = 12; turn < 24; turn += 2) {
       history = [...history, ...conversation(2, turn)];
       actions.push(await send(history));

@@ -5,7 +5,7 @@ import t from 'tap';
 import { build, fakeLlm } from '../support/app.js';
 import { loadConverted } from '../support/convert.js';
 import { loadCorpus } from '../support/corpus.js';
-import type { FakeOpenAI, Reply } from '../support/fake-openai.js';
+import { type FakeOpenAI, gate, type Reply } from '../support/fake-openai.js';
 import { adapter, violationsOf } from '../support/invariants.js';
 import { schemaErrors } from '../support/schemas.js';
 
@@ -65,7 +65,7 @@ t.test('an LLM summary, then a fold: one call over the old summary and only the 
   t.same(a.messages.slice(0, 2), history(12).slice(0, 2), 'head and first user message kept');
   t.match(
     a.messages[2].content,
-    /^\[compactor:summary art_[0-9a-f]{24} own covers=20 mac=[0-9a-f]{16}\] \(the messages it replaces: call the `recall` tool with art_[0-9a-f]{24}\)\n## Goal/,
+    /^\[compactor:summary art_[0-9a-f]{24} own covers=20 mac=[0-9a-f]{16}\] \(the messages it replaces are stored as art_[0-9a-f]{24}\)\n## Goal/,
   );
   t.same(a.messages.slice(3), history(12).slice(-4), 'tail kept byte-identical');
   t.equal(server.requests.length, 1);
@@ -508,9 +508,13 @@ t.test('sections mode, QA merge: the merged header joins the user messages, or s
     ).json();
   const joined = await post(false);
   t.equal(joined.applied, true);
+  // The first section is the task: kept as it came (its header byte-identical), never merged.
+  const qaOf = (body: { messages: { content?: unknown }[] }) =>
+    body.messages.find((m) => String(m.content).startsWith('[compactor:qa-header'))?.content;
+  t.same(joined.messages[1], messages[1], 'the task is kept, not merged');
   t.match(
-    joined.messages[1].content,
-    /^\[compactor:qa-header art_[0-9a-f]{24} mac=[0-9a-f]{16}\] \(the messages it replaces: call the `recall` tool with art_[0-9a-f]{24}\)\nRequest number 0: build part 0\.\n\nRequest number 1/,
+    qaOf(joined),
+    /^\[compactor:qa-header art_[0-9a-f]{24} mac=[0-9a-f]{16}\] \(the messages it replaces are stored as art_[0-9a-f]{24}\)\nRequest number 1: build part 1\.\n\nRequest number 2/,
     'user messages joined verbatim',
   );
   server.requests.length = 0;
@@ -521,8 +525,8 @@ t.test('sections mode, QA merge: the merged header joins the user messages, or s
       : fallback(req);
   const summarized = await post(true);
   t.match(
-    summarized.messages[1].content,
-    /^\[compactor:qa-header art_[0-9a-f]{24} mac=[0-9a-f]{16}\] \(the messages it replaces: call the `recall` tool with art_[0-9a-f]{24}\)\nThe user asked to build parts 0 to 3\./,
+    qaOf(summarized),
+    /^\[compactor:qa-header art_[0-9a-f]{24} mac=[0-9a-f]{16}\] \(the messages it replaces are stored as art_[0-9a-f]{24}\)\nThe user asked to build parts 0 to 3\./,
     'user messages summarized',
   );
   t.ok(
@@ -592,8 +596,19 @@ t.test(
     );
 
     const failedBefore = server.requests.length;
-    server.fallback = () => ({ delayMs: 100, fault: 'status', status: 400 });
+    // The failing call is held until all five asked for the summary (joined its flight): a delay
+    // was not always enough on a busy machine.
+    const held = gate(t);
+    const flights = (app.compactor as unknown as { flights: { run: (...args: unknown[]) => unknown } }).flights;
+    const run = flights.run.bind(flights);
+    let asked = 0;
+    flights.run = (...args: unknown[]) => {
+      if (++asked === 5) held.open();
+      return run(...args);
+    };
+    server.fallback = () => ({ until: held.until, fault: 'status', status: 400 });
     const failed = await burst({ messages: history(14), keep: { messages: 4 }, on_failure: 'keep' }, 5);
+    flights.run = run;
     const failedBodies = failed.map((r) => r.json());
     t.ok(
       failedBodies.every((b) => b.reason === 'summarizer_failed'),
@@ -615,8 +630,12 @@ t.test(
 t.test('requests with different timeout_ms asking for one summary at once: each keeps its own deadline', async (t) => {
   const server = await fakeLlm(t);
   const app = await appWith(t, server, { COMPACTOR_SUMMARIZER_TIMEOUT_MS: '5000' });
-  // The summary takes 2.5 s: a short request would have to start that late to find it cached.
-  server.fallback = () => ({ delayMs: 2500, content: '## Goal and constraints\nBuild the project.\n## Current state\nBuilt.' });
+  // Each summary is held until the short request was answered: it never finds it made.
+  let held = gate(t);
+  server.fallback = () => ({
+    until: held.until,
+    content: '## Goal and constraints\nBuild the project.\n## Current state\nBuilt.',
+  });
   const ask = (n: number, timeout_ms: number) =>
     app
       .inject({
@@ -627,14 +646,21 @@ t.test('requests with different timeout_ms asking for one summary at once: each 
       .then((r) => r.json());
 
   // The short one first: its timeout is not shared with the long one, which waits for its summary.
-  const [short, long] = await Promise.all([ask(12, 300), ask(12, 8000)]);
+  const [shortAsked, longAsked] = [ask(12, 300), ask(12, 8000)];
+  const short = await shortAsked;
+  held.open();
+  const long = await longAsked;
   t.equal(short.reason, 'summarizer_failed', 'the 300 ms request times out');
   t.equal(long.applied, true, 'the 8000 ms request, arriving with it, still gets its summary');
   t.equal(long.summary.cached, false, 'from a call of its own');
 
   // The long one first: the short one does not wait past its own deadline for the long one's call.
-  // (Sharing the long one's call, it would have been applied after 2.5 s.)
-  const [long2, short2] = await Promise.all([ask(14, 8000), ask(14, 300)]);
+  // (Sharing the long one's call, it would have been applied once that call was answered.)
+  held = gate(t);
+  const [long2Asked, short2Asked] = [ask(14, 8000), ask(14, 300)];
+  const short2 = await short2Asked;
+  held.open();
+  const long2 = await long2Asked;
   t.equal(long2.applied, true);
   t.equal(short2.reason, 'summarizer_failed', 'the 300 ms request times out on its own deadline');
 });
@@ -765,23 +791,26 @@ t.test(
   async (t) => {
     const server = await fakeLlm(t);
     const app = await appWith(t, server, { COMPACTOR_SUMMARIZER_TIMEOUT_MS: '5000' });
-    // The first call is too slow for its request's 1 s; the second answers at once.
-    server.enqueue({ delayMs: 2500, content: '## Goal and constraints\nLate.\n## Current state\nLate.' });
-    server.enqueue({ delayMs: 50, content: '## Goal and constraints\nBuild the project.\n## Current state\nBuilt.' });
-    const ask = () =>
+    // The first call is never answered while the test runs (past its request's 1 s); the second at once.
+    const held = gate(t);
+    server.enqueue({ until: held.until, content: '## Goal and constraints\nLate.\n## Current state\nLate.' });
+    server.enqueue({ content: '## Goal and constraints\nBuild the project.\n## Current state\nBuilt.' });
+    const ask = (timeout_ms: number) =>
       app
         .inject({
           method: 'POST',
           url: '/v1/summarize',
-          payload: { messages: history(12), keep: { messages: 4 }, on_failure: 'keep', timeout_ms: 1000 },
+          payload: { messages: history(12), keep: { messages: 4 }, on_failure: 'keep', timeout_ms },
         })
         .then((r) => r.json());
-    const first = ask();
-    // An identical request 600 ms later (an agent's retry) joins the first one's call...
-    await new Promise((r) => setTimeout(r, 600));
-    const second = await ask();
+    const first = ask(1000);
+    // An identical request while the first one's call is out (an agent's retry) joins it...
+    for (let end = Date.now() + 30_000; server.requests.length === 0 && Date.now() < end; ) {
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    const second = await ask(30_000);
     t.equal((await first).reason, 'summarizer_failed', 'the first runs out of its 1 s');
-    // ...and, with 600 ms of its own left when that call gives up, makes its own.
+    // ...and, with time of its own left when that call gives up, makes its own.
     t.equal(second.applied, true, 'the second still gets its summary');
     t.equal(second.usage.calls, 1, 'billed for its own call');
     t.equal(server.requests.length, 2);

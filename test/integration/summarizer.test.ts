@@ -6,7 +6,7 @@ import { LlmSummarizer } from '../../src/summarizers/llm.js';
 import { escapeContent, renderTranscript } from '../../src/summarizers/transcript.js';
 import type { SummaryRequest, SummaryUsage, TranscriptEntry } from '../../src/summarizers/types.js';
 import { build, fakeLlm } from '../support/app.js';
-import type { FakeOpenAI, Reply } from '../support/fake-openai.js';
+import { type FakeOpenAI, gate, type Reply } from '../support/fake-openai.js';
 import { countO200k } from '../support/tokenizer.js';
 
 const count = countO200k;
@@ -90,12 +90,14 @@ t.test('llm: retries honour retry-after, then succeed', async (t) => {
 });
 
 t.test('llm: faults become our codes, with what was billed', async (t) => {
+  const held = gate(t);
   const cases: [string, () => Reply[], string, number][] = [
     [
       'slow past the timeout',
+      // Never answered while the test runs: past any timeout, however slow the machine.
       () => [
-        { delayMs: 800, content: 'late' },
-        { delayMs: 800, content: 'late' },
+        { until: held.until, content: 'late' },
+        { until: held.until, content: 'late' },
       ],
       'CMP_ERR_SUMMARIZER_TIMEOUT',
       2,
@@ -128,7 +130,9 @@ t.test('llm: faults become our codes, with what was billed', async (t) => {
   for (const [name, script, code, calls] of cases) {
     const server = await fakeLlm(t);
     server.enqueue(...script());
-    const error = await failure(llm(server, { timeoutMs: 300, maxRetries: 1 }).summarize(request()));
+    // Only the slow case may time out: the others get a timeout no busy machine reaches.
+    const timeoutMs = name === 'slow past the timeout' ? 300 : 60_000;
+    const error = await failure(llm(server, { timeoutMs, maxRetries: 1 }).summarize(request()));
     t.equal(error.code, code, `${name}: ${code}`);
     t.equal(server.requests.length, calls, `${name}: ${calls} call(s)`);
     const billed = name === 'empty content' ? 2 : name === 'an answer far over max_tokens' ? 1 : 0;

@@ -148,7 +148,9 @@ t.test(
     });
     t.equal(meanwhile.status, 200, 'another client is served meanwhile');
     const [slow, stalled] = await Promise.all([slowHeaders, stalledBody]);
-    t.ok(Date.now() - started < 5000, `both timed out within seconds (${Date.now() - started} ms)`);
+    // Their 408s say they timed out (a hang fails the test at its own timeout); only a lower bound
+    // on time is asserted: a busy machine answers late, never early (issue 39: 5,239 ms at load 35).
+    t.ok(Date.now() - started >= 900, `both timed out, not before the timeout (${Date.now() - started} ms)`);
     t.match(
       problem(t, answers(slow)[0], 408, 'CMP_ERR_REQUEST_TIMEOUT').detail,
       /within 1000 ms \(COMPACTOR_REQUEST_TIMEOUT_MS\)/,

@@ -58,3 +58,66 @@ t.test('an event far larger than the tail, cut anywhere, still gives its usage',
     { numRuns: 50 },
   );
 });
+
+/**
+ * Offsets where a cut is most likely to break a reader: inside or right around every mention of
+ * usage, every line end and every event boundary (each CR and LF, and the bytes beside them).
+ */
+function riskyCuts(bytes: Buffer): number[] {
+  const cuts = new Set<number>();
+  const text = bytes.toString('latin1');
+  for (let i = text.indexOf('"usage'); i >= 0; i = text.indexOf('"usage', i + 1)) {
+    for (let k = -1; k <= 7; k++) cuts.add(i + k);
+  }
+  for (let i = 0; i < bytes.length; i++) {
+    if (bytes[i] === 10 || bytes[i] === 13) for (let k = -1; k <= 2; k++) cuts.add(i + k);
+  }
+  return [...cuts].filter((c) => c > 0 && c < bytes.length).sort((a, b) => a - b);
+}
+
+t.test('the usage tap reads the same usage whatever cuts are made where mentions and boundaries are', async () => {
+  fc.assert(
+    fc.property(
+      fc.array(event, { minLength: 1, maxLength: 20 }),
+      fc.constantFrom('\n', '\r\n', '\r'),
+      fc.infiniteStream(fc.boolean()),
+      (events, eol, picks) => {
+        const text = events.map((e) => `event: e${eol}data: ${JSON.stringify(body(e))}${eol}${eol}`).join('');
+        const bytes = Buffer.from(text);
+        const cuts = riskyCuts(bytes).filter(() => picks.next().value);
+        const tap = new UsageTap(true);
+        let at = 0;
+        for (const cut of [...cuts, bytes.length]) {
+          tap.write(bytes.subarray(at, cut));
+          at = cut;
+        }
+        const expected: Record<string, unknown> = {};
+        for (const e of events) if (e.kind === 'usage') Object.assign(expected, e.usage);
+        assert.deepEqual(tap.end(), events.some((e) => e.kind === 'usage') ? expected : undefined);
+      },
+    ),
+    { numRuns: 400 },
+  );
+});
+
+t.test('one byte at a time, and every risky cut at once, read the same usage as one write', async () => {
+  fc.assert(
+    fc.property(fc.array(event, { minLength: 1, maxLength: 12 }), fc.constantFrom('\n', '\r\n', '\r'), (events, eol) => {
+      const bytes = Buffer.from(events.map((e) => `data: ${JSON.stringify(body(e))}${eol}${eol}`).join(''));
+      const whole = new UsageTap(true);
+      whole.write(bytes);
+      const expected = whole.end();
+      const single = new UsageTap(true);
+      for (let i = 0; i < bytes.length; i++) single.write(bytes.subarray(i, i + 1));
+      assert.deepEqual(single.end(), expected);
+      const risky = new UsageTap(true);
+      let at = 0;
+      for (const cut of [...riskyCuts(bytes), bytes.length]) {
+        risky.write(bytes.subarray(at, cut));
+        at = cut;
+      }
+      assert.deepEqual(risky.end(), expected);
+    }),
+    { numRuns: 200 },
+  );
+});

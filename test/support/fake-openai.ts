@@ -10,6 +10,11 @@ export interface Reply {
   usage?: { prompt_tokens: number; completion_tokens: number; cached_tokens?: number };
   /** Wait this long before answering (past the client's timeout to simulate a slow server). */
   delayMs?: number;
+  /**
+   * Answer only once this settles: a reply held until the test says so (`gate()`), so that no test
+   * depends on a delay being long enough on a busy machine. A client that gave up is not answered.
+   */
+  until?: Promise<unknown>;
   fault?: 'status' | 'malformed' | 'reset';
   /** For `status`: the HTTP status (429, 500, …) and an optional retry-after in seconds. */
   status?: number;
@@ -82,6 +87,7 @@ export class FakeOpenAI {
     this.requests.push(recorded);
     const reply = this.script.shift() ?? this.fallback(recorded);
     if (reply.delayMs) await new Promise((r) => setTimeout(r, reply.delayMs));
+    if (reply.until) await reply.until.catch(() => {});
     if (res.destroyed) return;
     if (reply.fault === 'reset') {
       req.socket.destroy();
@@ -132,4 +138,17 @@ export class FakeOpenAI {
       }),
     );
   }
+}
+
+/**
+ * A promise the test settles (`open`) when it has done what a held reply must wait for; opened at
+ * the latest when the test ends, so that nothing is left waiting.
+ */
+export function gate(t: { teardown(fn: () => void): void }): { until: Promise<void>; open: () => void } {
+  let open = (): void => {};
+  const until = new Promise<void>((resolve) => {
+    open = resolve;
+  });
+  t.teardown(() => open());
+  return { until, open };
 }

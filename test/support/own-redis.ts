@@ -19,6 +19,8 @@ export interface OwnRedis {
   pause(): void;
   /** SIGCONT. */
   resume(): void;
+  /** SIGKILL, resolved once the process has exited (a Redis that is gone: connections refused). */
+  kill(): Promise<void>;
   /** A client of the test's own (closed when the test ends), to look at keys or FLUSHALL. */
   client(): Redis;
 }
@@ -34,7 +36,7 @@ export async function ownRedis(t: Pick<Test, 'teardown'>): Promise<OwnRedis> {
   const clients: Redis[] = [];
   t.teardown(async () => {
     for (const c of clients) c.disconnect();
-    if (child.exitCode !== null) return;
+    if (child.exitCode !== null || child.signalCode !== null) return;
     const exited = once(child, 'exit');
     child.kill('SIGCONT');
     child.kill('SIGKILL');
@@ -63,6 +65,13 @@ export async function ownRedis(t: Pick<Test, 'teardown'>): Promise<OwnRedis> {
     port,
     pause: () => child.kill('SIGSTOP'),
     resume: () => child.kill('SIGCONT'),
+    kill: async () => {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      const exited = once(child, 'exit');
+      child.kill('SIGCONT');
+      child.kill('SIGKILL');
+      await exited;
+    },
     client,
   };
 }

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { normalized } from '../../src/proxy/conversation.js';
+import { PROVIDERS } from '../../src/proxy/providers.js';
 import { build } from '../support/app.js';
 import { CLIENT_NAMES, CLIENTS, type ClientName, installClient, registryReachable, runClient } from '../support/clients.js';
 import { FakeProvider, rememberedSteps } from '../support/fake-provider.js';
@@ -7,6 +7,8 @@ import { listen } from '../support/net.js';
 import { asObject } from '../support/provider/parse.js';
 import type { RecordedRequest } from '../support/provider/types.js';
 import { Recorder, type Sent } from '../support/recorder.js';
+
+const { normalized } = PROVIDERS.anthropic.markers;
 
 /**
  * The agents people run, through the proxy: Claude Code, Codex CLI and opencode (pinned, from

@@ -1,5 +1,5 @@
-import { accessSync, constants } from 'node:fs';
-import { delimiter, join } from 'node:path';
+import { accessSync, constants, mkdirSync } from 'node:fs';
+import { delimiter, join, resolve } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import t from 'tap';
 import { build } from '../support/app.js';
@@ -48,6 +48,8 @@ function strategy(b: Json): boolean {
 }
 
 const chromium = findChromium();
+/** Screenshots kept as test artifacts (gitignored). */
+const SHOTS = resolve(import.meta.dirname, '../artifacts');
 
 t.test(
   'Swagger UI: Try it out, then Execute, on every POST endpoint answers 200 with the documented shape',
@@ -97,6 +99,20 @@ t.test(
       const shown = block.locator('.live-responses-table tbody .response-col_status').first();
       await shown.waitFor();
       t.match((await shown.textContent()) ?? '', /^\s*200/, `${path}: the UI shows 200`);
+      // The answer is one screen below Execute: the long examples above it are collapsed.
+      const [distance, height] = await block.evaluate((b) => {
+        const execute = b.querySelector('.btn.execute')?.getBoundingClientRect();
+        const answer = b.querySelector('.live-responses-table tbody .response-col_description')?.getBoundingClientRect();
+        return [answer && execute ? answer.top - execute.bottom : Number.NaN, b.getBoundingClientRect().height];
+      });
+      t.ok(
+        distance >= 0 && distance <= 600,
+        `${path}: the answer starts ${Math.round(distance)} px below Execute (block ${Math.round(height)} px)`,
+      );
+      if (path === '/v1/fit') {
+        mkdirSync(SHOTS, { recursive: true });
+        await block.screenshot({ path: join(SHOTS, 'swagger-fit.png') });
+      }
       if (path in STRATEGY_SHAPES) {
         const text = (await block.locator('.live-responses-table .response-col_description pre').first().textContent()) ?? '';
         t.match(text, /^\s*\{\s*"applied"/, `${path}: the answer shown starts with its verdict`);

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { ConfigError, loadConfig, PRICES_FILE_MAX_BYTES, redactUrl } from '../../src/config.js';
+import { workerCount } from '../../src/plugins/app/worker-pool.js';
 
 t.test('defaults', async (t) => {
   const config = loadConfig({});
@@ -186,3 +187,17 @@ t.test(
     t.doesNotThrow(() => loadConfig({ ...self, OPENAI_BASE_URL: 'http://127.0.0.1:8080/v1' }), 'not a proxy path');
   },
 );
+
+t.test('COMPACTOR_WORKERS: auto sizes the pool to the machine, a number is itself', async (t) => {
+  t.equal(loadConfig({}).COMPACTOR_WORKERS, 'auto');
+  t.equal(loadConfig({ COMPACTOR_WORKERS: '3' }).COMPACTOR_WORKERS, 3);
+  t.equal(loadConfig({ COMPACTOR_WORKERS: '0' }).COMPACTOR_WORKERS, 0);
+  t.throws(() => loadConfig({ COMPACTOR_WORKERS: 'many' }), /COMPACTOR_WORKERS/);
+  t.throws(() => loadConfig({ COMPACTOR_WORKERS: '65' }), /COMPACTOR_WORKERS/);
+  t.equal(workerCount('auto', 1), 1, 'one core: still one worker (large requests stay off the main thread)');
+  t.equal(workerCount('auto', 2), 1);
+  t.equal(workerCount('auto', 3), 2);
+  t.equal(workerCount('auto', 64), 4, 'at most 4 (memory)');
+  t.equal(workerCount(0, 8), 0);
+  t.equal(workerCount(6, 2), 6);
+});

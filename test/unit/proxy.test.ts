@@ -3,14 +3,12 @@ import {
   compress,
   conversationKey,
   expandSlots,
-  followMarkers,
-  normalized,
   prefixHashes,
   resolve,
   type Slot,
   untouched,
 } from '../../src/proxy/conversation.js';
-import { clientResponseHeaders, credentialOf, sessionOf, upstreamRequestHeaders } from '../../src/proxy/headers.js';
+import { clientResponseHeaders, credentialOf, upstreamRequestHeaders } from '../../src/proxy/headers.js';
 import { PROVIDERS } from '../../src/proxy/providers.js';
 import { Upstreams } from '../../src/proxy/upstream.js';
 import { lastUsageObject, TAIL, UsageTap } from '../../src/proxy/usage-tap.js';
@@ -93,20 +91,23 @@ t.test('the usage tap reads each provider’s usage from its stream or its JSON,
 });
 
 t.test('conversation state: markers and one-block texts do not change the past; a rewrite does', async (t) => {
+  const { markers } = PROVIDERS.anthropic;
+  const { normalized } = markers;
+  const followMarkers = markers.follow;
   const a = { role: 'user', content: [{ type: 'text', text: 'hi', cache_control: { type: 'ephemeral' } }] };
   t.equal(normalized(a), normalized({ role: 'user', content: [{ type: 'text', text: 'hi' }] }), 'a moved cache marker');
   t.equal(normalized(a), normalized({ role: 'user', content: 'hi' }), 'one text block is its text');
   t.not(normalized(a), normalized({ role: 'user', content: 'ho' }));
-  const key = conversationKey('anthropic', 'session', 'system', a);
+  const key = conversationKey(PROVIDERS.anthropic, 'session', 'system', a);
   t.not(
     key,
-    conversationKey('anthropic', 'session', 'system', { role: 'user', content: 'other task' }),
+    conversationKey(PROVIDERS.anthropic, 'session', 'system', { role: 'user', content: 'other task' }),
     'sub-agents are conversations of their own',
   );
   const messages = [a, { role: 'assistant', content: 'x' }, { role: 'user', content: 'y' }];
-  const hashes = prefixHashes(key, messages);
+  const hashes = prefixHashes(key, messages, markers);
   t.equal(hashes.length, 4);
-  t.same(prefixHashes(key, messages.slice(0, 2)), hashes.slice(0, 3), 'a prefix hashes as the longer history’s prefix');
+  t.same(prefixHashes(key, messages.slice(0, 2), markers), hashes.slice(0, 3), 'a prefix hashes as the longer history’s prefix');
   const upstream: Slot[] = compress([
     { run: [0, 1] },
     { ours: { role: 'assistant', content: [{ type: 'text', text: 'P' }] }, of: 1 },
@@ -114,7 +115,7 @@ t.test('conversation state: markers and one-block texts do not change the past; 
   ]);
   t.same(expandSlots(upstream).length, 3);
   t.same(
-    resolve(upstream, messages).map((m) => (m as { role: string }).role),
+    resolve(upstream, messages, markers).map((m) => (m as { role: string }).role),
     ['user', 'assistant', 'user'],
   );
   t.ok(untouched(compress([{ run: [0, 1] }, { run: [1, 3] }]), 3), 'runs merge');
@@ -164,6 +165,7 @@ t.test('headers: credentials and provider headers pass, hop-by-hop and Compactor
   );
   t.equal(credentialOf(PROVIDERS.anthropic, { authorization: 'Bearer oauth-token' }, new URLSearchParams()), 'oauth-token');
   t.equal(credentialOf(PROVIDERS.gemini, {}, new URLSearchParams('key=g-key&alt=sse')), 'g-key');
+  const { sessionOf } = PROVIDERS.anthropic;
   t.equal(sessionOf({ 'x-claude-code-session-id': 's1' }, {}), 'x-claude-code-session-id:s1');
   t.equal(sessionOf({}, { prompt_cache_key: 'p' }), 'prompt_cache_key:p');
   t.equal(sessionOf({}, { metadata: { user_id: 'u' } }), 'user_id:u');
@@ -186,13 +188,16 @@ t.test('the upstream is configuration only: a path never moves the request to an
   );
   t.equal(up.url('anthropic', '/@evil.example/x')?.origin, 'https://api.anthropic.com');
   t.equal(up.url('gemini', '/v1beta/models'), undefined, 'off');
-  t.same(PROVIDERS.gemini.reducible('POST', '/v1beta/models/gemini-3-pro:streamGenerateContent'), {
-    format: 'gemini',
-    history: 'contents',
-    system: ['systemInstruction', 'system_instruction', 'tools'],
-    pathModel: 'gemini-3-pro',
-    pathStream: true,
-  });
+  const gemini = PROVIDERS.gemini.reducible('POST', '/v1beta/models/gemini-3-pro:streamGenerateContent');
+  t.match(gemini, { format: 'gemini', history: 'contents', pathModel: 'gemini-3-pro', pathStream: true });
+  t.equal(gemini?.systemOf({ system_instruction: 'S' }), 'S', "Gemini's system field, either spelling");
+  const tools = [{ type: 'function', function: { name: 'f' } }];
+  const chat = PROVIDERS.openai.reducible('POST', '/v1/chat/completions');
+  t.equal(chat?.systemOf({ tools, messages: [] }), undefined, "Chat's tools are not its system prompt");
+  t.same(chat?.toolsOf({ tools, messages: [] }), tools, 'they are its tools');
+  t.equal(PROVIDERS.openai.reducible('POST', '/v1/responses')?.systemOf({ instructions: 'I' }), 'I');
+  t.equal(PROVIDERS.openai.keptUpstream({ previous_response_id: 'resp_1' }), 'previous_response_id');
+  t.equal(PROVIDERS.openai.keptUpstream({}), undefined);
   t.equal(PROVIDERS.openai.reducible('GET', '/v1/responses'), undefined);
   t.ok(PROVIDERS.anthropic.reducible('POST', '/v1/messages/count_tokens')?.countOnly);
 });

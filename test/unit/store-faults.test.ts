@@ -77,14 +77,13 @@ t.test('Redis failures: a replica, credentials and permissions are permanent; th
 t.test(
   'a database path under /proc fails at once, naming the folder (Node 20 recursive mkdir loops forever there)',
   async (t) => {
-    const started = Date.now();
+    // A hang would never return (the test's own timeout fails it): each throw is the proof, not a time.
     t.throws(() => prepareFile('/proc/self/no-such-dir/deeper/store.db'), {
       name: 'StoreFailedError',
       problem: /cannot create its folder \/proc\/self\/no-such-dir/,
     });
     t.throws(() => prepareFile('/proc/version/store.db'), { name: 'StoreFailedError', problem: /\/proc\/version is a file/ });
     t.throws(() => prepareFile('/tmp'), { name: 'StoreFailedError', problem: /it is a folder, not a database file/ });
-    t.ok(Date.now() - started < 1000, 'no hang');
   },
 );
 
@@ -114,9 +113,8 @@ t.test('store health: one probe per cache period, shared by concurrent checks, n
   let release = () => {};
   const hung = probed(() => new Promise<void>((resolve) => (release = resolve)));
   const slow = new StoreHealth(hung, { cacheMs: 1500, timeoutMs: 200 });
-  const started = Date.now();
+  // The probe never answers until released: an answer at all is the timeout's (no wall-clock bound).
   const state = await slow.check();
-  t.ok(Date.now() - started < 1000, 'answered within the timeout');
   t.same(state, { ok: false, status: 'store_unavailable', reason: 'the memory store did not answer within 200 ms' });
   await slow.check();
   t.equal(hung.calls, 1, 'a probe still running is waited for, not doubled');

@@ -1,9 +1,10 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
 import rateLimit from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { CompactorError } from '../../errors.js';
+import { isProxyRoute } from '../../proxy/names.js';
 import { hostCheck } from './host-check.js';
+import { bearerOf, keyCheck } from './keys.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -33,8 +34,6 @@ export interface GuardOptions {
   bindHost?: string;
 }
 
-const digest = (text: string) => createHash('sha256').update(text).digest();
-
 /**
  * Whether a request is for a `/v1` route, decided on the route the router matched, never on the
  * raw request target: `/%76%31/compact`, `/v%31/compact` and `GET http://host/v1/…` all match
@@ -52,7 +51,7 @@ export function isApiRequest(request: FastifyRequest): boolean {
  */
 export default fp<GuardOptions>(
   async (app: FastifyInstance, options) => {
-    const keys = (options.apiKeys ?? []).map(digest);
+    const keys = keyCheck(options.apiKeys);
     const table: FastifyInstance['routeTable'] = [];
     app.decorate('routeTable', table);
     app.decorateRequest('apiKeyDigest', null);
@@ -61,33 +60,29 @@ export default fp<GuardOptions>(
       route.config = { ...route.config, api };
       // The proxy and /mcp check the key themselves (the proxy in x-compactor-key, since its
       // Authorization is the provider's), whatever the scope.
-      const own = route.url === '/mcp' || /^\/(anthropic|openai|gemini)\//.test(route.url);
+      const own = route.url === '/mcp' || isProxyRoute(route.url);
       for (const method of [route.method].flat())
-        table.push({ method, url: route.url, protected: api || options.scope === 'all' || (own && keys.length > 0) });
+        table.push({ method, url: route.url, protected: api || options.scope === 'all' || (own && keys.on) });
     });
     const guarded = (request: FastifyRequest) => options.scope === 'all' || isApiRequest(request);
 
     // Without keys, a page a browser loaded from another name must not reach the service through
     // DNS rebinding; with keys, the key stands in the way, unless names are configured anyway.
-    if (keys.length === 0 || options.allowedHosts !== undefined) {
+    if (!keys.on || options.allowedHosts !== undefined) {
       app.addHook(
         'onRequest',
         hostCheck([...(options.allowedHosts ?? []), ...(options.bindHost ? [options.bindHost.toLowerCase()] : [])]),
       );
     }
 
-    if (keys.length > 0) {
+    if (keys.on) {
       app.addHook('onRequest', async (request, reply) => {
         if (!guarded(request)) return;
-        const header = request.headers.authorization;
-        const match = typeof header === 'string' ? /^Bearer[ \t]+([^ \t].*)$/i.exec(header) : null;
+        const bearer = bearerOf(request.headers.authorization);
         reply.header('www-authenticate', 'Bearer realm="compactor"');
-        if (!match?.[1]) throw new CompactorError('CMP_ERR_AUTH_REQUIRED', 'send Authorization: Bearer <key>');
-        const given = digest(match[1].trim());
-        // Compare with every key, always: the time taken says nothing about which one matched.
-        let ok = false;
-        for (const key of keys) ok = timingSafeEqual(given, key) || ok;
-        if (!ok) throw new CompactorError('CMP_ERR_AUTH_INVALID', 'the API key is not valid');
+        if (!bearer) throw new CompactorError('CMP_ERR_AUTH_REQUIRED', 'send Authorization: Bearer <key>');
+        const given = keys.check(bearer);
+        if (!given) throw new CompactorError('CMP_ERR_AUTH_INVALID', 'the API key is not valid');
         reply.removeHeader('www-authenticate');
         request.apiKeyDigest = given;
       });

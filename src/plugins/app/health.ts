@@ -3,6 +3,7 @@ import fp from 'fastify-plugin';
 import { z } from 'zod';
 import { CompactorError } from '../../errors.js';
 import { StoreHealth } from '../../store/health.js';
+import { CachedCheck } from './ready-check.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -13,7 +14,9 @@ declare module 'fastify' {
 
 const Status = z
   .object({
-    status: z.string().meta({ description: '`ok`, `ready`, `starting`, `draining`, `store_unavailable` or `store_failed`' }),
+    status: z.string().meta({
+      description: '`ok`, `ready`, `starting`, `draining`, `store_unavailable`, `store_failed` or `prepared_unavailable`',
+    }),
     reason: z.string().optional().meta({ description: 'Why the service is not ready (never content, never a path)' }),
   })
   .meta({ id: 'HealthStatus', description: 'The service is up (`ok`) or ready to serve (`ready`).' });
@@ -23,7 +26,9 @@ const Status = z
  * (never the summarizer's health): 503 `draining` once shutdown starts, 503 `starting` until the
  * worker pool the server warms at boot is up, 503 `store_unavailable`
  * or `store_failed` with a reason while the artifact store does not take writes (a small write,
- * its answer reused for 1.5 s, never awaited past 1 s), else 200 `ready`. Once `close()` starts,
+ * its answer reused for 1.5 s, never awaited past 1 s), 503 `prepared_unavailable` while shared
+ * prepared summaries cannot be queued (their queue's Redis connection is not set up or does not
+ * answer a PING; checked and reused the same way; issue 39), else 200 `ready`. Once `close()` starts,
  * other requests that still arrive on open connections get 503 `CMP_ERR_SERVICE_UNAVAILABLE`
  * with `connection: close` (Fastify's own 503 is plain JSON); health keeps answering.
  */
@@ -31,6 +36,8 @@ export default fp(
   async (app: FastifyInstance) => {
     app.decorate('readiness', { ready: true });
     const store = new StoreHealth(app.store);
+    const check = app.preparer.check?.bind(app.preparer);
+    const prepared = check ? new CachedCheck("the prepared summaries' Redis", check) : undefined;
     let closing = false;
     app.addHook('preClose', async () => {
       closing = true;
@@ -56,9 +63,11 @@ export default fp(
         }
         const state = await store.check();
         if (!state.ok) return reply.code(503).send({ status: state.status, reason: state.reason });
+        const jobs = await prepared?.state();
+        if (jobs && !jobs.ok) return reply.code(503).send({ status: 'prepared_unavailable', reason: jobs.reason });
         return { status: 'ready' };
       },
     );
   },
-  { name: 'health', dependencies: ['compactor', 'worker-pool'] },
+  { name: 'health', dependencies: ['compactor', 'worker-pool', 'prepare'] },
 );

@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { MessageChannel } from 'node:worker_threads';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
@@ -12,11 +13,20 @@ import { serveSettled } from '../../service/settle.js';
 import { serveStore } from '../../store/remote.js';
 import type { PreparedContext } from '../../strategies/types.js';
 import type { Task, TaskResult, WorkerInit } from '../../worker.js';
+import { weightOf } from '../load/admission.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
     workerPool: WorkerPool;
   }
+}
+
+/**
+ * Worker threads for a `COMPACTOR_WORKERS` setting: `auto` is one per core beyond the one the main
+ * thread uses (at least 1, at most 4: each thread holds about 200 MiB of its own); a number is itself.
+ */
+export function workerCount(setting: number | 'auto', cores: number = availableParallelism()): number {
+  return setting === 'auto' ? Math.min(4, Math.max(1, cores - 1)) : setting;
 }
 
 /** A request body left unparsed on the main thread: a worker parses, validates and runs it. */
@@ -102,6 +112,15 @@ export class WorkerPool {
   /** Whether a body of `bytes` runs on a worker. */
   accepts(bytes: number): boolean {
     return this.options.workers > 0 && bytes >= this.options.minBytes;
+  }
+
+  /**
+   * The one rule for where a request's work runs, for every caller (`/v1` bodies, the proxy's fit):
+   * on a worker when its weight reaches the threshold — its bytes, or the weight admission counted
+   * for it (messages and objects: 250 kB of tiny messages is 8,000 of them to parse and rewrite).
+   */
+  takes(request: FastifyRequest, bytes: number): boolean {
+    return this.accepts(Math.max(bytes, weightOf(request)));
   }
 
   private start(): Piscina {

@@ -38,6 +38,12 @@ function strategyCounters(registry: Registry) {
       labelNames: ['code'],
       registers,
     }),
+    storeErrors: new Counter({
+      name: 'compactor_store_errors_total',
+      help: 'Requests answered with a store problem (CMP_ERR_STORE_UNAVAILABLE, CMP_ERR_STORE_FAILED, CMP_ERR_STORE_ARTIFACT_TOO_LARGE), by code',
+      labelNames: ['code'],
+      registers,
+    }),
     summaryCache: new Counter({
       name: 'compactor_summary_cache_total',
       help: 'Summaries served from the cache (hit) or written (miss)',
@@ -142,6 +148,7 @@ export default fp(
       requests.inc(labels);
       duration.observe(labels, reply.elapsedTime / 1000);
       if (request.problemCode?.startsWith('CMP_ERR_SUMMARIZER_')) counters.summarizerErrors.inc({ code: request.problemCode });
+      if (request.problemCode?.startsWith('CMP_ERR_STORE_')) counters.storeErrors.inc({ code: request.problemCode });
       if (!request.report) return;
       count(counters, request.report);
       logReport(request, reply, request.report);

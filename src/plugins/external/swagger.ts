@@ -5,6 +5,7 @@ import fp from 'fastify-plugin';
 import { createJsonSchemaTransform, createJsonSchemaTransformObject } from 'fastify-type-provider-zod';
 import { jsonSchemaOverride, oneComponentPerSchema } from './openapi-components.js';
 import { loadRecordedExamples, withExamples } from './openapi-examples.js';
+import { SWAGGER_CSS } from './swagger-theme.js';
 
 export const API_DESCRIPTION = `Compactor shrinks an LLM agent's conversation history before its next model call.
 POST the message array in the provider's own wire format (OpenAI Chat Completions, Anthropic Messages,
@@ -73,6 +74,7 @@ export default fp(
         tags: [
           { name: 'strategies', description: 'Reduce a history' },
           { name: 'inspect', description: 'Count and check a history' },
+          { name: 'conversations', description: 'What Compactor did to each model call of a conversation' },
           { name: 'health', description: 'Liveness and readiness' },
         ],
       },
@@ -80,7 +82,10 @@ export default fp(
       transformObject: (input) =>
         withExamples(security(problemJson(oneComponentPerSchema(transformObject(input))), options.apiKeys), recorded),
     });
-    await app.register(swaggerUi, { routePrefix: '/docs' });
+    await app.register(swaggerUi, {
+      routePrefix: '/docs',
+      theme: { css: [{ filename: 'compactor.css', content: SWAGGER_CSS }] },
+    });
     app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   },
   { name: 'swagger' },

@@ -92,6 +92,69 @@ function admissionMetrics(app: FastifyInstance, inflight: () => number): Counter
   });
 }
 
+/** What `inflightLedger` gives the hooks: reserving weight for a request, and releasing it. */
+interface Ledger {
+  /** Counts `bytes` more for the request; throws 503 when that passes the limit (one request alone always runs). */
+  reserve(request: Tracked, reply: FastifyReply, bytes: number): void;
+  /** Keeps only `bytes` reserved for a request refused while its body arrives. */
+  release(request: Tracked, bytes: number): void;
+}
+
+/**
+ * The weight in flight against `limit`: reserved per request, released when its answer is sent or
+ * its client goes away, with the refusal (503 `CMP_ERR_OVERLOADED`, `retry-after` from the recent
+ * throughput) and the metrics.
+ */
+function inflightLedger(app: FastifyInstance, limit: number): Ledger {
+  let inflight = 0;
+  /** Recent throughput (weight a second), to say when to retry: an EWMA over finished requests. */
+  let bytesPerSecond = 20 * 1024 * 1024;
+  const refused = admissionMetrics(app, () => inflight);
+
+  const refuse = (reply: FastifyReply, bytes: number): never => {
+    refused.inc();
+    const seconds = Math.min(60, Math.max(1, Math.ceil((inflight + bytes - limit) / bytesPerSecond)));
+    reply.header('retry-after', String(seconds));
+    throw new CompactorError(
+      'CMP_ERR_OVERLOADED',
+      `the service is working on ${inflight} bytes of requests; this one (${bytes} more) would pass the limit of ${limit}; retry in ${seconds} s`,
+    );
+  };
+  const track = (request: Tracked, reply: FastifyReply): void => {
+    const started = performance.now();
+    request[reserved] = 0;
+    reply.raw.once('close', () => {
+      const total = request[reserved] ?? 0;
+      inflight -= total;
+      request[reserved] = 0;
+      const seconds = (performance.now() - started) / 1000;
+      if (total > 1024 * 1024 && seconds > 0) bytesPerSecond += 0.2 * (total / seconds - bytesPerSecond);
+    });
+  };
+  const reserve = (request: Tracked, reply: FastifyReply, bytes: number): void => {
+    if (limit <= 0 || bytes <= 0) return;
+    if (request[reserved] === undefined) track(request, reply);
+    const own = request[reserved] ?? 0;
+    if (inflight - own > 0 && inflight + bytes > limit) refuse(reply, bytes);
+    inflight += bytes;
+    request[reserved] = own + bytes;
+  };
+
+  /**
+   * A request refused while its body arrives keeps only `bytes` reserved (what it has buffered,
+   * unparsed) until it is answered: the room its weight took is given at once to those still
+   * arriving, so that requests growing side by side do not all refuse each other.
+   */
+  const release = (request: Tracked, bytes: number): void => {
+    const own = request[reserved];
+    if (own === undefined || own <= bytes) return;
+    inflight -= own - bytes;
+    request[reserved] = bytes;
+  };
+
+  return { reserve, release };
+}
+
 /**
  * Admission by what requests cost in memory. A history is held as received bytes, as parsed values,
  * as rewritten values and as the serialized answer, and many small messages cost far more than
@@ -108,52 +171,7 @@ function admissionMetrics(app: FastifyInstance, inflight: () => number): Counter
 export default fp<AdmissionOptions>(
   async (app: FastifyInstance, options) => {
     const limit = options.maxInflightBytes;
-    let inflight = 0;
-    /** Recent throughput (weight a second), to say when to retry: an EWMA over finished requests. */
-    let bytesPerSecond = 20 * 1024 * 1024;
-    const refused = admissionMetrics(app, () => inflight);
-
-    const refuse = (reply: FastifyReply, bytes: number): never => {
-      refused.inc();
-      const seconds = Math.min(60, Math.max(1, Math.ceil((inflight + bytes - limit) / bytesPerSecond)));
-      reply.header('retry-after', String(seconds));
-      throw new CompactorError(
-        'CMP_ERR_OVERLOADED',
-        `the service is working on ${inflight} bytes of requests; this one (${bytes} more) would pass the limit of ${limit}; retry in ${seconds} s`,
-      );
-    };
-    const track = (request: Tracked, reply: FastifyReply): void => {
-      const started = performance.now();
-      request[reserved] = 0;
-      reply.raw.once('close', () => {
-        const total = request[reserved] ?? 0;
-        inflight -= total;
-        request[reserved] = 0;
-        const seconds = (performance.now() - started) / 1000;
-        if (total > 1024 * 1024 && seconds > 0) bytesPerSecond += 0.2 * (total / seconds - bytesPerSecond);
-      });
-    };
-    const reserve = (request: Tracked, reply: FastifyReply, bytes: number): void => {
-      if (limit <= 0 || bytes <= 0) return;
-      if (request[reserved] === undefined) track(request, reply);
-      const own = request[reserved] ?? 0;
-      if (inflight - own > 0 && inflight + bytes > limit) refuse(reply, bytes);
-      inflight += bytes;
-      request[reserved] = own + bytes;
-    };
-
-    /**
-     * A request refused while its body arrives keeps only `bytes` reserved (what it has buffered,
-     * unparsed) until it is answered: the room its weight took is given at once to those still
-     * arriving, so that requests growing side by side do not all refuse each other.
-     */
-    const release = (request: Tracked, bytes: number): void => {
-      const own = request[reserved];
-      if (own === undefined || own <= bytes) return;
-      inflight -= own - bytes;
-      request[reserved] = bytes;
-    };
-
+    const { reserve, release } = inflightLedger(app, limit);
     app.addHook('onRequest', async (request, reply) => {
       if (!admits(request)) return;
       reservers.set(request, (bytes) => reserve(request as Tracked, reply, bytes));

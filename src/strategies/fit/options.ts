@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ConversationIdField } from '../../contract/conversation-id.js';
 import {
   ArtifactRefSchema,
   CostSchema,
@@ -43,6 +44,7 @@ export const FitOptions = z.strictObject({
       'policy cost: the occupancy a call must never exceed: above it a reduction is forced, down to the target. Default: the context window minus a reserve for the reply (10% of it, at most 16,384 tokens); the target when the window is unknown',
     ),
   ...COST_FIELDS,
+  conversation_id: ConversationIdField.optional(),
   compact: z
     .strictObject(CompactOptions.omit(NOT_NESTED).partial().shape)
     .optional()
@@ -120,7 +122,7 @@ export const REPLY_RESERVE_MAX = 16_384;
  * The occupancy a call must never exceed (policy cost): `limit`, else the window minus a reserve
  * for the reply, else (window unknown) the target. Throws when it is under the target.
  */
-export function limitOf(o: FitOptions, profile: ModelProfile, target: number): number {
+export function limitOf(o: FitOptions, profile: Pick<ModelProfile, 'contextWindow'>, target: number): number {
   const window = profile.contextWindow;
   let limit: number;
   if (o.limit?.tokens !== undefined) limit = o.limit.tokens;
@@ -140,7 +142,7 @@ export function limitOf(o: FitOptions, profile: ModelProfile, target: number): n
 }
 
 /** The target in tokens; throws when none is given or a fraction has no known window to apply to. */
-export function targetOf(o: FitOptions, profile: ModelProfile): number {
+export function targetOf(o: FitOptions, profile: Pick<ModelProfile, 'contextWindow'>): number {
   const window = profile.contextWindow;
   if (o.target_tokens === undefined && o.target_fraction === undefined) {
     throw fieldError('CMP_ERR_REQUEST_VALIDATION', 'target_tokens', 'give target_tokens or target_fraction');

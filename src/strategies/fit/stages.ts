@@ -6,6 +6,7 @@ import type { Spliceable } from './decide.js';
 import { fitCompactOptions, summarizeOptions } from './options.js';
 import { markPlanned, type Pipeline, splice, take, took, unsummarized, writtenEnd } from './pipeline.js';
 import { spliceable } from './prepare.js';
+import { markWindow } from './window-marker.js';
 
 /** One of fit's stages: what the stages before left in, what this one leaves out (OpenHands' pipeline condenser). */
 export type FitStage = (c: FitContext, acc: Pipeline) => Promise<Pipeline> | Pipeline;
@@ -79,7 +80,12 @@ export const windowStage: FitStage = (c, acc) => {
   if ((acc.occupancy > target || summarized.failure) && !summarized.planned) {
     const fixed = acc.occupancy - acc.view.counts.reduce((a, b) => a + b, 0);
     const keep = c.o.window?.keep ?? { tokens: Math.max(0, target - fixed) };
-    const windowed = windowAbove(acc.view, WindowOptions.parse({ ...c.o.window, keep }), summarized.end);
+    // Never a silent drop: each removed range is stored and a marker says what and where it is.
+    const windowed = markWindow(
+      acc.view,
+      windowAbove(acc.view, WindowOptions.parse({ ...c.o.window, keep }), summarized.end, c.ctx.markers),
+      { markers: c.ctx.markers, address: c.ctx.address, store: summarizeOptions(c.o).store },
+    );
     out = take(c, acc, 'window', measured(c, acc.view, windowed));
     const dropped = took(out) ? windowed.extra(undefined).dropped : null;
     const fallback =

@@ -1,5 +1,6 @@
 import { CompactorError } from '../../errors.js';
 import type { Address } from '../../history/address.js';
+import { SUMMARY_CACHE_KIND } from '../../history/artifact-kinds.js';
 import type { NewArtifact } from '../../store/types.js';
 import { guardFacts } from '../../summarizers/facts.js';
 import { PROMPT_VERSION } from '../../summarizers/prompts.js';
@@ -11,6 +12,7 @@ import {
   type SummaryRequest,
   type SummaryUsage,
 } from '../../summarizers/types.js';
+import { USER_WORDS_HEADING } from '../../summarizers/user-words.js';
 import type { BilledUsage, StrategyContext } from '../types.js';
 import type { SummaryOptions } from './options.js';
 import { allowedModel } from './range.js';
@@ -52,7 +54,12 @@ export function summaryKey(
   address: (json: string) => Address,
 ): Address {
   // The model the summary would come from, checked against the allowed list (a 400 when not).
-  const shape = [PROMPT_VERSION, summarizer.kind, { ...o.summarizer, model: allowedModel(summarizer, o.summarizer.model) }];
+  const shape = [
+    PROMPT_VERSION,
+    USER_WORDS_HEADING,
+    summarizer.kind,
+    { ...o.summarizer, model: allowedModel(summarizer, o.summarizer.model) },
+  ];
   return address(`${purpose}\n${JSON.stringify([...shape, o.max_input_tokens, o.trail_tokens])}\n${covered}`);
 }
 
@@ -82,7 +89,7 @@ export async function settleSummary(
         new CompactorError('CMP_ERR_SUMMARIZER_EMPTY', 'the summarizer returned an empty summary'),
         result.usage,
       );
-    const guarded = guardFacts(text, asked.facts, asked.factsFound, asked.trail);
+    const guarded = guardFacts(text, asked.facts, asked.factsFound, asked.trail, asked.words);
     return { text: guarded.text, facts: guarded.facts, model: result.model, usage: result.usage };
   };
   const flight = ctx.flights?.run(key, start) ?? { result: start(), joined: false };
@@ -137,7 +144,7 @@ export async function cachedSummary(
     model,
     usage,
     cached: false,
-    entry: { id: key.id, kind: 'summary_cache', tool_name: null, sha256: key.sha256, content },
+    entry: { id: key.id, kind: SUMMARY_CACHE_KIND, tool_name: null, sha256: key.sha256, content },
   };
 }
 

@@ -1,15 +1,14 @@
 import { CompactorError, fieldError } from '../../errors.js';
-import type { Addresser } from '../../history/address.js';
 import { referencedIds, restoreOffloaded } from '../../history/expand.js';
 import { withoutMacs } from '../../history/markers.js';
-import type { OriginalSpec, StorePolicy } from '../../history/plan/types.js';
 import type { Item } from '../../history/types.js';
-import { rangePayload } from '../../history/vocabulary.js';
+import { SUMMARY_REQUEST } from '../../history/vocabulary.js';
 import { scanFacts } from '../../summarizers/fact-scan.js';
 import { FactRanker } from '../../summarizers/facts.js';
 import { trailOf } from '../../summarizers/trail.js';
 import { buildTrail } from '../../summarizers/trail-text.js';
 import type { Summarizer, SummaryRequest, TranscriptEntry } from '../../summarizers/types.js';
+import { foldWords, NO_WORDS, splitWords, typedWords, type UserWord, wordOf } from '../../summarizers/user-words.js';
 import type { PreparedHistory, StrategyContext } from '../types.js';
 import type { SummaryOptions } from './options.js';
 
@@ -147,45 +146,7 @@ export async function rangeOriginals(
   return out;
 }
 
-/** A summarized range as an artifact: what `expand` needs to put it back. */
-export interface RangeArtifact {
-  /** The range's JSON (`{messages, previous_id}`): what is stored, hashed and shared in flight. */
-  json: string;
-  sha256: string;
-  /** The id the summary names (null with `store: none`). */
-  id: string | null;
-  /** What the plan offloads (none with `store: none`). */
-  specs: OriginalSpec[];
-}
-
-/** The originals of `indexes` (after an earlier summary `previousId`) as one artifact, following `store`. */
-export function rangeArtifact(
-  kind: 'summary_range' | 'section_range',
-  h: PreparedHistory,
-  indexes: readonly number[],
-  previousId: string | null,
-  store: StorePolicy,
-  address: Addresser,
-): RangeArtifact {
-  const value = rangePayload(
-    indexes.map((i) => h.messages[i]),
-    previousId,
-  );
-  const json = JSON.stringify(value);
-  const { id, sha256 } = address(json);
-  const spec: OriginalSpec = {
-    id,
-    sha256,
-    json,
-    value,
-    kind,
-    tool_name: null,
-    tokens: indexes.reduce((n, i) => n + (h.counts[i] as number), 0),
-    message_index: indexes[0] as number,
-    store,
-  };
-  return { json, sha256, id: store === 'none' ? null : id, specs: store === 'none' ? [] : [spec] };
-}
+export { type RangeArtifact, rangeArtifact } from './range-artifact.js';
 
 /**
  * What a summarizer is asked for a range: its transcript entries, the earlier summary it extends,
@@ -200,14 +161,18 @@ export function summaryRequest(
   signal: AbortSignal | undefined,
   planOnly = false,
   originals?: ReadonlyMap<number, unknown>,
+  rangeId: string | null = null,
 ): SummaryRequest {
+  // The earlier summary's list of the user's words is carried over, never summarized again.
+  const split = previous === null ? null : splitWords(previous);
+  const before = split ? split.rest : null;
   if (planOnly) {
-    const prose = o.trail_tokens > 0 ? trailOf(previous).prose : previous;
+    const prose = o.trail_tokens > 0 ? trailOf(before).prose : before;
     return requestFields(rangeEntries(h, indexes), prose, [], 0, undefined, o, signal);
   }
   const on = o.trail_tokens > 0;
   // The earlier summary's trail is merged, not summarized again: the summarizer reads its prose.
-  const earlier = on ? trailOf(previous) : { prose: previous, trail: undefined };
+  const earlier = on ? trailOf(before) : { prose: before, trail: undefined };
   const entries = rangeEntries(h, indexes);
   // With a trail, paths and URLs are the trail's; the guard ranks the other identifiers, from the
   // same pass over the range that builds the trail. Both read the range as it was before
@@ -218,16 +183,41 @@ export function summaryRequest(
   const trail = on ? buildTrail(read, earlier.trail, ranker.emit) : undefined;
   if (!on) for (const e of entries) for (const text of [e.text, ...e.calls.map((c) => c.args)]) scanFacts(text, ranker.emit);
   const ranked = ranker.result(40);
-  return requestFields(
-    entries,
-    earlier.prose,
-    ranked.facts,
-    ranked.found,
-    trail ? { trail, tokens: o.trail_tokens } : undefined,
-    o,
-    signal,
-  );
+  const words = foldWords(split?.list ?? NO_WORDS, typedIn(h, indexes, rangeId));
+  return {
+    ...requestFields(
+      entries,
+      earlier.prose,
+      ranked.facts,
+      ranked.found,
+      trail ? { trail, tokens: o.trail_tokens } : undefined,
+      o,
+      signal,
+    ),
+    words,
+  };
 }
+
+/**
+ * The messages the user typed in a range, oldest first (`typedWords`: real user turns, without
+ * the context blocks agents inject, nor our own summaries), each bounded (`wordOf`: a long one cut,
+ * naming `rangeId`, the artifact that holds the range whole).
+ */
+function typedIn(h: PreparedHistory, indexes: readonly number[], rangeId: string | null): UserWord[] {
+  const words: UserWord[] = [];
+  for (const i of indexes) {
+    const item = h.items[i] as Item;
+    if (item.role !== 'user' || !item.userTurn) continue;
+    const prose = h.format.prose(h.messages[i]);
+    if (prose === SUMMARY_REQUEST || OURS.test(prose)) continue;
+    const typed = typedWords(prose);
+    if (typed !== '') words.push(wordOf(typed, rangeId));
+  }
+  return words;
+}
+
+/** The first line of a summary, section summary or QA header of ours (signed or not: a quoted one is no typed request either). */
+const OURS = /^\[compactor:(?:summary|section-summary|qa-header) (?:art_[0-9a-f]{24}|none) /;
 
 /** A summary request from its parts (a plan needs only the range, the earlier prose and the options). */
 function requestFields(

@@ -1,7 +1,7 @@
 import type { Markers, SummaryMarker, SummaryPlacement } from '../../history/markers.js';
 import type { Item, Warning } from '../../history/types.js';
 import { SUMMARY_REQUEST } from '../../history/vocabulary.js';
-import { groupAt } from '../kept-islands.js';
+import { firstTurn, firstTurnGroupsEnd } from '../first-turn.js';
 import { requestedCut, safeCut } from '../sliding-window.js';
 import type { PreparedHistory } from '../types.js';
 import type { SummarizeOptions } from './options.js';
@@ -95,12 +95,14 @@ export function planRolling(h: PreparedHistory, o: SummarizeOptions, markers: Ma
   // a pair summary), written by a run with keep_first_user false: the task is inside it, and it is
   // folded like any earlier summary, never kept as the task with a second summary after it.
   const ours = h.firstUser >= 0 && summaryAt(h, markers, h.firstUser) !== undefined;
-  const firstUser = o.keep_first_user && !ours ? h.firstUser : -1;
-  const requested = requestedCut(h, o.keep, firstUser);
+  const turn = o.keep_first_user && !ours ? firstTurn(h, markers) : ([-1, -1] as const);
+  const requested = requestedCut(h, o.keep, turn);
   let cut = safeCut(h, requested);
-  const keepFirst = firstUser >= h.head && firstUser < cut;
-  // The task's whole group: an instruction that follows it (Claude Code's environment) stays with it.
-  const prefixEnd = keepFirst ? groupAt(h, firstUser).end : h.head;
+  const keepFirst = turn[0] >= h.head && turn[0] < cut;
+  // The task's whole turn, as whole groups: every user message before the first assistant-side
+  // item (Codex's environment and the request after it), and an instruction that follows it.
+  const prefixEnd = keepFirst ? firstTurnGroupsEnd(h, turn) : h.head;
+  if (cut < prefixEnd) cut = prefixEnd;
   const hostIndex = hostOf(h, prefixEnd);
   const earlier = findEarlier(h, markers, prefixEnd, hostIndex);
   const rangeStart = earlier && earlier.end > earlier.start ? earlier.end : prefixEnd;

@@ -180,7 +180,16 @@ export async function rolling(
   // The transcript and its facts are built only when a summarizer will read them (not on a cache
   // hit); the trail reads what compaction offloaded from the range.
   const request = async (signal?: AbortSignal) =>
-    summaryRequest(h, range, previous, o, signal, false, o.trail_tokens > 0 ? await rangeOriginals(h, range, ctx) : undefined);
+    summaryRequest(
+      h,
+      range,
+      previous,
+      o,
+      signal,
+      false,
+      o.trail_tokens > 0 ? await rangeOriginals(h, range, ctx) : undefined,
+      ranged.id,
+    );
   // A dry run only plans the calls: their inputs are the range, not the facts or the trail.
   if (ctx.dryRun)
     return dryRolling(h, o, ctx, p, ranged, summarizer.plan(summaryRequest(h, range, previous, o, undefined, true)), warnings);

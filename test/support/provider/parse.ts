@@ -48,8 +48,30 @@ function str(value: JsonValue | undefined): string | undefined {
   return typeof value === 'string' ? value : undefined;
 }
 
-function toolsOf(wire: Wire, body: JsonObject): ToolSpec[] {
+/**
+ * Responses: the tools an `additional_tools` input item declares (Codex's default model sends its
+ * tools there, not in `tools`), namespaces flattened.
+ */
+function additionalTools(body: JsonObject): ToolSpec[] {
   const out: ToolSpec[] = [];
+  const items = Array.isArray(body.input) ? body.input : [];
+  for (const raw of items) {
+    const item = asObject(raw);
+    if (item?.type !== 'additional_tools') continue;
+    for (const declared of asArray(item.tools)) {
+      const tool = asObject(declared);
+      const inner = tool?.type === 'namespace' ? asArray(tool.tools).map(asObject) : [tool];
+      for (const t of inner) {
+        const name = str(t?.name);
+        if (t && name) out.push({ name, kind: str(t.type) ?? 'function', schema: asObject(t.parameters) });
+      }
+    }
+  }
+  return out;
+}
+
+function toolsOf(wire: Wire, body: JsonObject): ToolSpec[] {
+  const out: ToolSpec[] = wire === 'openai-responses' ? additionalTools(body) : [];
   for (const raw of asArray(body.tools)) {
     const tool = asObject(raw);
     if (!tool) continue;

@@ -146,7 +146,8 @@ export function recallSteps(options: ToolStepsOptions, state: RecallState): Scen
   return async (request): Promise<Reply> => {
     if (state.recalled) return { text: `Recalled ${state.recalled}: done.` };
     // As a model would: the id the placeholder tells it to pass to the recall tool.
-    const id = /call the `recall` tool with (art_[0-9a-f]{24})/.exec(JSON.stringify(request.history))?.[1];
+    // The hint names the tool the request offers (deferred ones included: `mcp__compactor__recall`, Codex's `recall`).
+    const id = /call the `[A-Za-z0-9_.:-]{1,64}` tool with (art_[0-9a-f]{24})/.exec(JSON.stringify(request.history))?.[1];
     const tool = recallTool(request);
     if (id && tool) {
       state.recalled = id;

@@ -45,13 +45,18 @@ export function isSummaryPair(h: PreparedHistory, markers: Markers, group: Group
   return false;
 }
 
-/** Sections: a header of consecutive user turns, then the groups that answer it. */
-export function sectionsOf(h: PreparedHistory): Section[] {
+/**
+ * Sections: a header of consecutive user turns, then the groups that answer it. The groups that
+ * hold the first user turn `turn` (`firstTurn`) are header whatever their kind (a user message
+ * with a part of an unknown type is one group with its neighbours): the task is never summarized.
+ */
+export function sectionsOf(h: PreparedHistory, turn: readonly [number, number] = [-1, -1]): Section[] {
   const sections: Section[] = [];
   for (const group of h.groups) {
     if (group.kind === 'head') continue;
     const current = sections[sections.length - 1];
-    if (group.kind === 'user') {
+    const task = turn[0] >= 0 && group.start < turn[1] && group.end > turn[0];
+    if (group.kind === 'user' || task) {
       // The whole group: an instruction that follows the user's words belongs to the header.
       const header = Array.from({ length: group.end - group.start }, (_, k) => group.start + k);
       if (current && current.pairs.length === 0) current.header.push(...header);

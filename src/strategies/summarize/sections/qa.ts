@@ -25,7 +25,12 @@ export async function qaMerge(run: SectionsRun): Promise<void> {
     used += run.sizeOfSection(sections[--keepFrom] as Section);
   }
   // Sections holding a pinned instruction stay: only those after the last of them merge.
-  const start = sections.slice(0, keepFrom).findLastIndex((s) => pinnedSection(h, s)) + 1;
+  // The first user turn (the task) stays too: its section is never merged into a QA header.
+  // A QA header written first by an earlier release is folded like any QA header.
+  const task = h.firstUser < 0 ? -1 : sections.findIndex((s) => s.header.includes(h.firstUser));
+  const first = sections[task]?.header[0];
+  const earlierQa = first !== undefined && run.ctx.markers.readQaHeader(h.format.prose(h.messages[first])) !== undefined;
+  const start = Math.max(earlierQa ? 0 : task + 1, sections.slice(0, keepFrom).findLastIndex((s) => pinnedSection(h, s)) + 1);
   const merged = sections.slice(start, keepFrom);
   if (merged.length < 2) return;
   const headers = merged.flatMap((s) => s.header);

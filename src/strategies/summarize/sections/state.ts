@@ -10,6 +10,7 @@ import {
   type Summarizer,
   type SummaryPlan,
 } from '../../../summarizers/types.js';
+import { firstTurn } from '../../first-turn.js';
 import { countWith, type PreparedHistory, type StrategyContext } from '../../types.js';
 import { cachedSummary, type SummaryRequestOf, summaryKey } from '../cache.js';
 import { rangeArtifact } from '../range.js';
@@ -42,7 +43,7 @@ export class SectionsRun {
     readonly ctx: StrategyContext,
     readonly summarizer: Summarizer,
   ) {
-    this.sections = sectionsOf(h);
+    this.sections = sectionsOf(h, firstTurn(h, ctx.markers));
     this.count = countWith(h, ctx);
   }
 

@@ -55,6 +55,7 @@ export async function summarizePairs(
       signal,
       false,
       o.trail_tokens > 0 ? await rangeOriginals(h, covered, run.ctx) : undefined,
+      range.id,
     ),
   );
   const text = run.ctx.markers.section(range.id, settled.text);

@@ -1,0 +1,204 @@
+import { Readable } from 'node:stream';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import pTimeout from 'p-timeout';
+import type { Config } from '../config.js';
+import { CompactorError } from '../errors.js';
+import { digestOf, type KeyCheck } from '../plugins/app/keys.js';
+import { type Caller, isStoreProblem } from '../service/artifacts.js';
+import { parseJsonBody } from '../service/request-body.js';
+import { readBody } from './body.js';
+import { saveIndex, saveState } from './conversation.js';
+import { type ForwardContext, forward } from './forward.js';
+import { credentialOf, headerValue } from './headers.js';
+import type { ProxyMetrics } from './metrics.js';
+import { requestOptions } from './options.js';
+import { countOutcome, outcomeOf } from './outcome.js';
+import type { Provider, Reducible } from './providers.js';
+import { asExtended, Bypass, decide, type Extension, extend, overLimit, type ReduceDeps, type Reduction } from './reduce.js';
+import type { Upstreams } from './upstream.js';
+
+/**
+ * The proxy's front door: one proxied request's way through, read top to bottom in `handle` —
+ * the key, the target, whether it is a model call, its body, the client's bypass, the parse, the
+ * reduction within the budget, the conversation's state remembered, the forward and the usage
+ * tap. Whatever goes wrong on our side, the request goes upstream as it came
+ * (`x-compactor: bypass; reason=…`); errors of the proxy's own are in the provider's shape.
+ */
+
+/** What every proxied request is handled with (built once, by the route). */
+export interface ProxyContext {
+  readonly app: FastifyInstance;
+  readonly config: Config;
+  readonly upstreams: Upstreams;
+  readonly metrics: ProxyMetrics;
+  readonly keys: KeyCheck;
+  /** The configured fit options (`COMPACTOR_PROXY_OPTIONS`), checked at boot. */
+  readonly defaults: Record<string, unknown>;
+}
+
+/**
+ * Who a proxied request speaks for. With Compactor's keys, the key owns everything. Without them
+ * (one trust domain, bound to localhost), artifacts and summaries live in the service's one shared
+ * scope, as `/v1` and `/mcp` see them, while the conversation's state belongs to a keyed hash of
+ * the provider credential: two users of one proxy never extend each other's conversation.
+ */
+interface Who {
+  readonly caller: Caller;
+  /** The digest the caller's scope derives from (a worker thread derives the same caller from it). */
+  readonly digest: Uint8Array | null;
+  readonly owner: Caller;
+}
+
+/** Handles one request to `provider`'s prefix. */
+export async function handle(ctx: ProxyContext, provider: Provider, request: FastifyRequest, reply: FastifyReply) {
+  const started = performance.now();
+  // The client sees the provider's answer: its request ids, not ours.
+  reply.removeHeader('x-request-id');
+  const fail = (status: number, message: string) =>
+    reply.code(status).type('application/json').send(provider.error(status, message));
+  const rest = (request.raw.url ?? '/').slice(provider.prefix.length) || '/';
+  const [path = '/', query = ''] = rest.split('?', 2);
+  // The key first: without it, a caller learns nothing, not even which proxies are on.
+  const who = whoIs(ctx, provider, request, new URLSearchParams(query));
+  if (!who) return fail(401, 'this Compactor needs its key: send x-compactor-key');
+  const target = ctx.upstreams.url(provider.name, rest);
+  if (!ctx.upstreams.base(provider.name)) return fail(404, `the ${provider.name} proxy is off on this service`);
+  if (!target) return fail(400, 'the request path cannot be forwarded');
+  const incoming: Readable = request.body instanceof Readable ? request.body : request.raw;
+  const reducible = provider.reducible(request.method, path);
+  const via = { ctx: forwardContext(ctx), provider, request, reply, target, modelCall: reducible !== undefined };
+  const send = (body: Buffer | Readable | undefined, reduction?: Reduction, reason?: string, model?: string) => {
+    const call = outcomeOf(provider.name, started, model, reduction, reason);
+    countOutcome(ctx.metrics, call);
+    const usageFor = reduction && !reducible?.countOnly ? { reduction, owner: who.owner } : undefined;
+    return forward({ ...via, body, call, usageFor });
+  };
+  if (!reducible) return send(['GET', 'HEAD'].includes(request.method) ? undefined : incoming);
+  const read = await readBody(incoming, ctx.config.COMPACTOR_BODY_LIMIT);
+  if ('overflow' in read) return send(read.overflow, undefined, 'too_large');
+  const raw = read.whole;
+  if (headerValue(request.headers, 'x-compactor-bypass') === '1') return send(raw, undefined, 'client');
+  const json = objectOf(raw);
+  if (!json) return send(raw, undefined, 'not_json');
+  const model = reducible.pathModel ?? (typeof json.model === 'string' ? json.model : undefined);
+  let reduced: { reduction: Reduction; late: string | undefined };
+  try {
+    reduced = await reduceWithin(ctx, provider, reducible, request, json, who);
+  } catch (error) {
+    return send(raw, undefined, reasonOf(error), model);
+  }
+  const { reduction, late } = reduced;
+  if (!reducible.countOnly) rememberState(ctx, who, reduction);
+  const sent = reduction.history ? Buffer.from(JSON.stringify({ ...json, [reducible.history]: reduction.history })) : raw;
+  return send(sent, reduction, late, model);
+}
+
+/** The caller: Compactor's key when keys are on (null: refused), else the shared scope and the credential's owner. */
+function whoIs(ctx: ProxyContext, provider: Provider, request: FastifyRequest, query: URLSearchParams): Who | null {
+  const { compactor } = ctx.app;
+  if (ctx.keys.on) {
+    const digest = ctx.keys.check(headerValue(request.headers, 'x-compactor-key'));
+    if (!digest) return null;
+    const caller = compactor.caller(digest);
+    return { caller, digest, owner: caller };
+  }
+  const credential = credentialOf(provider, request.headers, query);
+  const owner = compactor.caller(credential ? digestOf(`provider-credential\0${credential}`) : null);
+  return { caller: compactor.caller(null), digest: null, owner };
+}
+
+/** The body as a JSON object, or undefined when it is not one. */
+function objectOf(raw: Buffer): Record<string, unknown> | undefined {
+  let body: unknown;
+  try {
+    body = parseJsonBody(raw.toString('utf8'));
+  } catch {
+    return undefined;
+  }
+  return typeof body === 'object' && body !== null && !Array.isArray(body) ? (body as Record<string, unknown>) : undefined;
+}
+
+/** Why a reduction failed, as `x-compactor: bypass; reason=…` names it (a code, never content). */
+function reasonOf(error: unknown): string {
+  if (error instanceof Bypass) return error.reason;
+  if (isStoreProblem(error)) return 'store';
+  if (error instanceof CompactorError) return error.code.replace(/^CMP_ERR_/, '').toLowerCase();
+  return 'internal';
+}
+
+/** Resolves with the promise, or rejects with a `Bypass('budget')` after `ms`. */
+const within = <T>(promise: Promise<T>, ms: number): Promise<T> =>
+  pTimeout(promise, { milliseconds: ms, message: new Bypass('budget') });
+
+/** A store write that must not hold the request: bounded, its failure logged (a code, never content). */
+async function remember(ctx: ProxyContext, write: () => Promise<void>): Promise<void> {
+  try {
+    await within(write(), Math.max(1000, ctx.config.COMPACTOR_PROXY_BUDGET_MS));
+  } catch (error) {
+    ctx.app.log.warn({ reason: reasonOf(error) }, 'proxy: conversation state not stored');
+  }
+}
+
+/** The conversation's new state (its owner's), and, after a reduction, which artifacts it names (the caller's). */
+function rememberState(ctx: ProxyContext, who: Who, reduction: Reduction): void {
+  const { artifacts } = ctx.app.compactor;
+  void remember(ctx, () => saveState(artifacts, who.owner, reduction.hash, reduction.state));
+  if (reduction.action === 'reduced')
+    void remember(ctx, () => saveIndex(artifacts, who.caller, reduction.conversation, reduction.state.upstream));
+}
+
+/** What the forwarder reaches of the proxy. */
+function forwardContext(ctx: ProxyContext): ForwardContext {
+  return {
+    upstreams: ctx.upstreams,
+    metrics: ctx.metrics,
+    log: ctx.app.log,
+    artifacts: ctx.app.compactor.artifacts,
+    remember: (write) => void remember(ctx, write),
+  };
+}
+
+/**
+ * The conversation found and extended, then fit's decision, each within the budget. Past it, the
+ * extension goes as it is (`late: budget`), unless it is over the limit: a forced reduction may
+ * then take a summarizer call's time more, since the call could not succeed as it is.
+ */
+async function reduceWithin(
+  ctx: ProxyContext,
+  provider: Provider,
+  reducible: Reducible,
+  request: FastifyRequest,
+  body: Record<string, unknown>,
+  who: Who,
+): Promise<{ reduction: Reduction; late: string | undefined }> {
+  const { app, config } = ctx;
+  const deps: ReduceDeps = {
+    compactor: app.compactor,
+    // The proxy forwards the provider's answer as it is: a prepared summary not queued is only logged (by the preparer).
+    preparer: app.preparer,
+    pool: app.workerPool,
+    request,
+    caller: who.caller,
+    digest: who.digest,
+    owner: who.owner,
+    options: requestOptions(ctx.defaults, headerValue(request.headers, 'x-compactor-options')),
+    signal: AbortSignal.timeout(config.COMPACTOR_DEADLINE_MS),
+  };
+  const budget = config.COMPACTOR_PROXY_BUDGET_MS;
+  const x: Extension = await within(extend(deps, provider, reducible, body, request.headers), budget);
+  const decision = decide(deps, reducible, body, x);
+  try {
+    return { reduction: await within(decision, budget), late: undefined };
+  } catch (error) {
+    if (!(error instanceof Bypass && error.reason === 'budget')) throw error;
+    if (overLimit(app.compactor, reducible, body, x, deps.options)) {
+      try {
+        return { reduction: await within(decision, config.COMPACTOR_SUMMARIZER_TIMEOUT_MS), late: undefined };
+      } catch {
+        // Still nothing: the extension goes as it is.
+      }
+    }
+    decision.catch(() => undefined);
+    return { reduction: asExtended(x), late: 'budget' };
+  }
+}

@@ -1,0 +1,97 @@
+import type { Addresser } from '../../history/address.js';
+import type { OriginalKind } from '../../history/artifact-kinds.js';
+import type { OriginalSpec, StorePolicy } from '../../history/plan/types.js';
+import { rangePayload } from '../../history/vocabulary.js';
+import type { PreparedHistory } from '../types.js';
+
+/** A summarized range as an artifact: what `expand` needs to put it back. */
+export interface RangeArtifact {
+  /** The range's JSON (`{messages, previous_id}`): what is stored, hashed and shared in flight. */
+  json: string;
+  sha256: string;
+  /** The id the summary names (null with `store: none`). */
+  id: string | null;
+  /** What the plan offloads (none with `store: none`). */
+  specs: OriginalSpec[];
+}
+
+/** A number for each message object seen (by identity), so that a range can be named without reading it. */
+const objectNumbers = new WeakMap<object, number>();
+let nextNumber = 0;
+
+function numberOf(message: unknown): number | undefined {
+  if (typeof message !== 'object' || message === null) return undefined;
+  let n = objectNumbers.get(message);
+  if (n === undefined) {
+    n = nextNumber++;
+    objectNumbers.set(message, n);
+  }
+  return n;
+}
+
+/** The kinds of a range artifact (`history/artifact-kinds.ts`): a summary's, a section summary's, fit's window's. */
+export type RangeKind = Extract<OriginalKind, 'summary_range' | 'section_range' | 'window_range'>;
+
+/**
+ * The range artifacts one caller's request built, by the identity of their messages: a call
+ * prices a summary in a dry run, then makes it, then plans the next prepared range over the same
+ * messages, and each would stringify and hash the whole range again (about 270 messages on the
+ * load benchmark's history, four times per fit call). Keyed by the caller's addresser, so never
+ * shared between callers; the service makes one per request, so the memo goes with the request (a
+ * library user's default caller keeps its first 16 ranges, found again only for the same objects).
+ */
+const builtRanges = new WeakMap<Addresser, Map<string, RangeArtifact>>();
+const RANGES_PER_REQUEST = 16;
+
+/** The originals of `indexes` (after an earlier summary `previousId`) as one artifact, following `store`. */
+export function rangeArtifact(
+  kind: RangeKind,
+  h: PreparedHistory,
+  indexes: readonly number[],
+  previousId: string | null,
+  store: StorePolicy,
+  address: Addresser,
+): RangeArtifact {
+  const tokens = indexes.reduce((n, i) => n + (h.counts[i] as number), 0);
+  const numbers = indexes.map((i) => numberOf(h.messages[i]));
+  const key = numbers.includes(undefined) ? undefined : JSON.stringify([kind, store, previousId, tokens, indexes[0], numbers]);
+  const memo = builtRanges.get(address) ?? new Map<string, RangeArtifact>();
+  const known = key === undefined ? undefined : memo.get(key);
+  // A copy of what the plan takes (a plan's artifact list is its own to extend).
+  if (known) return { ...known, specs: known.specs.map((spec) => ({ ...spec })) };
+  const built = buildRange(kind, h, indexes, previousId, store, address, tokens);
+  if (key !== undefined && memo.size < RANGES_PER_REQUEST) {
+    memo.set(key, built);
+    builtRanges.set(address, memo);
+  }
+  return built;
+}
+
+function buildRange(
+  kind: RangeKind,
+  h: PreparedHistory,
+  indexes: readonly number[],
+  previousId: string | null,
+  store: StorePolicy,
+  address: Addresser,
+  tokens: number,
+): RangeArtifact {
+  const value = rangePayload(
+    indexes.map((i) => h.messages[i]),
+    previousId,
+  );
+  const json = JSON.stringify(value);
+  const { id, sha256 } = address(json);
+  const spec: OriginalSpec = {
+    id,
+    sha256,
+    json,
+    value,
+    kind,
+    tool_name: null,
+    tokens,
+    message_index: indexes[0] as number,
+    store,
+  };
+  return { json, sha256, id: store === 'none' ? null : id, specs: store === 'none' ? [] : [spec] };
+}
