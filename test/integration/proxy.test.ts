@@ -275,7 +275,7 @@ t.test(
       await res.text();
       return String(res.headers.get('x-compactor'));
     };
-    let history: unknown[] = [SYSTEM, ...conversation(12)];
+    let history: unknown[] = [SYSTEM, ...conversation(12, 0, true)];
     const actions = [await send(history)];
     // The summary is prepared in the background while the agent goes on.
     // Waits until it was made (the metric says so), to a generous deadline, rather than for 600 ms.
@@ -285,7 +285,7 @@ t.test(
       await new Promise((r) => setTimeout(r, 20));
     }
     for (let turn = 12; turn < 24; turn += 2) {
-      history = [...history, ...conversation(2, turn)];
+      history = [...history, ...conversation(2, turn, true)];
       actions.push(await send(history));
     }
     const metrics = (await app.inject({ method: 'GET', url: '/metrics' })).body;
