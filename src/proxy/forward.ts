@@ -31,6 +31,8 @@ export interface Forwarding {
   readonly body: Buffer | Readable | undefined;
   /** Whether it is a model call (its answer is asked for uncompressed, to be read for its usage). */
   readonly modelCall: boolean;
+  /** Request headers not to forward (an `authorization` holding Compactor's own key). */
+  readonly dropped?: readonly string[];
   readonly call: CallOutcome;
   /** The reduction whose answer's usage is kept for the conversation's next call (not for a count). */
   readonly usageFor?: { readonly reduction: Reduction; readonly owner: Caller } | undefined;
@@ -61,7 +63,7 @@ export async function forward(f: Forwarding): Promise<FastifyReply> {
     answer = await ctx.upstreams.send(
       f.target,
       request.method,
-      upstreamRequestHeaders(request.headers, set),
+      upstreamRequestHeaders(request.headers, set, f.dropped),
       f.body,
       abort.signal,
     );

@@ -3,10 +3,11 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import pTimeout from 'p-timeout';
 import type { Config } from '../config.js';
 import { CompactorError } from '../errors.js';
-import { digestOf, type KeyCheck } from '../plugins/app/keys.js';
+import { bearerOf, digestOf, type KeyCheck } from '../plugins/app/keys.js';
 import { type Caller, isStoreProblem } from '../service/artifacts.js';
 import { parseJsonBody } from '../service/request-body.js';
 import { readBody } from './body.js';
+import { ProxyLoad } from './load.js';
 import { saveIndex, saveState } from './conversation.js';
 import { type ForwardContext, forward } from './forward.js';
 import { credentialOf, headerValue } from './headers.js';
@@ -56,17 +57,21 @@ export async function handle(ctx: ProxyContext, provider: Provider, request: Fas
   reply.removeHeader('x-request-id');
   const fail = (status: number, message: string) =>
     reply.code(status).type('application/json').send(provider.error(status, message));
-  const rest = (request.raw.url ?? '/').slice(provider.prefix.length) || '/';
+  const url = request.raw.url ?? '/';
+  const rest = url.slice(provider.prefix.length) || '/';
   const [path = '/', query = ''] = rest.split('?', 2);
   // The key first: without it, a caller learns nothing, not even which proxies are on.
   const who = whoIs(ctx, provider, request, new URLSearchParams(query));
   if (!who) return fail(401, 'this Compactor needs its key: send x-compactor-key');
+  // An absolute-form target (`GET http://host/…`) is what a forward proxy is sent: refused, not guessed at.
+  if (!url.startsWith('/')) return fail(400, 'absolute-form request targets are not accepted: send the path only');
   const target = ctx.upstreams.url(provider.name, rest);
   if (!ctx.upstreams.base(provider.name)) return fail(404, `the ${provider.name} proxy is off on this service`);
-  if (!target) return fail(400, 'the request path cannot be forwarded');
+  if (!target) return fail(400, 'the request path cannot be forwarded: it leaves the upstream base path');
   const incoming: Readable = request.body instanceof Readable ? request.body : request.raw;
   const reducible = provider.reducible(request.method, path);
-  const via = { ctx: forwardContext(ctx), provider, request, reply, target, modelCall: reducible !== undefined };
+  const dropped = ourBearer(ctx, request);
+  const via = { ctx: forwardContext(ctx), provider, request, reply, target, modelCall: reducible !== undefined, dropped };
   const send = (body: Buffer | Readable | undefined, reduction?: Reduction, reason?: string, model?: string) => {
     const call = outcomeOf(provider.name, started, model, reduction, reason);
     countOutcome(ctx.metrics, call);
@@ -74,8 +79,11 @@ export async function handle(ctx: ProxyContext, provider: Provider, request: Fas
     return forward({ ...via, body, call, usageFor });
   };
   if (!reducible) return send(['GET', 'HEAD'].includes(request.method) ? undefined : incoming);
-  const read = await readBody(incoming, ctx.config.COMPACTOR_BODY_LIMIT);
-  if ('overflow' in read) return send(read.overflow, undefined, 'too_large');
+  // Weighed against the in-flight bound: without room, streamed on unread (`load`).
+  const load = new ProxyLoad(ctx.app, reply);
+  if (!load.announce(headerValue(request.headers, 'content-length'))) return send(incoming, undefined, 'load');
+  const read = await readBody(incoming, ctx.config.COMPACTOR_BODY_LIMIT, load.admit);
+  if ('overflow' in read) return send(read.overflow, undefined, read.why);
   const raw = read.whole;
   if (headerValue(request.headers, 'x-compactor-bypass') === '1') return send(raw, undefined, 'client');
   const json = objectOf(raw);
@@ -90,7 +98,10 @@ export async function handle(ctx: ProxyContext, provider: Provider, request: Fas
   const { reduction, late } = reduced;
   if (!reducible.countOnly) rememberState(ctx, who, reduction);
   const sent = reduction.history ? Buffer.from(JSON.stringify({ ...json, [reducible.history]: reduction.history })) : raw;
-  return send(sent, reduction, late, model);
+  await send(sent, reduction, late, model);
+  // Sent and answered: what was parsed and rewritten is no longer held.
+  load.release();
+  return reply;
 }
 
 /** The caller: Compactor's key when keys are on (null: refused), else the shared scope and the credential's owner. */
@@ -105,6 +116,12 @@ function whoIs(ctx: ProxyContext, provider: Provider, request: FastifyRequest, q
   const credential = credentialOf(provider, request.headers, query);
   const owner = compactor.caller(credential ? digestOf(`provider-credential\0${credential}`) : null);
   return { caller: compactor.caller(null), digest: null, owner };
+}
+
+/** `authorization` when it holds one of Compactor's own keys as a bearer: never forwarded upstream. */
+function ourBearer(ctx: ProxyContext, request: FastifyRequest): readonly string[] {
+  if (!ctx.keys.on) return [];
+  return ctx.keys.check(bearerOf(headerValue(request.headers, 'authorization'))) ? ['authorization'] : [];
 }
 
 /** The body as a JSON object, or undefined when it is not one. */

@@ -6,6 +6,24 @@ import { CompactorError } from '../../errors.js';
 import { isApiRequest } from '../app/guard.js';
 import { meter } from './body-meter.js';
 
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The in-flight bound, for work weighed outside `/v1`'s hooks (the proxy's bodies). */
+    inflight: InflightBound;
+  }
+}
+
+/** The in-flight bound as other work takes from it (`COMPACTOR_MAX_INFLIGHT_BYTES`). */
+export interface InflightBound {
+  /**
+   * Takes `bytes` more of the bound: true when taken (one holder alone always is, unless heavier
+   * than the bound itself), false when it would pass the limit (nothing taken). Always true without a limit.
+   */
+  take(bytes: number): boolean;
+  /** Gives back `bytes` taken. */
+  give(bytes: number): void;
+}
+
 export interface AdmissionOptions {
   /** Request bytes the service works on at once (`COMPACTOR_MAX_INFLIGHT_BYTES`); 0: no limit. */
   maxInflightBytes: number;
@@ -102,6 +120,17 @@ export default fp<AdmissionOptions>(
     /** Recent throughput (weight a second), to say when to retry: an EWMA over finished requests. */
     let bytesPerSecond = 20 * 1024 * 1024;
     const refused = admissionMetrics(app, () => inflight);
+    app.decorate('inflight', {
+      take(bytes: number): boolean {
+        if (limit <= 0 || bytes <= 0) return true;
+        if (inflight + bytes > limit && (inflight > 0 || bytes > limit)) return false;
+        inflight += bytes;
+        return true;
+      },
+      give(bytes: number): void {
+        if (limit > 0 && bytes > 0) inflight -= bytes;
+      },
+    } satisfies InflightBound);
 
     const refuse = (reply: FastifyReply, bytes: number): never => {
       refused.inc();
