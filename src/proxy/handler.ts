@@ -7,15 +7,17 @@ import { bearerOf, digestOf, type KeyCheck } from '../plugins/app/keys.js';
 import { type Caller, isStoreProblem } from '../service/artifacts.js';
 import { parseJsonBody } from '../service/request-body.js';
 import { readBody } from './body.js';
-import { ProxyLoad } from './load.js';
+import { type BypassReason, isBypassReason } from './bypass.js';
 import { saveIndex, saveState } from './conversation.js';
 import { type ForwardContext, forward } from './forward.js';
 import { credentialOf, headerValue } from './headers.js';
+import { ProxyLoad } from './load.js';
 import type { ProxyMetrics } from './metrics.js';
 import { requestOptions } from './options.js';
 import { countOutcome, outcomeOf } from './outcome.js';
 import type { Provider, Reducible } from './providers.js';
 import { asExtended, Bypass, decide, type Extension, extend, overLimit, type ReduceDeps, type Reduction } from './reduce.js';
+import type { CallReport } from './report.js';
 import type { Upstreams } from './upstream.js';
 
 /**
@@ -35,6 +37,8 @@ export interface ProxyContext {
   readonly keys: KeyCheck;
   /** The configured fit options (`COMPACTOR_PROXY_OPTIONS`), checked at boot. */
   readonly defaults: Record<string, unknown>;
+  /** The log line of each model call, and the warning of each conversation's bypass. */
+  readonly report: CallReport;
 }
 
 /**
@@ -72,9 +76,10 @@ export async function handle(ctx: ProxyContext, provider: Provider, request: Fas
   const reducible = provider.reducible(request.method, path);
   const dropped = ourBearer(ctx, request);
   const via = { ctx: forwardContext(ctx), provider, request, reply, target, modelCall: reducible !== undefined, dropped };
-  const send = (body: Buffer | Readable | undefined, reduction?: Reduction, reason?: string, model?: string) => {
+  const send = (body: Buffer | Readable | undefined, reduction?: Reduction, reason?: BypassReason, model?: string) => {
     const call = outcomeOf(provider.name, started, model, reduction, reason);
     countOutcome(ctx.metrics, call);
+    ctx.report.call(call, provider.sessionOf(request.headers, {}) ?? who.owner.scope);
     const usageFor = reduction && !reducible?.countOnly ? { reduction, owner: who.owner } : undefined;
     return forward({ ...via, body, call, usageFor });
   };
@@ -89,7 +94,7 @@ export async function handle(ctx: ProxyContext, provider: Provider, request: Fas
   const json = objectOf(raw);
   if (!json) return send(raw, undefined, 'not_json');
   const model = reducible.pathModel ?? (typeof json.model === 'string' ? json.model : undefined);
-  let reduced: { reduction: Reduction; late: string | undefined };
+  let reduced: { reduction: Reduction; late: BypassReason | undefined };
   try {
     reduced = await reduceWithin(ctx, provider, reducible, request, json, who);
   } catch (error) {
@@ -135,12 +140,15 @@ function objectOf(raw: Buffer): Record<string, unknown> | undefined {
   return typeof body === 'object' && body !== null && !Array.isArray(body) ? (body as Record<string, unknown>) : undefined;
 }
 
-/** Why a reduction failed, as `x-compactor: bypass; reason=…` names it (a code, never content). */
-function reasonOf(error: unknown): string {
+/** Why a reduction failed, as `x-compactor: bypass; reason=…` names it (one of `BYPASS_REASONS`, never content). */
+function reasonOf(error: unknown): BypassReason {
   if (error instanceof Bypass) return error.reason;
   if (isStoreProblem(error)) return 'store';
-  if (error instanceof CompactorError) return error.code.replace(/^CMP_ERR_/, '').toLowerCase();
-  return 'internal';
+  if (!(error instanceof CompactorError)) return 'internal';
+  if (error.code.startsWith('CMP_ERR_SUMMARIZER_')) return 'summarizer';
+  if (error.code === 'CMP_ERR_RATE_LIMITED') return 'overloaded';
+  const reason = error.code.replace(/^CMP_ERR_/, '').toLowerCase();
+  return isBypassReason(reason) ? reason : 'internal';
 }
 
 /** Resolves with the promise, or rejects with a `Bypass('budget')` after `ms`. */
@@ -187,7 +195,7 @@ async function reduceWithin(
   request: FastifyRequest,
   body: Record<string, unknown>,
   who: Who,
-): Promise<{ reduction: Reduction; late: string | undefined }> {
+): Promise<{ reduction: Reduction; late: BypassReason | undefined }> {
   const { app, config } = ctx;
   const deps: ReduceDeps = {
     compactor: app.compactor,

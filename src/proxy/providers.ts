@@ -1,4 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
+import type { BypassReason } from './bypass.js';
 import { type CacheMarkers, cacheMarkers } from './cache-markers.js';
 import { anthropicError, geminiError, openaiError } from './errors.js';
 import { type ProviderName, prefixOf } from './names.js';
@@ -51,7 +52,7 @@ export interface Provider {
   /** Its cache markers: left out when histories are compared, followed by messages of ours. */
   readonly markers: CacheMarkers;
   /** Why a reducible request must go on as it came (a conversation the provider keeps), if it must. */
-  keptUpstream(body: Body): string | undefined;
+  keptUpstream(body: Body): BypassReason | undefined;
 }
 
 const first = (headers: IncomingHttpHeaders, name: string) => [headers[name]].flat()[0];
@@ -79,7 +80,7 @@ export function agentSession(headers: IncomingHttpHeaders, body: Body): string |
 /** `cache_control`: Anthropic's marker, which the OpenAI-compatible APIs (and opencode) carry too. */
 const CACHE_CONTROL = cacheMarkers('cache_control');
 /** A Responses call that names the previous one: the provider keeps that conversation, not the body. */
-const previousResponse = (body: Body) =>
+const previousResponse = (body: Body): BypassReason | undefined =>
   body.previous_response_id !== undefined && body.previous_response_id !== null ? 'previous_response_id' : undefined;
 
 const anthropic: Provider = {

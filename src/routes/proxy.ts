@@ -6,6 +6,7 @@ import { proxyMetrics } from '../proxy/metrics.js';
 import { PROVIDER_NAMES, type ProviderName, upstreamVariable } from '../proxy/names.js';
 import { bootOptions } from '../proxy/options.js';
 import { PROVIDERS } from '../proxy/providers.js';
+import { CallReport } from '../proxy/report.js';
 import { Upstreams } from '../proxy/upstream.js';
 
 /**
@@ -27,6 +28,7 @@ export default async function proxyRoutes(app: FastifyInstance, { config }: { co
     metrics: proxyMetrics(app.metrics.registry),
     keys: keyCheck(config.COMPACTOR_API_KEYS),
     defaults: bootOptions(config),
+    report: new CallReport(app.log),
   };
   await app.register(async (scope) => {
     // Bodies are the client's, as they came: read (or streamed on) by the handler itself.
