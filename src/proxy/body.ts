@@ -8,7 +8,11 @@ import { Readable } from 'node:stream';
  */
 export type ReadBody = { readonly whole: Buffer } | { readonly overflow: Readable; readonly why: 'too_large' | 'load' };
 
-export async function readBody(stream: Readable, limit: number, admit: (chunk: Buffer) => boolean = () => true): Promise<ReadBody> {
+export async function readBody(
+  stream: Readable,
+  limit: number,
+  admit: (chunk: Buffer) => boolean = () => true,
+): Promise<ReadBody> {
   const chunks: Buffer[] = [];
   let bytes = 0;
   let why: 'too_large' | 'load' | undefined;

@@ -17,7 +17,9 @@ const KEY = 'compactor-key-0123456789';
 t.test('with keys on and none sent, each SDK raises its own authentication error', async (t) => {
   const { proxy, upstream } = await stand(t, undefined, { COMPACTOR_API_KEYS: KEY });
   const c = { roots: proxied(proxy) };
-  const a = await anthropic(c).messages.create(anthropicTurn).catch((e: unknown) => e);
+  const a = await anthropic(c)
+    .messages.create(anthropicTurn)
+    .catch((e: unknown) => e);
   t.ok(a instanceof Anthropic.AuthenticationError, 'Anthropic: AuthenticationError');
   t.equal((a as { error?: { error?: { type?: string } } }).error?.error?.type, 'authentication_error');
   for (const call of [() => openai(c).responses.create(responsesTurn), () => openai(c).chat.completions.create(chatTurn)]) {
@@ -38,7 +40,9 @@ t.test('an upstream that cannot be reached: each SDK raises its own server error
   const { proxy, upstream } = await stand(t);
   await upstream.stop();
   const c = { roots: proxied(proxy) };
-  const a = await anthropic(c).messages.create(anthropicTurn).catch((e: unknown) => e);
+  const a = await anthropic(c)
+    .messages.create(anthropicTurn)
+    .catch((e: unknown) => e);
   t.ok(a instanceof Anthropic.InternalServerError, 'Anthropic: InternalServerError');
   t.equal((a as { error?: { error?: { type?: string } } }).error?.error?.type, 'api_error');
   const o = await openai(c)

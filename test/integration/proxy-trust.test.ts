@@ -86,7 +86,9 @@ t.test('#5: an Authorization bearer holding Compactor’s key never goes upstrea
   t.equal(sent?.headers.authorization, undefined, 'our key dropped');
   t.equal(sent?.headers['x-api-key'], 'sk-ant-user', 'the provider credential kept');
   t.notOk(JSON.stringify(sent?.headers).includes(KEY), 'our key nowhere upstream');
-  const theirs = await fetch(`${base}/openai/v1/models`, { headers: { 'x-compactor-key': KEY, authorization: 'Bearer sk-openai' } });
+  const theirs = await fetch(`${base}/openai/v1/models`, {
+    headers: { 'x-compactor-key': KEY, authorization: 'Bearer sk-openai' },
+  });
   await theirs.arrayBuffer();
   t.equal(fake.requests.at(-1)?.headers.authorization, 'Bearer sk-openai', "the provider's bearer kept");
 });
@@ -108,7 +110,10 @@ function heavyBody(bytes: number, tag: string): string {
   const each = Math.floor(bytes / 40);
   for (let i = 0; i < 20; i++) {
     messages.push({ role: 'assistant', content: [{ type: 'tool_use', id: `t${i}`, name: 'Bash', input: { command: 'cat' } }] });
-    messages.push({ role: 'user', content: [{ type: 'tool_result', tool_use_id: `t${i}`, content: `${tag} ${i} `.padEnd(each, 'y') }] });
+    messages.push({
+      role: 'user',
+      content: [{ type: 'tool_result', tool_use_id: `t${i}`, content: `${tag} ${i} `.padEnd(each, 'y') }],
+    });
   }
   return JSON.stringify({ model: 'claude-opus-4-8', max_tokens: 1000, messages });
 }
@@ -131,46 +136,49 @@ function gathering(n: number): { scenario: Scenario; all: Promise<void> } {
 
 const inflightOf = (metrics: string) => Number(/^compactor_inflight_bytes (\d+)/m.exec(metrics)?.[1] ?? Number.NaN);
 
-t.test('#2: proxied bodies are weighed against COMPACTOR_MAX_INFLIGHT_BYTES; past it they go upstream unread (reason=load)', async (t) => {
-  const n = 6;
-  const mib = 1024 * 1024;
-  const { scenario, all } = gathering(n);
-  const { app, base, port, fake } = await stand(
-    t,
-    { COMPACTOR_BODY_LIMIT: String(4 * mib), COMPACTOR_MAX_INFLIGHT_BYTES: String(8 * mib) },
-    scenario,
-  );
-  const bodies = Array.from({ length: n }, (_, i) => heavyBody(3 * mib, `b${i}`));
-  // Half with a content-length (refused before a byte is read), half chunked (refused as their weight grows).
-  const answers = bodies.map((body, i) =>
-    i % 2 === 0
-      ? fetch(`${base}/anthropic/v1/messages`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json', 'x-api-key': `sk-ant-${i}`, 'anthropic-version': '2023-06-01' },
-          body,
-        }).then(async (res) => ({ status: res.status, x: res.headers.get('x-compactor') ?? '', text: await res.text() }))
-      : chunked(port, body, `sk-ant-${i}`),
-  );
-  await all;
-  const during = (await app.inject({ method: 'GET', url: '/metrics' })).body;
-  t.ok(inflightOf(during) <= 8 * mib, `in flight while all ${n} were held: ${inflightOf(during)} bytes, within the bound`);
-  const results = await Promise.all(answers);
-  t.ok(
-    results.every((r) => r.status === 200),
-    'every model call answered by the provider',
-  );
-  const load = results.filter((r) => r.x === 'bypass; reason=load').length;
-  // Each weighs over 3 MiB: at most two fit in 8 MiB at once, and all six were in flight together.
-  t.ok(load >= n - 2, `${load} of ${n} forwarded unread for load`);
-  t.ok(load < n, 'those with room were handled as usual');
-  const sent = fake.modelRequests().map((r) => r.raw.toString('utf8'));
-  for (const [i, r] of results.entries()) {
-    if (r.x === 'bypass; reason=load') t.ok(sent.includes(bodies[i] as string), `body ${i} reached the provider byte for byte`);
-  }
-  const after = (await app.inject({ method: 'GET', url: '/metrics' })).body;
-  t.match(after, new RegExp(`compactor_proxy_bypass_total\\{provider="anthropic",reason="load"\\} ${load}`));
-  t.equal(inflightOf(after), 0, 'every weight given back');
-});
+t.test(
+  '#2: proxied bodies are weighed against COMPACTOR_MAX_INFLIGHT_BYTES; past it they go upstream unread (reason=load)',
+  async (t) => {
+    const n = 6;
+    const mib = 1024 * 1024;
+    const { scenario, all } = gathering(n);
+    const { app, base, port, fake } = await stand(
+      t,
+      { COMPACTOR_BODY_LIMIT: String(4 * mib), COMPACTOR_MAX_INFLIGHT_BYTES: String(8 * mib) },
+      scenario,
+    );
+    const bodies = Array.from({ length: n }, (_, i) => heavyBody(3 * mib, `b${i}`));
+    // Half with a content-length (refused before a byte is read), half chunked (refused as their weight grows).
+    const answers = bodies.map((body, i) =>
+      i % 2 === 0
+        ? fetch(`${base}/anthropic/v1/messages`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json', 'x-api-key': `sk-ant-${i}`, 'anthropic-version': '2023-06-01' },
+            body,
+          }).then(async (res) => ({ status: res.status, x: res.headers.get('x-compactor') ?? '', text: await res.text() }))
+        : chunked(port, body, `sk-ant-${i}`),
+    );
+    await all;
+    const during = (await app.inject({ method: 'GET', url: '/metrics' })).body;
+    t.ok(inflightOf(during) <= 8 * mib, `in flight while all ${n} were held: ${inflightOf(during)} bytes, within the bound`);
+    const results = await Promise.all(answers);
+    t.ok(
+      results.every((r) => r.status === 200),
+      'every model call answered by the provider',
+    );
+    const load = results.filter((r) => r.x === 'bypass; reason=load').length;
+    // Each weighs over 3 MiB: at most two fit in 8 MiB at once, and all six were in flight together.
+    t.ok(load >= n - 2, `${load} of ${n} forwarded unread for load`);
+    t.ok(load < n, 'those with room were handled as usual');
+    const sent = fake.modelRequests().map((r) => r.raw.toString('utf8'));
+    for (const [i, r] of results.entries()) {
+      if (r.x === 'bypass; reason=load') t.ok(sent.includes(bodies[i] as string), `body ${i} reached the provider byte for byte`);
+    }
+    const after = (await app.inject({ method: 'GET', url: '/metrics' })).body;
+    t.match(after, new RegExp(`compactor_proxy_bypass_total\\{provider="anthropic",reason="load"\\} ${load}`));
+    t.equal(inflightOf(after), 0, 'every weight given back');
+  },
+);
 
 /** A POST whose body goes in chunks without a content-length. */
 function chunked(port: number, body: string, key: string) {
@@ -187,7 +195,11 @@ function chunked(port: number, body: string, key: string) {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
         res.on('end', () =>
-          resolve({ status: res.statusCode ?? 0, x: String(res.headers['x-compactor'] ?? ''), text: Buffer.concat(chunks).toString() }),
+          resolve({
+            status: res.statusCode ?? 0,
+            x: String(res.headers['x-compactor'] ?? ''),
+            text: Buffer.concat(chunks).toString(),
+          }),
         );
       },
     );
