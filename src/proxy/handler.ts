@@ -19,6 +19,7 @@ import type { Provider, Reducible } from './providers.js';
 import { asExtended, Bypass, decide, type Extension, extend, overLimit, type ReduceDeps, type Reduction } from './reduce.js';
 import type { CallReport } from './report.js';
 import type { Upstreams } from './upstream.js';
+import { type Windows, windowKey } from './window.js';
 
 /**
  * The proxy's front door: one proxied request's way through, read top to bottom in `handle` —
@@ -39,6 +40,8 @@ export interface ProxyContext {
   readonly defaults: Record<string, unknown>;
   /** The log line of each model call, and the warning of each conversation's bypass. */
   readonly report: CallReport;
+  /** The windows of models the table does not place, and those the providers reported. */
+  readonly windows: Windows;
 }
 
 /**
@@ -81,7 +84,8 @@ export async function handle(ctx: ProxyContext, provider: Provider, request: Fas
     countOutcome(ctx.metrics, call);
     ctx.report.call(call, provider.sessionOf(request.headers, {}) ?? who.owner.scope);
     const usageFor = reduction && !reducible?.countOnly ? { reduction, owner: who.owner } : undefined;
-    return forward({ ...via, body, call, usageFor });
+    const learn = (window: number) => ctx.windows.learn(windowKey(who.owner.scope, provider.name, model), window);
+    return forward({ ...via, body, call, usageFor, ...(reducible ? { onTooLong: learn } : {}) });
   };
   if (!reducible) return send(['GET', 'HEAD'].includes(request.method) ? undefined : incoming);
   // Weighed against the in-flight bound: without room, streamed on unread (`load`).
@@ -93,7 +97,7 @@ export async function handle(ctx: ProxyContext, provider: Provider, request: Fas
   if (headerValue(request.headers, 'x-compactor-bypass') === '1') return send(raw, undefined, 'client');
   const json = objectOf(raw);
   if (!json) return send(raw, undefined, 'not_json');
-  const model = reducible.pathModel ?? (typeof json.model === 'string' ? json.model : undefined);
+  const model = modelOf(reducible, json);
   let reduced: { reduction: Reduction; late: BypassReason | undefined };
   try {
     reduced = await reduceWithin(ctx, provider, reducible, request, json, who);
@@ -172,6 +176,27 @@ function rememberState(ctx: ProxyContext, who: Who, reduction: Reduction): void 
     void remember(ctx, () => saveIndex(artifacts, who.caller, reduction.conversation, reduction.state.upstream));
 }
 
+/** Model of a reducible request: from its path (Gemini) or its body. */
+const modelOf = (reducible: Reducible, body: Record<string, unknown>) =>
+  reducible.pathModel ?? (typeof body.model === 'string' ? body.model : undefined);
+
+/** The options with the window to fit to (`proxy/window.ts`) where the request and the table say none. */
+function withWindow(
+  ctx: ProxyContext,
+  provider: Provider,
+  reducible: Reducible,
+  body: Record<string, unknown>,
+  who: Who,
+  options: Record<string, unknown>,
+): Record<string, unknown> {
+  const window = ctx.windows.windowFor(
+    windowKey(who.owner.scope, provider.name, modelOf(reducible, body)),
+    modelOf(reducible, body),
+    options,
+  );
+  return window === undefined ? options : { ...options, context_window: window };
+}
+
 /** What the forwarder reaches of the proxy. */
 function forwardContext(ctx: ProxyContext): ForwardContext {
   return {
@@ -206,7 +231,14 @@ async function reduceWithin(
     caller: who.caller,
     digest: who.digest,
     owner: who.owner,
-    options: requestOptions(ctx.defaults, headerValue(request.headers, 'x-compactor-options')),
+    options: withWindow(
+      ctx,
+      provider,
+      reducible,
+      body,
+      who,
+      requestOptions(ctx.defaults, headerValue(request.headers, 'x-compactor-options')),
+    ),
     signal: AbortSignal.timeout(config.COMPACTOR_DEADLINE_MS),
   };
   const budget = config.COMPACTOR_PROXY_BUDGET_MS;

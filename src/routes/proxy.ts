@@ -8,6 +8,7 @@ import { bootOptions } from '../proxy/options.js';
 import { PROVIDERS } from '../proxy/providers.js';
 import { CallReport } from '../proxy/report.js';
 import { Upstreams } from '../proxy/upstream.js';
+import { Windows } from '../proxy/window.js';
 
 /**
  * The proxy routes: a drop-in base URL per provider (`/anthropic`, `/openai`, `/gemini`), each
@@ -29,6 +30,7 @@ export default async function proxyRoutes(app: FastifyInstance, { config }: { co
     keys: keyCheck(config.COMPACTOR_API_KEYS),
     defaults: bootOptions(config),
     report: new CallReport(app.log),
+    windows: new Windows(config.COMPACTOR_DEFAULT_CONTEXT_WINDOW),
   };
   await app.register(async (scope) => {
     // Bodies are the client's, as they came: read (or streamed on) by the handler itself.
