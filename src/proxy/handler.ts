@@ -62,8 +62,9 @@ export async function handle(ctx: ProxyContext, provider: Provider, request: Fas
   const started = performance.now();
   // The client sees the provider's answer: its request ids, not ours.
   reply.removeHeader('x-request-id');
+  // `x-should-retry: false`, as the providers' APIs send it: the SDKs (and Claude Code) then report a 4xx instead of retrying it.
   const fail = (status: number, message: string) =>
-    reply.code(status).type('application/json').send(provider.error(status, message));
+    reply.code(status).header('x-should-retry', 'false').type('application/json').send(provider.error(status, message));
   const url = request.raw.url ?? '/';
   const rest = url.slice(provider.prefix.length) || '/';
   const [path = '/', query = ''] = rest.split('?', 2);

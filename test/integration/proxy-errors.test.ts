@@ -33,6 +33,10 @@ t.test('with keys on and none sent, each SDK raises its own authentication error
   t.ok(g instanceof ApiError, 'Gemini: ApiError');
   t.equal((g as ApiError).status, 401);
   t.match((g as ApiError).message, /UNAUTHENTICATED/);
+  // Claude Code retries a 401 with backoff (8 tries over 100 s, nothing printed) unless told not to, as Anthropic's API tells it.
+  const raw = await fetch(`${proxy}/anthropic/v1/messages`, { method: 'POST', body: '{}', headers: { 'x-api-key': 'sk-ant' } });
+  await raw.text();
+  t.equal(raw.headers.get('x-should-retry'), 'false', 'x-should-retry: false, as the providers send it');
   t.equal(upstream.requests.length, 0, 'nothing reached the provider');
 });
 
