@@ -21,7 +21,7 @@ export function proxyMetrics(registry: Registry): ProxyMetrics {
     }),
     bypasses: new Counter({
       name: 'compactor_proxy_bypass_total',
-      help: 'Proxied model calls forwarded as they came, by reason (client, budget, store, refused, not_json, too_large, …)',
+      help: 'Proxied model calls forwarded as they came, by reason (each reason, and what to do about it, in docs/proxy.md)',
       labelNames: ['provider', 'reason'],
       registers,
     }),

@@ -1,3 +1,4 @@
+import type { BypassReason } from './bypass.js';
 import type { ProxyMetrics } from './metrics.js';
 import type { ProviderName } from './providers.js';
 import type { Reduction } from './reduce.js';
@@ -15,7 +16,7 @@ export interface CallOutcome {
   /** `passthrough`: not a model call; `reduced`/`kept`/`unchanged`: as `Reduction.action`; `bypass`: sent as it came. */
   readonly outcome: 'passthrough' | Reduction['action'] | 'bypass';
   /** Why it was bypassed (`x-compactor: bypass; reason=…`). */
-  readonly reason: string | undefined;
+  readonly reason: BypassReason | undefined;
   readonly tokens: { readonly before: number; readonly after: number; readonly saved: number };
   /** Whether the prefix already sent upstream stayed as it was (the provider's prompt cache holds). */
   readonly prefix: 'kept' | 'broken';
@@ -34,7 +35,7 @@ export function outcomeOf(
   started: number,
   model: string | undefined,
   reduction: Reduction | undefined,
-  reason: string | undefined,
+  reason: BypassReason | undefined,
 ): CallOutcome {
   const base = { provider, model, conversation: reduction?.conversation, ms: performance.now() - started };
   if (reason !== undefined) return { ...base, outcome: 'bypass', reason, tokens: NONE, prefix: 'kept' };

@@ -166,7 +166,7 @@ t.test(
       { authorization: 'Bearer sk-x' },
     );
     t.equal(r.status, 502);
-    t.match(await r.json(), { error: { type: 'upstream_error' } }, "OpenAI's error shape");
+    t.match(await r.json(), { error: { type: 'server_error', code: 'bad_gateway' } }, "OpenAI's error shape");
   },
 );
 
@@ -195,7 +195,7 @@ t.test(
     const keyed = await proxy(t, { COMPACTOR_API_KEYS: 'compactor-key-0123456789' });
     const refused = await post(keyed.base, '/anthropic/v1/messages', anthropicBody(1));
     t.equal(refused.status, 401);
-    t.match(await refused.json(), { type: 'error', error: { type: 'api_error' } }, "Anthropic's error shape");
+    t.match(await refused.json(), { type: 'error', error: { type: 'authentication_error' } }, "Anthropic's error shape");
     t.equal(keyed.fake.requests.length, 0, 'nothing went upstream');
     const ok = await post(keyed.base, '/anthropic/v1/messages', anthropicBody(1), {
       'x-compactor-key': 'compactor-key-0123456789',
