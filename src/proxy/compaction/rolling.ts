@@ -86,13 +86,15 @@ export async function keepRolling(deps: RollingDeps, c: RollingConversation): Pr
 /** A ready prepared summary the history still holds, read from the summary cache. */
 export interface ReadySummary {
   readonly entry: PreparedEntry & { usage?: { input_tokens: number; output_tokens: number } };
+  /** Where the summary's range really ends (a turn in flight at `entry.to` is kept, not summarized). */
+  readonly coveredTo: number;
   readonly text: string;
   readonly artifactId: string | null;
   readonly writtenBy: 'llm' | 'extractive';
 }
 
 interface SummaryValue {
-  summary: { id: string; text: string; summarizer: 'llm' | 'extractive'; cached: boolean } | null;
+  summary: { id: string; text: string; summarizer: 'llm' | 'extractive'; message_index: number } | null;
   artifacts?: { id: string }[];
 }
 
@@ -119,5 +121,14 @@ export async function readyRolling(
   const value = outcome.value as SummaryValue;
   if (!value.summary) return undefined;
   const { summary } = value;
-  return { entry, text: summary.text, artifactId: /^art_/.test(summary.id) ? summary.id : null, writtenBy: summary.summarizer };
+  // The messages kept after the summary (a turn still in flight) are not in it: the digest covers them.
+  const kept = (outcome.sources ?? []).slice(summary.message_index + 1).filter((i) => i >= 0);
+  const coveredTo = Math.min(entry.to, ...kept);
+  return {
+    entry,
+    coveredTo,
+    text: summary.text,
+    artifactId: /^art_/.test(summary.id) ? summary.id : null,
+    writtenBy: summary.summarizer,
+  };
 }

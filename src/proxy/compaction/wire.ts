@@ -92,7 +92,7 @@ export async function compactionStep(
     const prepared = {
       summary: ready.text,
       artifactId: ready.artifactId,
-      after: afterDigest(summarised.slice(ready.entry.to)),
+      after: afterDigest(summarised.slice(ready.coveredTo)),
       recallTool: offersRecall(deps.reducible, body),
     };
     return { prepared, writtenBy: ready.writtenBy };
