@@ -133,6 +133,7 @@ t.test('Claude Code: its compaction request is answered from the prepared summar
   t.match(res.headers.get('content-type') ?? '', /text\/event-stream/);
   t.match(text, /event: message_start[\s\S]*<summary>[\s\S]*1\. Primary Request and Intent:[\s\S]*event: message_stop/);
   t.match(text, /art_[0-9a-f]{24}/, 'the recall pointer names the artifact of the summarized range');
+  t.match(text, /task 7f3a/, 'the answer holds the task text (the task kept before the summary, quoted)');
   t.match(await metric(s), /provider="anthropic",outcome="answered"\} 1/);
 });
 

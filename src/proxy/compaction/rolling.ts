@@ -53,11 +53,12 @@ export function rollingConversation(
 
 /**
  * The `/v1/summarize` body whose summary covers the first `to` messages: cache markers left out
- * (they move every call), the first user message summarized too (the summary stands for all of it).
+ * (they move every call). The task (the first user message and what is pinned with it) stays before
+ * the summary, as a rolling summary keeps it: the answer quotes it (`ReadySummary.head`).
  */
 export function rollingBody(c: RollingConversation, to: number): Record<string, unknown> {
   const messages = c.history.slice(0, to).map((m) => JSON.parse(c.provider.markers.normalized(m)) as unknown);
-  return { messages, format: c.format, mode: 'rolling', keep: { messages: 0 }, keep_first_user: false, store: 'server' };
+  return { messages, format: c.format, mode: 'rolling', keep: { messages: 0 }, store: 'server' };
 }
 
 /** The conversation's prepared ranges, newest first. */
@@ -86,6 +87,8 @@ export async function keepRolling(deps: RollingDeps, c: RollingConversation): Pr
 /** A ready prepared summary the history still holds, read from the summary cache. */
 export interface ReadySummary {
   readonly entry: PreparedEntry & { usage?: { input_tokens: number; output_tokens: number } };
+  /** How many messages stay before the summary (the task, kept as a rolling summary keeps it). */
+  readonly head: number;
   /** Where the summary's range really ends (a turn in flight at `entry.to` is kept, not summarized). */
   readonly coveredTo: number;
   readonly text: string;
@@ -121,11 +124,14 @@ export async function readyRolling(
   const value = outcome.value as SummaryValue;
   if (!value.summary) return undefined;
   const { summary } = value;
-  // The messages kept after the summary (a turn still in flight) are not in it: the digest covers them.
-  const kept = (outcome.sources ?? []).slice(summary.message_index + 1).filter((i) => i >= 0);
+  // The messages kept before the summary (the task) and after it (a turn still in flight) are not in it: the digest covers them.
+  const sources = outcome.sources ?? [];
+  const head = sources.slice(0, summary.message_index).filter((i) => i >= 0).length;
+  const kept = sources.slice(summary.message_index + 1).filter((i) => i >= 0);
   const coveredTo = Math.min(entry.to, ...kept);
   return {
     entry,
+    head,
     coveredTo,
     text: summary.text,
     artifactId: /^art_/.test(summary.id) ? summary.id : null,
