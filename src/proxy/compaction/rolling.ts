@@ -87,8 +87,8 @@ export async function keepRolling(deps: RollingDeps, c: RollingConversation): Pr
 /** A ready prepared summary the history still holds, read from the summary cache. */
 export interface ReadySummary {
   readonly entry: PreparedEntry & { usage?: { input_tokens: number; output_tokens: number } };
-  /** How many messages stay before the summary (the task, kept as a rolling summary keeps it). */
-  readonly head: number;
+  /** The messages kept before the summary or joined to it (the task, as a rolling summary keeps it), by index. */
+  readonly head: readonly number[];
   /** Where the summary's range really ends (a turn in flight at `entry.to` is kept, not summarized). */
   readonly coveredTo: number;
   readonly text: string;
@@ -126,7 +126,8 @@ export async function readyRolling(
   const { summary } = value;
   // The messages kept before the summary (the task) and after it (a turn still in flight) are not in it: the digest covers them.
   const sources = outcome.sources ?? [];
-  const head = sources.slice(0, summary.message_index).filter((i) => i >= 0).length;
+  // The summary may be joined to the task's own message (roles must alternate): that message is quoted too.
+  const head = sources.slice(0, summary.message_index + 1).filter((i) => i >= 0);
   const kept = sources.slice(summary.message_index + 1).filter((i) => i >= 0);
   const coveredTo = Math.min(entry.to, ...kept);
   return {

@@ -92,7 +92,7 @@ export async function compactionStep(
     const prepared = {
       summary: ready.text,
       artifactId: ready.artifactId,
-      after: afterDigest([...summarised.slice(0, ready.head), ...summarised.slice(ready.coveredTo)]),
+      after: afterDigest([...ready.head.map((i) => summarised[i]), ...summarised.slice(ready.coveredTo)]),
       recallTool: offersRecall(deps.reducible, body),
     };
     return { prepared, writtenBy: ready.writtenBy };
