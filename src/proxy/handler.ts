@@ -92,7 +92,7 @@ export async function handle(ctx: ProxyContext, provider: Provider, request: Fas
   // Instant compaction: an agent's own compaction request answered, or passed on byte-identical (never reduced).
   const instant = await instantStep(ctx, provider, reducible, request, reply, { path, started, model, caller: who.caller }, json);
   if (instant.kind === 'answered') return instant.sent;
-  if (instant.kind === 'passed') return send(raw, undefined, undefined, model, instant.compaction);
+  if (instant.kind === 'passed') return send(instant.body ?? raw, undefined, undefined, model, instant.compaction);
   const body = instant.body;
   const given = instant.changed ? Buffer.from(JSON.stringify(body)) : raw;
   let reduced: { reduction: Reduction; late: string | undefined };

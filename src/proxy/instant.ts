@@ -21,8 +21,12 @@ import type { Provider, Reducible } from './providers.js';
 export type FrontStep =
   /** Replied: an answer of ours. */
   | { readonly kind: 'answered'; readonly sent: FastifyReply }
-  /** Forward the raw bytes as they came, never reduced: `compaction` says why. */
-  | { readonly kind: 'passed'; readonly compaction: NonNullable<CallOutcome['compaction']> }
+  /**
+   * Forward the raw bytes as they came, never reduced (`compaction` says why); `body`: the same
+   * request with Compactor's own sealed items put back as their summary text (the provider never
+   * sees a token it did not issue), when it held any.
+   */
+  | { readonly kind: 'passed'; readonly compaction: NonNullable<CallOutcome['compaction']>; readonly body?: Buffer }
   /** Not a compaction request: go on with `body` (its sealed items replaced: `changed`). */
   | { readonly kind: 'go-on'; readonly body: Record<string, unknown>; readonly changed: boolean };
 
@@ -66,7 +70,13 @@ export async function instantStep(
   };
   const { step, ready } = await compactionStep(deps, json);
   const label = outcomeLabel(step);
-  if (step.kind === 'passed' && label) return { kind: 'passed', compaction: { label, header: step.header } };
+  if (step.kind === 'passed' && label) {
+    const compaction = { label, header: step.header };
+    const out = await unsealed(compactor.artifacts, at.caller, provider, at.path, json);
+    return out.replaced > 0
+      ? { kind: 'passed', compaction, body: Buffer.from(JSON.stringify(out.body)) }
+      : { kind: 'passed', compaction };
+  }
   if (step.kind === 'answered' && label && ready) {
     const call: CallOutcome = {
       ...outcomeOf(provider.name, at.started, at.model, undefined, undefined),

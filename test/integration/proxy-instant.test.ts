@@ -206,6 +206,15 @@ t.test('Codex, trigger form: one sealed compaction item, replaced by its summary
   t.match(forwarded, /## Goal and constraints\\nSummary of/, 'the LLM summary is in the forwarded request');
   t.match(await metric(s), /provider="openai",outcome="answered"\} 1/);
 
+  // A compaction request that passes (here: opted out) still never carries our token upstream.
+  const again = { ...c.body, input: [input.find((i) => i.type === 'compaction'), ...(c.body.input as unknown[])] };
+  const passed = await send(s, c, again, { 'x-compactor-instant-compaction': 'off' });
+  await passed.text();
+  t.equal(passed.headers.get('x-compactor'), 'compaction-passed; reason=opted-out');
+  const passedUp = JSON.stringify(s.fake.modelRequests().at(-1)?.json);
+  t.match(passedUp, /"type":"compaction_trigger"/, 'the compaction request went upstream');
+  t.notMatch(passedUp, new RegExp(SEAL_PREFIX.replace('.', '\\.')), 'its sealed item replaced by the summary text');
+
   const forged = {
     ...next.body,
     input: input.map((i) => (i.type === 'compaction' ? { ...i, encrypted_content: `${token}x` } : i)),
