@@ -11,10 +11,11 @@ import { type BypassReason, isBypassReason } from './bypass.js';
 import { saveIndex, saveState } from './conversation.js';
 import { type ForwardContext, forward } from './forward.js';
 import { credentialOf, headerValue } from './headers.js';
+import { instantStep } from './instant.js';
 import { ProxyLoad } from './load.js';
 import type { ProxyMetrics } from './metrics.js';
-import { requestOptions } from './options.js';
-import { countOutcome, outcomeOf } from './outcome.js';
+import { fitOptionsOf, requestOptions } from './options.js';
+import { type CallOutcome, countOutcome, outcomeOf } from './outcome.js';
 import type { Provider, Reducible } from './providers.js';
 import { asExtended, Bypass, decide, type Extension, extend, overLimit, type ReduceDeps, type Reduction } from './reduce.js';
 import type { CallReport } from './report.js';
@@ -80,8 +81,15 @@ export async function handle(ctx: ProxyContext, provider: Provider, request: Fas
   const reducible = provider.reducible(request.method, path);
   const dropped = ourBearer(ctx, request);
   const via = { ctx: forwardContext(ctx), provider, request, reply, target, modelCall: reducible !== undefined, dropped };
-  const send = (body: Buffer | Readable | undefined, reduction?: Reduction, reason?: BypassReason, model?: string) => {
-    const call = outcomeOf(provider.name, started, model, reduction, reason);
+  const send = (
+    body: Buffer | Readable | undefined,
+    reduction?: Reduction,
+    reason?: BypassReason,
+    model?: string,
+    compaction?: CallOutcome['compaction'],
+  ) => {
+    const plain = outcomeOf(provider.name, started, model, reduction, reason);
+    const call: CallOutcome = compaction ? { ...plain, outcome: 'unchanged', compaction } : plain;
     countOutcome(ctx.metrics, call);
     ctx.report.call(call, provider.sessionOf(request.headers, {}) ?? who.owner.scope);
     const usageFor = reduction && !reducible?.countOnly ? { reduction, owner: who.owner } : undefined;
@@ -99,15 +107,21 @@ export async function handle(ctx: ProxyContext, provider: Provider, request: Fas
   const json = objectOf(raw);
   if (!json) return send(raw, undefined, 'not_json');
   const model = modelOf(reducible, json);
+  // Instant compaction: an agent's own compaction request answered, or passed on byte-identical (never reduced).
+  const instant = await instantStep(ctx, provider, reducible, request, reply, { path, started, model, caller: who.caller }, json);
+  if (instant.kind === 'answered') return instant.sent;
+  if (instant.kind === 'passed') return send(instant.body ?? raw, undefined, undefined, model, instant.compaction);
+  const body = instant.body;
+  const given = instant.changed ? Buffer.from(JSON.stringify(body)) : raw;
   let reduced: { reduction: Reduction; late: BypassReason | undefined };
   try {
-    reduced = await reduceWithin(ctx, provider, reducible, request, json, who);
+    reduced = await reduceWithin(ctx, provider, reducible, request, body, who);
   } catch (error) {
-    return send(raw, undefined, reasonOf(error), model);
+    return send(given, undefined, reasonOf(error), model);
   }
   const { reduction, late } = reduced;
   if (!reducible.countOnly) rememberState(ctx, who, reduction);
-  const sent = reduction.history ? Buffer.from(JSON.stringify({ ...json, [reducible.history]: reduction.history })) : raw;
+  const sent = reduction.history ? Buffer.from(JSON.stringify({ ...body, [reducible.history]: reduction.history })) : given;
   await send(sent, reduction, late, model);
   // Sent and answered: what was parsed and rewritten is no longer held.
   load.release();
@@ -238,7 +252,7 @@ async function reduceWithin(
       reducible,
       body,
       who,
-      requestOptions(ctx.defaults, headerValue(request.headers, 'x-compactor-options')),
+      fitOptionsOf(requestOptions(ctx.defaults, headerValue(request.headers, 'x-compactor-options'))),
     ),
     signal: AbortSignal.timeout(config.COMPACTOR_DEADLINE_MS),
   };
