@@ -64,6 +64,8 @@ export const CONFIG_DOCS: Record<keyof Config, string> = {
     'Fit options for proxied requests, a JSON object (x-compactor-options overrides per request); unset: target_fraction 0.5, limit fraction 0.8, the cost policy',
   COMPACTOR_PROXY_BUDGET_MS:
     'How long reduction may hold a proxied request before it goes upstream as it is (plus a summarizer call when a reduction is forced)',
+  COMPACTOR_DEFAULT_CONTEXT_WINDOW:
+    'The context window the proxy assumes for a model the model table does not place (not a window the request declares or the provider has reported)',
   COMPACTOR_PROXY_TIMEOUT_MS: "How long the proxy waits for an upstream's headers, and between two chunks of its answer",
   COMPACTOR_SUMMARIZER_PRICING:
     'The summarizer\'s prices, JSON {"input", "cached_input", "output", "currency"?} per million tokens; unset: the table\'s row for its model, else the agent\'s prices',

@@ -164,6 +164,8 @@ export const ConfigSchema = z.object({
     .optional(),
   /** How long reduction may hold a proxied request before it is forwarded as it is. */
   COMPACTOR_PROXY_BUDGET_MS: intFromEnv(0, 600_000).default(500),
+  /** The window the proxy assumes for a model the table does not place (`proxy/window.ts`). */
+  COMPACTOR_DEFAULT_CONTEXT_WINDOW: intFromEnv(1000, 100_000_000).default(128_000),
   /** How long the proxy waits for an upstream's headers, and between two chunks of its answer. */
   COMPACTOR_PROXY_TIMEOUT_MS: intFromEnv(1000, 3_600_000).default(600_000),
   /** The summarizer's own prices, JSON `{input, cached_input, output, currency?}` per million tokens. */

@@ -239,7 +239,12 @@ export class BullJobQueue<Data, Result> implements JobQueue<Data, Result> {
   }
 
   private async shutdown(deadlineMs: number): Promise<void> {
-    const closing = this.worker?.close();
+    // Redis gone (the worker's connection not ready): BullMQ's unforced close waits for an `end` a
+    // reconnecting client never emits, its timers left running (issue 36). Running jobs give
+    // themselves back now (nothing could be recorded), and the close is forced.
+    const gone = this.blocking.status !== 'ready';
+    if (gone) this.aborted.abort(new JobQueueClosedError());
+    const closing = this.worker?.close(gone);
     if (closing && !(await this.within(closing, deadlineMs))) {
       // Deadline: running jobs give themselves back to the queue (see `run`), then the worker ends.
       this.aborted.abort(new JobQueueClosedError());

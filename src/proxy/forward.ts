@@ -9,6 +9,7 @@ import type { Provider } from './providers.js';
 import type { Reduction } from './reduce.js';
 import { type UpstreamAnswer, type Upstreams, UpstreamUnreachable } from './upstream.js';
 import { UsageTap } from './usage-tap.js';
+import { ERROR_READ_MAX, windowFromError } from './window.js';
 
 /** What the forwarder needs of the proxy: where to send, what to count, how to keep what the answer said. */
 export interface ForwardContext {
@@ -31,9 +32,13 @@ export interface Forwarding {
   readonly body: Buffer | Readable | undefined;
   /** Whether it is a model call (its answer is asked for uncompressed, to be read for its usage). */
   readonly modelCall: boolean;
+  /** Request headers not to forward (an `authorization` holding Compactor's own key). */
+  readonly dropped?: readonly string[];
   readonly call: CallOutcome;
   /** The reduction whose answer's usage is kept for the conversation's next call (not for a count). */
   readonly usageFor?: { readonly reduction: Reduction; readonly owner: Caller } | undefined;
+  /** Told the window a model call's "too long" answer states (`window.ts`), to fit the next call to it. */
+  readonly onTooLong?: (window: number) => void;
 }
 
 /**
@@ -61,7 +66,7 @@ export async function forward(f: Forwarding): Promise<FastifyReply> {
     answer = await ctx.upstreams.send(
       f.target,
       request.method,
-      upstreamRequestHeaders(request.headers, set),
+      upstreamRequestHeaders(request.headers, set, f.dropped),
       f.body,
       abort.signal,
     );
@@ -78,6 +83,7 @@ export async function forward(f: Forwarding): Promise<FastifyReply> {
   for (const [name, value] of Object.entries(clientResponseHeaders(answer.headers))) reply.header(name, value);
   reply.headers(headers);
   if (f.usageFor && answer.status >= 200 && answer.status < 300) tapUsage(ctx, provider, answer, f.usageFor);
+  if (f.onTooLong && (answer.status === 400 || answer.status === 413)) tapTooLong(answer, f.onTooLong);
   return reply.send(answer.body);
 }
 
@@ -98,5 +104,20 @@ function tapUsage(
     if (!usage) return;
     const { reduction, owner } = usageFor;
     ctx.remember(() => saveUsage(ctx.artifacts, owner, reduction.hash, { usage, covered: reduction.covers }));
+  });
+}
+
+/** Reads a copy of an error answer's first bytes for the window it states ("prompt is too long: N tokens > M maximum"). */
+function tapTooLong(answer: UpstreamAnswer, onTooLong: (window: number) => void): void {
+  const chunks: Buffer[] = [];
+  let bytes = 0;
+  answer.body.on('data', (chunk: Buffer) => {
+    if (bytes >= ERROR_READ_MAX) return;
+    chunks.push(chunk);
+    bytes += chunk.length;
+  });
+  answer.body.once('end', () => {
+    const window = windowFromError(Buffer.concat(chunks, bytes).subarray(0, ERROR_READ_MAX).toString('utf8'));
+    if (window !== undefined) onTooLong(window);
   });
 }

@@ -3,19 +3,24 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import pTimeout from 'p-timeout';
 import type { Config } from '../config.js';
 import { CompactorError } from '../errors.js';
-import { digestOf, type KeyCheck } from '../plugins/app/keys.js';
+import { bearerOf, digestOf, type KeyCheck } from '../plugins/app/keys.js';
 import { type Caller, isStoreProblem } from '../service/artifacts.js';
 import { parseJsonBody } from '../service/request-body.js';
 import { readBody } from './body.js';
+import { type BypassReason, isBypassReason } from './bypass.js';
 import { saveIndex, saveState } from './conversation.js';
 import { type ForwardContext, forward } from './forward.js';
 import { credentialOf, headerValue } from './headers.js';
+import { instantStep } from './instant.js';
+import { ProxyLoad } from './load.js';
 import type { ProxyMetrics } from './metrics.js';
-import { requestOptions } from './options.js';
-import { countOutcome, outcomeOf } from './outcome.js';
+import { fitOptionsOf, requestOptions } from './options.js';
+import { type CallOutcome, countOutcome, outcomeOf } from './outcome.js';
 import type { Provider, Reducible } from './providers.js';
 import { asExtended, Bypass, decide, type Extension, extend, overLimit, type ReduceDeps, type Reduction } from './reduce.js';
+import type { CallReport } from './report.js';
 import type { Upstreams } from './upstream.js';
+import { type Windows, windowKey } from './window.js';
 
 /**
  * The proxy's front door: one proxied request's way through, read top to bottom in `handle` —
@@ -34,6 +39,10 @@ export interface ProxyContext {
   readonly keys: KeyCheck;
   /** The configured fit options (`COMPACTOR_PROXY_OPTIONS`), checked at boot. */
   readonly defaults: Record<string, unknown>;
+  /** The log line of each model call, and the warning of each conversation's bypass. */
+  readonly report: CallReport;
+  /** The windows of models the table does not place, and those the providers reported. */
+  readonly windows: Windows;
 }
 
 /**
@@ -54,43 +63,69 @@ export async function handle(ctx: ProxyContext, provider: Provider, request: Fas
   const started = performance.now();
   // The client sees the provider's answer: its request ids, not ours.
   reply.removeHeader('x-request-id');
+  // `x-should-retry: false`, as the providers' APIs send it: the SDKs (and Claude Code) then report a 4xx instead of retrying it.
   const fail = (status: number, message: string) =>
-    reply.code(status).type('application/json').send(provider.error(status, message));
-  const rest = (request.raw.url ?? '/').slice(provider.prefix.length) || '/';
+    reply.code(status).header('x-should-retry', 'false').type('application/json').send(provider.error(status, message));
+  const url = request.raw.url ?? '/';
+  const rest = url.slice(provider.prefix.length) || '/';
   const [path = '/', query = ''] = rest.split('?', 2);
   // The key first: without it, a caller learns nothing, not even which proxies are on.
   const who = whoIs(ctx, provider, request, new URLSearchParams(query));
   if (!who) return fail(401, 'this Compactor needs its key: send x-compactor-key');
+  // An absolute-form target (`GET http://host/…`) is what a forward proxy is sent: refused, not guessed at.
+  if (!url.startsWith('/')) return fail(400, 'absolute-form request targets are not accepted: send the path only');
   const target = ctx.upstreams.url(provider.name, rest);
   if (!ctx.upstreams.base(provider.name)) return fail(404, `the ${provider.name} proxy is off on this service`);
-  if (!target) return fail(400, 'the request path cannot be forwarded');
+  if (!target) return fail(400, 'the request path cannot be forwarded: it leaves the upstream base path');
   const incoming: Readable = request.body instanceof Readable ? request.body : request.raw;
   const reducible = provider.reducible(request.method, path);
-  const via = { ctx: forwardContext(ctx), provider, request, reply, target, modelCall: reducible !== undefined };
-  const send = (body: Buffer | Readable | undefined, reduction?: Reduction, reason?: string, model?: string) => {
-    const call = outcomeOf(provider.name, started, model, reduction, reason);
+  const dropped = ourBearer(ctx, request);
+  const via = { ctx: forwardContext(ctx), provider, request, reply, target, modelCall: reducible !== undefined, dropped };
+  const send = (
+    body: Buffer | Readable | undefined,
+    reduction?: Reduction,
+    reason?: BypassReason,
+    model?: string,
+    compaction?: CallOutcome['compaction'],
+  ) => {
+    const plain = outcomeOf(provider.name, started, model, reduction, reason);
+    const call: CallOutcome = compaction ? { ...plain, outcome: 'unchanged', compaction } : plain;
     countOutcome(ctx.metrics, call);
+    ctx.report.call(call, provider.sessionOf(request.headers, {}) ?? who.owner.scope);
     const usageFor = reduction && !reducible?.countOnly ? { reduction, owner: who.owner } : undefined;
-    return forward({ ...via, body, call, usageFor });
+    const learn = (window: number) => ctx.windows.learn(windowKey(who.owner.scope, provider.name, model), window);
+    return forward({ ...via, body, call, usageFor, ...(reducible ? { onTooLong: learn } : {}) });
   };
   if (!reducible) return send(['GET', 'HEAD'].includes(request.method) ? undefined : incoming);
-  const read = await readBody(incoming, ctx.config.COMPACTOR_BODY_LIMIT);
-  if ('overflow' in read) return send(read.overflow, undefined, 'too_large');
+  // Weighed against the in-flight bound: without room, streamed on unread (`load`).
+  const load = new ProxyLoad(ctx.app, reply);
+  if (!load.announce(headerValue(request.headers, 'content-length'))) return send(incoming, undefined, 'load');
+  const read = await readBody(incoming, ctx.config.COMPACTOR_BODY_LIMIT, load.admit);
+  if ('overflow' in read) return send(read.overflow, undefined, read.why);
   const raw = read.whole;
   if (headerValue(request.headers, 'x-compactor-bypass') === '1') return send(raw, undefined, 'client');
   const json = objectOf(raw);
   if (!json) return send(raw, undefined, 'not_json');
-  const model = reducible.pathModel ?? (typeof json.model === 'string' ? json.model : undefined);
-  let reduced: { reduction: Reduction; late: string | undefined };
+  const model = modelOf(reducible, json);
+  // Instant compaction: an agent's own compaction request answered, or passed on byte-identical (never reduced).
+  const instant = await instantStep(ctx, provider, reducible, request, reply, { path, started, model, caller: who.caller }, json);
+  if (instant.kind === 'answered') return instant.sent;
+  if (instant.kind === 'passed') return send(instant.body ?? raw, undefined, undefined, model, instant.compaction);
+  const body = instant.body;
+  const given = instant.changed ? Buffer.from(JSON.stringify(body)) : raw;
+  let reduced: { reduction: Reduction; late: BypassReason | undefined };
   try {
-    reduced = await reduceWithin(ctx, provider, reducible, request, json, who);
+    reduced = await reduceWithin(ctx, provider, reducible, request, body, who);
   } catch (error) {
-    return send(raw, undefined, reasonOf(error), model);
+    return send(given, undefined, reasonOf(error), model);
   }
   const { reduction, late } = reduced;
   if (!reducible.countOnly) rememberState(ctx, who, reduction);
-  const sent = reduction.history ? Buffer.from(JSON.stringify({ ...json, [reducible.history]: reduction.history })) : raw;
-  return send(sent, reduction, late, model);
+  const sent = reduction.history ? Buffer.from(JSON.stringify({ ...body, [reducible.history]: reduction.history })) : given;
+  await send(sent, reduction, late, model);
+  // Sent and answered: what was parsed and rewritten is no longer held.
+  load.release();
+  return reply;
 }
 
 /** The caller: Compactor's key when keys are on (null: refused), else the shared scope and the credential's owner. */
@@ -107,6 +142,12 @@ function whoIs(ctx: ProxyContext, provider: Provider, request: FastifyRequest, q
   return { caller: compactor.caller(null), digest: null, owner };
 }
 
+/** `authorization` when it holds one of Compactor's own keys as a bearer: never forwarded upstream. */
+function ourBearer(ctx: ProxyContext, request: FastifyRequest): readonly string[] {
+  if (!ctx.keys.on) return [];
+  return ctx.keys.check(bearerOf(headerValue(request.headers, 'authorization'))) ? ['authorization'] : [];
+}
+
 /** The body as a JSON object, or undefined when it is not one. */
 function objectOf(raw: Buffer): Record<string, unknown> | undefined {
   let body: unknown;
@@ -118,12 +159,15 @@ function objectOf(raw: Buffer): Record<string, unknown> | undefined {
   return typeof body === 'object' && body !== null && !Array.isArray(body) ? (body as Record<string, unknown>) : undefined;
 }
 
-/** Why a reduction failed, as `x-compactor: bypass; reason=…` names it (a code, never content). */
-function reasonOf(error: unknown): string {
+/** Why a reduction failed, as `x-compactor: bypass; reason=…` names it (one of `BYPASS_REASONS`, never content). */
+function reasonOf(error: unknown): BypassReason {
   if (error instanceof Bypass) return error.reason;
   if (isStoreProblem(error)) return 'store';
-  if (error instanceof CompactorError) return error.code.replace(/^CMP_ERR_/, '').toLowerCase();
-  return 'internal';
+  if (!(error instanceof CompactorError)) return 'internal';
+  if (error.code.startsWith('CMP_ERR_SUMMARIZER_')) return 'summarizer';
+  if (error.code === 'CMP_ERR_RATE_LIMITED') return 'overloaded';
+  const reason = error.code.replace(/^CMP_ERR_/, '').toLowerCase();
+  return isBypassReason(reason) ? reason : 'internal';
 }
 
 /** Resolves with the promise, or rejects with a `Bypass('budget')` after `ms`. */
@@ -145,6 +189,27 @@ function rememberState(ctx: ProxyContext, who: Who, reduction: Reduction): void 
   void remember(ctx, () => saveState(artifacts, who.owner, reduction.hash, reduction.state));
   if (reduction.action === 'reduced')
     void remember(ctx, () => saveIndex(artifacts, who.caller, reduction.conversation, reduction.state.upstream));
+}
+
+/** Model of a reducible request: from its path (Gemini) or its body. */
+const modelOf = (reducible: Reducible, body: Record<string, unknown>) =>
+  reducible.pathModel ?? (typeof body.model === 'string' ? body.model : undefined);
+
+/** The options with the window to fit to (`proxy/window.ts`) where the request and the table say none. */
+function withWindow(
+  ctx: ProxyContext,
+  provider: Provider,
+  reducible: Reducible,
+  body: Record<string, unknown>,
+  who: Who,
+  options: Record<string, unknown>,
+): Record<string, unknown> {
+  const window = ctx.windows.windowFor(
+    windowKey(who.owner.scope, provider.name, modelOf(reducible, body)),
+    modelOf(reducible, body),
+    options,
+  );
+  return window === undefined ? options : { ...options, context_window: window };
 }
 
 /** What the forwarder reaches of the proxy. */
@@ -170,7 +235,7 @@ async function reduceWithin(
   request: FastifyRequest,
   body: Record<string, unknown>,
   who: Who,
-): Promise<{ reduction: Reduction; late: string | undefined }> {
+): Promise<{ reduction: Reduction; late: BypassReason | undefined }> {
   const { app, config } = ctx;
   const deps: ReduceDeps = {
     compactor: app.compactor,
@@ -181,7 +246,14 @@ async function reduceWithin(
     caller: who.caller,
     digest: who.digest,
     owner: who.owner,
-    options: requestOptions(ctx.defaults, headerValue(request.headers, 'x-compactor-options')),
+    options: withWindow(
+      ctx,
+      provider,
+      reducible,
+      body,
+      who,
+      fitOptionsOf(requestOptions(ctx.defaults, headerValue(request.headers, 'x-compactor-options'))),
+    ),
     signal: AbortSignal.timeout(config.COMPACTOR_DEADLINE_MS),
   };
   const budget = config.COMPACTOR_PROXY_BUDGET_MS;

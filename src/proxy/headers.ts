@@ -32,12 +32,14 @@ function connectionNamed(headers: IncomingHttpHeaders): Set<string> {
   return named;
 }
 
-/** The request headers to send upstream (`x-compactor-*` and hop-by-hop ones removed); `set` overrides. */
+/** The request headers to send upstream (`x-compactor-*`, hop-by-hop ones and `dropped` removed); `set` overrides. */
 export function upstreamRequestHeaders(
   headers: IncomingHttpHeaders,
   set: Readonly<Record<string, string>> = {},
+  dropped: readonly string[] = [],
 ): Record<string, string | string[]> {
   const named = connectionNamed(headers);
+  for (const name of dropped) named.add(name);
   const out: Record<string, string | string[]> = {};
   for (const [name, value] of Object.entries(headers)) {
     if (value === undefined || HOP_BY_HOP.has(name) || named.has(name) || name.startsWith('x-compactor-')) continue;

@@ -8,6 +8,7 @@ export interface ProxyMetrics {
   readonly tokensSaved: Counter<'provider'>;
   readonly prefixBreaks: Counter<'provider'>;
   readonly usageRead: Counter<'provider' | 'found'>;
+  readonly compactions: Counter<'provider' | 'outcome'>;
 }
 
 export function proxyMetrics(registry: Registry): ProxyMetrics {
@@ -21,7 +22,7 @@ export function proxyMetrics(registry: Registry): ProxyMetrics {
     }),
     bypasses: new Counter({
       name: 'compactor_proxy_bypass_total',
-      help: 'Proxied model calls forwarded as they came, by reason (client, budget, store, refused, not_json, too_large, …)',
+      help: 'Proxied model calls forwarded as they came, by reason (each reason, and what to do about it, in docs/proxy.md)',
       labelNames: ['provider', 'reason'],
       registers,
     }),
@@ -48,6 +49,12 @@ export function proxyMetrics(registry: Registry): ProxyMetrics {
       name: 'compactor_proxy_usage_read_total',
       help: "Answers of reduced model calls by whether their usage was read (from the JSON or the stream's events)",
       labelNames: ['provider', 'found'],
+      registers,
+    }),
+    compactions: new Counter({
+      name: 'compactor_proxy_compactions_total',
+      help: "Agents' own compaction requests by provider and outcome: answered (from a prepared summary), passed_<reason> (forwarded byte-identical: opted_out, off, none_ready, extractive, unavailable, unsupported_form)",
+      labelNames: ['provider', 'outcome'],
       registers,
     }),
   };

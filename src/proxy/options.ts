@@ -1,5 +1,5 @@
 import { type Config, ConfigError } from '../config.js';
-import { ProxyOptions } from '../strategies/fit/options.js';
+import { PROXY_ONLY_OPTIONS, ProxyOptions } from '../strategies/fit/options.js';
 import { Bypass } from './reduce.js';
 
 /** The configured fit options, checked at boot: a typo in them is refused before the service starts. */
@@ -26,4 +26,11 @@ export function requestOptions(defaults: Record<string, unknown>, header: string
   }
   if (!ProxyOptions.safeParse(value).success) throw new Bypass('options');
   return { ...defaults, ...(value as Record<string, unknown>) };
+}
+
+/** The options fit is given: the proxy's own (instant compaction's) left out. */
+export function fitOptionsOf(options: Record<string, unknown>): Record<string, unknown> {
+  const out = { ...options };
+  for (const key of PROXY_ONLY_OPTIONS) delete out[key];
+  return out;
 }

@@ -1,5 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
+import type { BypassReason } from './bypass.js';
 import { type CacheMarkers, cacheMarkers } from './cache-markers.js';
+import { anthropicError, geminiError, openaiError } from './errors.js';
 import { type ProviderName, prefixOf } from './names.js';
 
 /**
@@ -39,7 +41,7 @@ export interface Provider {
   readonly prefix: `/${ProviderName}`;
   /** The reducible request at `path` (the part after the prefix, without the query), if it is one. */
   reducible(method: string, path: string): Reducible | undefined;
-  /** The provider's own error body for an error of the proxy's (502: its upstream cannot be reached). */
+  /** The provider's own error body for an error of the proxy's, with the provider's type for `status` (`errors.ts`). */
   error(status: number, message: string): unknown;
   /** Request headers that carry the provider credential, in the order they are looked at. */
   readonly credentialHeaders: readonly string[];
@@ -50,7 +52,7 @@ export interface Provider {
   /** Its cache markers: left out when histories are compared, followed by messages of ours. */
   readonly markers: CacheMarkers;
   /** Why a reducible request must go on as it came (a conversation the provider keeps), if it must. */
-  keptUpstream(body: Body): string | undefined;
+  keptUpstream(body: Body): BypassReason | undefined;
 }
 
 const first = (headers: IncomingHttpHeaders, name: string) => [headers[name]].flat()[0];
@@ -78,7 +80,7 @@ export function agentSession(headers: IncomingHttpHeaders, body: Body): string |
 /** `cache_control`: Anthropic's marker, which the OpenAI-compatible APIs (and opencode) carry too. */
 const CACHE_CONTROL = cacheMarkers('cache_control');
 /** A Responses call that names the previous one: the provider keeps that conversation, not the body. */
-const previousResponse = (body: Body) =>
+const previousResponse = (body: Body): BypassReason | undefined =>
   body.previous_response_id !== undefined && body.previous_response_id !== null ? 'previous_response_id' : undefined;
 
 const anthropic: Provider = {
@@ -91,7 +93,7 @@ const anthropic: Provider = {
     if (path === '/v1/messages/count_tokens') return { ...history, countOnly: true };
     return undefined;
   },
-  error: (_status, message) => ({ type: 'error', error: { type: 'api_error', message } }),
+  error: anthropicError,
   credentialHeaders: ['x-api-key', 'authorization'],
   sessionOf: agentSession,
   markers: CACHE_CONTROL,
@@ -110,7 +112,7 @@ const openai: Provider = {
       return { format: 'openai-chat', history: 'messages', systemOf: () => undefined, toolsOf: tools };
     return undefined;
   },
-  error: (status, message) => ({ error: { message, type: status === 502 ? 'upstream_error' : 'server_error', code: null } }),
+  error: openaiError,
   credentialHeaders: ['authorization', 'api-key'],
   sessionOf: agentSession,
   markers: CACHE_CONTROL,
@@ -136,7 +138,7 @@ const gemini: Provider = {
       pathStream: match[2] === 'streamGenerateContent',
     };
   },
-  error: (status, message) => ({ error: { code: status, message, status: status === 502 ? 'UNAVAILABLE' : 'INTERNAL' } }),
+  error: geminiError,
   credentialHeaders: ['x-goog-api-key', 'authorization'],
   credentialQuery: 'key',
   sessionOf: agentSession,

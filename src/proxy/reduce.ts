@@ -1,5 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { type FitOptions, limitOf, targetOf } from '../strategies/fit/options.js';
+import type { BypassReason } from './bypass.js';
 import {
   type ConversationState,
   compress,
@@ -50,7 +51,7 @@ export interface Reduction {
 
 /** A refusal to reduce that sends the request on as it came: its reason for `x-compactor: bypass`. */
 export class Bypass extends Error {
-  constructor(readonly reason: string) {
+  constructor(readonly reason: BypassReason) {
     super(reason);
   }
 }

@@ -52,7 +52,9 @@ export class Upstreams {
 
   /**
    * The upstream URL of a request: the provider's base with the request's path (after the prefix)
-   * and query appended. The path is the client's; the origin never is.
+   * and query appended. The path is the client's; the origin never is, and neither is anything
+   * outside the base's path: the joined path is normalised as the upstream would (`..`, `%2e%2e`,
+   * `.%2e`, backslashes) and undefined when it leaves the base.
    */
   url(provider: ProviderName, pathAndQuery: string): URL | undefined {
     const base = this.options.bases[provider];
@@ -62,8 +64,10 @@ export class Upstreams {
     const [path, query] = splitOnce(pathAndQuery, '?');
     joined.pathname = `${root.pathname.replace(/\/$/, '')}${path.startsWith('/') ? path : `/${path}`}`;
     joined.search = query === undefined ? '' : `?${query}`;
-    // The path cannot move the request to another origin: URL resolution kept the base's.
-    return joined.origin === root.origin ? joined : undefined;
+    // The path cannot move the request to another origin (URL resolution kept the base's), nor out of the base's path.
+    const within = root.pathname.replace(/\/$/, '');
+    const confined = joined.pathname === within || joined.pathname.startsWith(`${within}/`);
+    return joined.origin === root.origin && confined && !leavesBase(path) ? joined : undefined;
   }
 
   async send(
@@ -90,6 +94,22 @@ export class Upstreams {
   async close(): Promise<void> {
     await this.agent.close();
   }
+}
+
+/**
+ * Whether a path climbs out of where it starts: a `..` segment (however spelt: `%2e`, `\\`)
+ * reaching above its root. WHATWG URL resolution already clamps at the origin's root, so this
+ * is what keeps a base with a path (`http://host/base/openai`) from being left.
+ */
+function leavesBase(path: string): boolean {
+  let depth = 0;
+  for (const segment of path.replace(/\\/g, '/').split('/')) {
+    const decoded = segment.replace(/%2e/gi, '.');
+    if (decoded === '..') depth--;
+    else if (decoded !== '.' && decoded !== '') depth++;
+    if (depth < 0) return true;
+  }
+  return false;
 }
 
 function splitOnce(text: string, sep: string): [string, string | undefined] {

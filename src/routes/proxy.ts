@@ -6,7 +6,9 @@ import { proxyMetrics } from '../proxy/metrics.js';
 import { PROVIDER_NAMES, type ProviderName, upstreamVariable } from '../proxy/names.js';
 import { bootOptions } from '../proxy/options.js';
 import { PROVIDERS } from '../proxy/providers.js';
+import { CallReport } from '../proxy/report.js';
 import { Upstreams } from '../proxy/upstream.js';
+import { Windows } from '../proxy/window.js';
 
 /**
  * The proxy routes: a drop-in base URL per provider (`/anthropic`, `/openai`, `/gemini`), each
@@ -27,6 +29,8 @@ export default async function proxyRoutes(app: FastifyInstance, { config }: { co
     metrics: proxyMetrics(app.metrics.registry),
     keys: keyCheck(config.COMPACTOR_API_KEYS),
     defaults: bootOptions(config),
+    report: new CallReport(app.log),
+    windows: new Windows(config.COMPACTOR_DEFAULT_CONTEXT_WINDOW),
   };
   await app.register(async (scope) => {
     // Bodies are the client's, as they came: read (or streamed on) by the handler itself.

@@ -211,7 +211,9 @@ export class RedisPreparer implements PreparedSummaries {
 
   async close(deadlineMs?: number): Promise<void> {
     await this.queue.close(deadlineMs);
-    await this.redis.quit().catch(() => {});
+    // QUIT only to a Redis that answers (its command timeout bounds it); to one that is gone it would
+    // wait in the offline queue while the client reconnects. `disconnect` then stops reconnecting.
+    if (this.redis.status === 'ready') await this.redis.quit().catch(() => {});
     this.redis.disconnect();
     // A subscriber has nothing to flush, and a QUIT to a hung Redis would wait: just disconnect.
     this.subscriber.disconnect();

@@ -52,12 +52,12 @@ for (const workers of ['0', '1']) {
 
 t.test('a splice that leaves the history above the target is folded on the request path, not windowed', async (t) => {
   const { app, server } = await buildWithLlm(t);
-  const first = [SYSTEM, ...conversation(12)];
+  const first = [SYSTEM, ...conversation(12, 0, true)];
   const a = await fit(app, fitBody(first));
   const { id, covers } = a.json.prepared;
   t.equal((await settled(app, id)).state, 'ready');
   // The agent ran on long before it needed the summary: the prepared range is a small part of it.
-  const second = [...a.json.messages, ...conversation(30, 12)];
+  const second = [...a.json.messages, ...conversation(30, 12, true)];
   const b = await fit(app, fitBody(second));
   t.equal(b.json.applied, true);
   t.same(b.json.prepared, { id, state: 'spliced', covers }, 'the prepared summary is spliced in');

@@ -166,7 +166,7 @@ t.test(
       { authorization: 'Bearer sk-x' },
     );
     t.equal(r.status, 502);
-    t.match(await r.json(), { error: { type: 'upstream_error' } }, "OpenAI's error shape");
+    t.match(await r.json(), { error: { type: 'server_error', code: 'bad_gateway' } }, "OpenAI's error shape");
   },
 );
 
@@ -195,7 +195,7 @@ t.test(
     const keyed = await proxy(t, { COMPACTOR_API_KEYS: 'compactor-key-0123456789' });
     const refused = await post(keyed.base, '/anthropic/v1/messages', anthropicBody(1));
     t.equal(refused.status, 401);
-    t.match(await refused.json(), { type: 'error', error: { type: 'api_error' } }, "Anthropic's error shape");
+    t.match(await refused.json(), { type: 'error', error: { type: 'authentication_error' } }, "Anthropic's error shape");
     t.equal(keyed.fake.requests.length, 0, 'nothing went upstream');
     const ok = await post(keyed.base, '/anthropic/v1/messages', anthropicBody(1), {
       'x-compactor-key': 'compactor-key-0123456789',
@@ -275,7 +275,7 @@ t.test(
       await res.text();
       return String(res.headers.get('x-compactor'));
     };
-    let history: unknown[] = [SYSTEM, ...conversation(12)];
+    let history: unknown[] = [SYSTEM, ...conversation(12, 0, true)];
     const actions = [await send(history)];
     // The summary is prepared in the background while the agent goes on.
     // Waits until it was made (the metric says so), to a generous deadline, rather than for 600 ms.
@@ -285,7 +285,7 @@ t.test(
       await new Promise((r) => setTimeout(r, 20));
     }
     for (let turn = 12; turn < 24; turn += 2) {
-      history = [...history, ...conversation(2, turn)];
+      history = [...history, ...conversation(2, turn, true)];
       actions.push(await send(history));
     }
     const metrics = (await app.inject({ method: 'GET', url: '/metrics' })).body;

@@ -190,9 +190,13 @@ t.test('openai-responses: a reasoning item its response names by id stays, and t
 t.test('fit: compaction that drops reasoning items, then a summary: indexes are the input’s', async (t) => {
   const app = await build(t, { COMPACTOR_STORE_URL: 'memory:' });
   const turns = Array.from({ length: 8 }, (_, k) => [
-    { role: 'user', content: `Task ${k}: ${'details of the task '.repeat(30)}` },
+    // The user types a line; the long part is the answer's (a summary keeps every user-typed message verbatim).
+    { role: 'user', content: `Task ${k}.` },
     rs(`t${k}`, false),
-    msg(`t${k}`, false),
+    {
+      ...msg(`t${k}`, false),
+      content: [{ type: 'output_text', text: `answer t${k}: ${'details of the task '.repeat(30)}`, annotations: [] }],
+    },
   ]).flat();
   const messages = [...turns, { role: 'user', content: 'Last task.' }];
   const body = await post(app, '/v1/fit', {

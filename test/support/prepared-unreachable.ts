@@ -1,8 +1,8 @@
 /**
  * The app with prepared summaries on a Redis that does not answer (the URL is the first argument)
- * and a memory artifact store, in its own process (BullMQ's connections keep retrying after
- * `close` gives up on them). A fit that asks to prepare (it goes on without, and says so), then
- * `GET /v1/prepared/{id}`; prints one JSON line with what they answered, then exits.
+ * and a memory artifact store, in its own process. A fit that asks to prepare (it goes on without,
+ * and says so), then `GET /v1/prepared/{id}`; prints one JSON line with what they answered, and
+ * must then exit by itself (issue 36: BullMQ's timers and connections used to outlive `close`).
  */
 import { pino } from 'pino';
 import { buildApp } from '../../src/app.js';
@@ -30,4 +30,3 @@ process.stdout.write(
     code: view.json().code,
   })}\n`,
 );
-process.exit(0);

@@ -2,17 +2,24 @@ import type { FastifyInstance } from 'fastify';
 
 /** What the prepared-summary tests send: conversations, fit bodies, and polling `GET /v1/prepared/{id}`. */
 
-/** A plain conversation (no tool calls: compaction leaves it alone), `turns` user/assistant pairs of ~120 tokens each. */
-export function conversation(turns: number, from = 0): { role: string; content: string }[] {
+/**
+ * A plain conversation (no tool calls: compaction leaves it alone), `turns` user/assistant pairs of
+ * ~120 tokens each. `terse`: the user types one short line and the assistant writes the rest, as in
+ * an agent's session (a summary keeps every user-typed message verbatim, so a conversation made of
+ * long user messages can hardly be summarized at all).
+ */
+export function conversation(turns: number, from = 0, terse = false): { role: string; content: string }[] {
   const out: { role: string; content: string }[] = [];
   for (let i = from; i < from + turns; i++) {
     out.push({
       role: 'user',
-      content: `Step ${i}: please look at module_${i}.py and explain what ${'it does and why '.repeat(12)}`,
+      content: terse
+        ? `Step ${i}: explain module_${i}.py.`
+        : `Step ${i}: please look at module_${i}.py and explain what ${'it does and why '.repeat(12)}`,
     });
     out.push({
       role: 'assistant',
-      content: `Module ${i} parses the configuration for service_${i}; ${'it reads a file and checks it. '.repeat(12)}`,
+      content: `Module ${i} parses the configuration for service_${i}; ${'it reads a file and checks it. '.repeat(terse ? 14 : 12)}`,
     });
   }
   return out;

@@ -6,6 +6,24 @@ import { CompactorError } from '../../errors.js';
 import { isApiRequest } from '../app/guard.js';
 import { meter } from './body-meter.js';
 
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The in-flight bound, for work weighed outside `/v1`'s hooks (the proxy's bodies). */
+    inflight: InflightBound;
+  }
+}
+
+/** The in-flight bound as other work takes from it (`COMPACTOR_MAX_INFLIGHT_BYTES`). */
+export interface InflightBound {
+  /**
+   * Takes `bytes` more of the bound: true when taken (one holder alone always is, unless heavier
+   * than the bound itself), false when it would pass the limit (nothing taken). Always true without a limit.
+   */
+  take(bytes: number): boolean;
+  /** Gives back `bytes` taken. */
+  give(bytes: number): void;
+}
+
 export interface AdmissionOptions {
   /** Request bytes the service works on at once (`COMPACTOR_MAX_INFLIGHT_BYTES`); 0: no limit. */
   maxInflightBytes: number;
@@ -93,7 +111,7 @@ function admissionMetrics(app: FastifyInstance, inflight: () => number): Counter
 }
 
 /** What `inflightLedger` gives the hooks: reserving weight for a request, and releasing it. */
-interface Ledger {
+interface Ledger extends InflightBound {
   /** Counts `bytes` more for the request; throws 503 when that passes the limit (one request alone always runs). */
   reserve(request: Tracked, reply: FastifyReply, bytes: number): void;
   /** Keeps only `bytes` reserved for a request refused while its body arrives. */
@@ -152,7 +170,18 @@ function inflightLedger(app: FastifyInstance, limit: number): Ledger {
     request[reserved] = bytes;
   };
 
-  return { reserve, release };
+  /** Weight taken outside the hooks (the proxy's bodies): false, and nothing taken, when it does not fit. */
+  const take = (bytes: number): boolean => {
+    if (limit <= 0 || bytes <= 0) return true;
+    if (inflight + bytes > limit && (inflight > 0 || bytes > limit)) return false;
+    inflight += bytes;
+    return true;
+  };
+  const give = (bytes: number): void => {
+    if (limit > 0 && bytes > 0) inflight -= bytes;
+  };
+
+  return { reserve, release, take, give };
 }
 
 /**
@@ -171,7 +200,8 @@ function inflightLedger(app: FastifyInstance, limit: number): Ledger {
 export default fp<AdmissionOptions>(
   async (app: FastifyInstance, options) => {
     const limit = options.maxInflightBytes;
-    const { reserve, release } = inflightLedger(app, limit);
+    const { reserve, release, take, give } = inflightLedger(app, limit);
+    app.decorate('inflight', { take, give } satisfies InflightBound);
     app.addHook('onRequest', async (request, reply) => {
       if (!admits(request)) return;
       reservers.set(request, (bytes) => reserve(request as Tracked, reply, bytes));

@@ -91,7 +91,24 @@ export type FitOptions = z.output<typeof FitOptions>;
  * The fit options a proxied request takes (`COMPACTOR_PROXY_OPTIONS`, `x-compactor-options`):
  * fit's own, each optional, and `context_window` over the model table's.
  */
-export const ProxyOptions = FitOptions.partial().extend({ context_window: z.number().int().positive().optional() });
+export const ProxyOptions = FitOptions.partial().extend({
+  context_window: z.number().int().positive().optional(),
+  instant_compaction: z
+    .union([z.boolean(), z.literal('extractive')])
+    .optional()
+    .describe(
+      "an agent's own compaction request answered from the conversation's prepared summary: true (default; an LLM-written summary only), false (forwarded byte-identical), or extractive (an extractive summary answers too)",
+    ),
+  instant_compaction_share: z
+    .number()
+    .gt(0)
+    .max(1)
+    .optional()
+    .describe("the share of the context window past which a conversation's summary is kept prepared; default 0.5"),
+});
+
+/** The proxy options that are not fit's: taken out before the fit request is built. */
+export const PROXY_ONLY_OPTIONS = ['instant_compaction', 'instant_compaction_share'] as const;
 
 /** Fit's own response fields. */
 export const FIT_RESPONSE = {

@@ -1,0 +1,115 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import pTimeout from 'p-timeout';
+import type { Caller } from '../service/artifacts.js';
+import { OPT_OUT_HEADER, outcomeLabel } from './compaction/step.js';
+import { compactionStep, type InstantDeps, instantOptions, keepSealed, rollOn, unsealed } from './compaction/wire.js';
+import type { ProxyContext } from './handler.js';
+import { requestOptions } from './options.js';
+import { type CallOutcome, countOutcome, outcomeHeaders, outcomeOf } from './outcome.js';
+import type { Provider, Reducible } from './providers.js';
+
+/**
+ * Instant compaction at the proxy's front door (one step after the body is parsed, before
+ * reduction): an agent's own compaction request answered from the conversation's prepared summary
+ * (nothing forwarded), or passed on byte-identical (never reduced); any other request gets its
+ * sealed `compaction` items put back as their summary text, and its conversation's rolling
+ * prepared summary kept. The opt-out header never reaches the provider (headers.ts drops it with
+ * the other `x-compactor-*` headers).
+ */
+
+/** What the front door does next. */
+export type FrontStep =
+  /** Replied: an answer of ours. */
+  | { readonly kind: 'answered'; readonly sent: FastifyReply }
+  /**
+   * Forward the raw bytes as they came, never reduced (`compaction` says why); `body`: the same
+   * request with Compactor's own sealed items put back as their summary text (the provider never
+   * sees a token it did not issue), when it held any.
+   */
+  | { readonly kind: 'passed'; readonly compaction: NonNullable<CallOutcome['compaction']>; readonly body?: Buffer }
+  /** Not a compaction request: go on with `body` (its sealed items replaced: `changed`). */
+  | { readonly kind: 'go-on'; readonly body: Record<string, unknown>; readonly changed: boolean };
+
+/** The request's proxy options (a bad `x-compactor-options` is the reduction's to refuse: the configured ones here). */
+function optionsOf(ctx: ProxyContext, request: FastifyRequest): Record<string, unknown> {
+  try {
+    return requestOptions(ctx.defaults, [request.headers['x-compactor-options']].flat()[0]);
+  } catch {
+    return ctx.defaults;
+  }
+}
+
+/** The summarizer usage an answer carries in `x-compactor-summarizer-usage` (billed once, by this answer). */
+function usageHeader(usage: { input_tokens: number; output_tokens: number } | undefined): string {
+  return `input=${usage?.input_tokens ?? 0}, output=${usage?.output_tokens ?? 0}`;
+}
+
+/** The front door's instant-compaction step for a parsed model call. */
+export async function instantStep(
+  ctx: ProxyContext,
+  provider: Provider,
+  reducible: Reducible,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  at: { path: string; started: number; model: string | undefined; caller: Caller },
+  json: Record<string, unknown>,
+): Promise<FrontStep> {
+  const { compactor } = ctx.app;
+  const options = optionsOf(ctx, request);
+  const { setting, share } = instantOptions(options);
+  const deps: InstantDeps = {
+    compactor,
+    preparer: ctx.app.preparer,
+    caller: at.caller,
+    provider,
+    reducible,
+    path: at.path,
+    headers: request.headers,
+    setting,
+    readMs: Math.max(1000, ctx.config.COMPACTOR_PROXY_BUDGET_MS),
+  };
+  const { step, ready } = await compactionStep(deps, json);
+  const label = outcomeLabel(step);
+  if (step.kind === 'passed' && label) {
+    const compaction = { label, header: step.header };
+    const out = await unsealed(compactor.artifacts, at.caller, provider, at.path, json);
+    return out.replaced > 0
+      ? { kind: 'passed', compaction, body: Buffer.from(JSON.stringify(out.body)) }
+      : { kind: 'passed', compaction };
+  }
+  if (step.kind === 'answered' && label && ready) {
+    const call: CallOutcome = {
+      ...outcomeOf(provider.name, at.started, at.model, undefined, undefined),
+      outcome: 'answered',
+      compaction: { label, header: step.header },
+    };
+    countOutcome(ctx.metrics, call);
+    const { answer } = step;
+    if (answer.sealed) await bounded(ctx, keepSealed(compactor.artifacts, at.caller, answer.sealed, answer.text));
+    await ctx.app.preparer.after(at.caller.scope, { spliced: ready.entry.id });
+    const sent = reply
+      .code(200)
+      .headers(outcomeHeaders(call))
+      .header('x-compactor-summarizer-usage', usageHeader(ready.entry.usage))
+      .type(answer.contentType)
+      .send(answer.body);
+    return { kind: 'answered', sent };
+  }
+  const out = await unsealed(compactor.artifacts, at.caller, provider, at.path, json);
+  if (!reducible.countOnly && setting !== false && request.headers[OPT_OUT_HEADER] === undefined) {
+    const window = typeof options.context_window === 'number' ? options.context_window : undefined;
+    void rollOn(deps, out.body, share, window).catch((error: unknown) =>
+      ctx.app.log.warn({ reason: error instanceof Error ? error.name : 'unknown' }, 'proxy: rolling summary not started'),
+    );
+  }
+  return { kind: 'go-on', body: out.body, changed: out.replaced > 0 };
+}
+
+/** A store write the answer waits on, bounded: past it (or failing), the answer goes anyway (the item reads back as a notice). */
+async function bounded(ctx: ProxyContext, write: Promise<void>): Promise<void> {
+  try {
+    await pTimeout(write, { milliseconds: Math.max(1000, ctx.config.COMPACTOR_PROXY_BUDGET_MS) });
+  } catch {
+    ctx.app.log.warn({ reason: 'store' }, 'proxy: instant compaction text not stored');
+  }
+}

@@ -1,0 +1,226 @@
+import { readFileSync } from 'node:fs';
+import type { FastifyInstance } from 'fastify';
+import t, { type Test } from 'tap';
+import type { Config } from '../../src/config.js';
+import { SEAL_PREFIX } from '../../src/proxy/compaction/seal.js';
+import { buildWithLlm } from '../support/app.js';
+import { FakeProvider } from '../support/fake-provider.js';
+import { listen } from '../support/net.js';
+
+/**
+ * Instant compaction through the real app and the proxy's front door, against the fake provider
+ * over real HTTP, with the captured requests of Claude Code 2.1.332 and both Codex 0.171.0 forms
+ * (test/fixtures/agent-compaction): the conversation's rolling prepared summary is started by an
+ * ordinary request past its share of the window and made by the fake LLM summarizer; then the
+ * agent's compaction request is answered by Compactor (the provider never sees it), or, with none
+ * ready, the opt-out header or the option off, reaches the provider byte-identical. A sealed
+ * `compaction` item is replaced by its summary text on the next request; a forged one goes as sent.
+ */
+
+interface Captured {
+  url: string;
+  headers: Record<string, string>;
+  body: Record<string, unknown>;
+}
+
+/**
+ * A captured request with `TURNS` earlier exchanges put before its history (the captured sessions
+ * are short: a rolling summary needs a range before the turn in flight).
+ */
+function fixture(name: string): Captured {
+  const c = JSON.parse(readFileSync(new URL(`../fixtures/agent-compaction/${name}.json`, import.meta.url), 'utf8')) as Captured;
+  const field = Array.isArray(c.body.messages) ? 'messages' : 'input';
+  const anthropic = field === 'messages';
+  const earlier = Array.from({ length: TURNS }, (_, i) =>
+    anthropic
+      ? [
+          { role: 'user', content: `${TASK} Part ${i}: ${'numbers '.repeat(40)}` },
+          { role: 'assistant', content: `Part ${i} noted.` },
+        ]
+      : [
+          {
+            type: 'message',
+            role: 'user',
+            content: [{ type: 'input_text', text: `${TASK} Part ${i}: ${'numbers '.repeat(40)}` }],
+          },
+          { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: `Part ${i} noted.` }] },
+        ],
+  ).flat();
+  return { ...c, body: { ...c.body, [field]: [...earlier, ...(c.body[field] as unknown[])] } };
+}
+
+const TURNS = 6;
+const TASK = 'Count the numbers, task 7f3a.';
+
+const SMALL_WINDOW = JSON.stringify({ context_window: 2000, instant_compaction_share: 0.1 });
+
+interface Stand {
+  app: FastifyInstance;
+  base: string;
+  fake: FakeProvider;
+}
+
+async function stand(t: Test, overrides: Partial<Record<keyof Config, string>> = {}): Promise<Stand> {
+  const fake = await new FakeProvider().start();
+  t.teardown(() => fake.stop());
+  const { app } = await buildWithLlm(t, {
+    COMPACTOR_UPSTREAM_ANTHROPIC: fake.url,
+    COMPACTOR_UPSTREAM_OPENAI: fake.url,
+    COMPACTOR_PROXY_BUDGET_MS: '30000',
+    ...overrides,
+  });
+  const { base } = await listen(app);
+  return { app, base, fake };
+}
+
+/** Posts a captured request (its agent's headers, a credential) through the proxy, `body` as given. */
+function send(s: Stand, c: Captured, body: Record<string, unknown> | string, extra: Record<string, string> = {}) {
+  const anthropic = c.url.startsWith('/v1/messages');
+  const headers: Record<string, string> = {};
+  for (const [k, v] of Object.entries(c.headers)) if (!['content-length', 'accept-encoding', 'host'].includes(k)) headers[k] = v;
+  const credential: Record<string, string> = anthropic ? { 'x-api-key': 'sk-ant-one' } : { authorization: 'Bearer sk-one' };
+  return fetch(`${s.base}/${anthropic ? 'anthropic' : 'openai'}${c.url}`, {
+    method: 'POST',
+    headers: { ...headers, ...credential, 'content-type': 'application/json', 'x-compactor-options': SMALL_WINDOW, ...extra },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+}
+
+/** The history an agent sent before its compaction request: the compaction instruction (or trigger) left out. */
+function before(c: Captured): Record<string, unknown> {
+  const field = Array.isArray(c.body.messages) ? 'messages' : 'input';
+  const history = [...(c.body[field] as Record<string, unknown>[])];
+  const last = history.pop() as Record<string, unknown>;
+  if (field === 'messages' && Array.isArray(last.content) && last.content.length > 1)
+    history.push({ ...last, content: last.content.slice(0, -1) });
+  return { ...c.body, [field]: history };
+}
+
+/** Waits (to a generous deadline, polling) until a prepared summary of the shared scope is ready. */
+async function ready(s: Stand): Promise<void> {
+  const scope = s.app.compactor.caller(null).scope;
+  const deadline = Date.now() + 120_000;
+  while (Date.now() < deadline) {
+    const context = await s.app.preparer.context(scope);
+    if (context.entries.some((e) => e.state === 'ready')) return;
+    if (context.entries.some((e) => e.state === 'failed')) throw new Error('the prepared summary failed');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error('no prepared summary became ready');
+}
+
+/** An ordinary turn, then its compaction request once the prepared summary is ready. */
+async function compactAfterTurn(s: Stand, c: Captured, extra: Record<string, string> = {}) {
+  const turn = await send(s, c, before(c));
+  await turn.text();
+  await ready(s);
+  const sentBefore = s.fake.modelRequests().length;
+  const res = await send(s, c, c.body, extra);
+  const text = await res.text();
+  return { res, text, upstream: s.fake.modelRequests().length - sentBefore };
+}
+
+const metric = async (s: Stand) => s.app.metrics.registry.getSingleMetricAsString('compactor_proxy_compactions_total');
+
+t.test('Claude Code: its compaction request is answered from the prepared summary, as an Anthropic stream', async (t) => {
+  const s = await stand(t);
+  const c = fixture('claude-code-auto');
+  const { res, text, upstream } = await compactAfterTurn(s, c);
+  t.equal(res.status, 200);
+  t.equal(res.headers.get('x-compactor'), 'compaction-answered');
+  t.match(res.headers.get('x-compactor-summarizer-usage') ?? '', /^input=\d+, output=\d+$/);
+  t.equal(upstream, 0, 'the provider never received the compaction request');
+  t.match(res.headers.get('content-type') ?? '', /text\/event-stream/);
+  t.match(text, /event: message_start[\s\S]*<summary>[\s\S]*1\. Primary Request and Intent:[\s\S]*event: message_stop/);
+  t.match(text, /art_[0-9a-f]{24}/, 'the recall pointer names the artifact of the summarized range');
+  t.match(text, /task 7f3a/, 'the answer holds the task text (the task kept before the summary, quoted)');
+  t.match(await metric(s), /provider="anthropic",outcome="answered"\} 1/);
+});
+
+t.test(
+  'Claude Code: with none ready, the opt-out header or the option off, the request reaches the provider byte-identical',
+  async (t) => {
+    const c = fixture('claude-code-auto');
+    const raw = JSON.stringify(c.body);
+    const none = await stand(t);
+    const res = await send(none, c, raw);
+    await res.text();
+    t.equal(res.headers.get('x-compactor'), 'compaction-passed; reason=none-ready');
+    t.equal(none.fake.modelRequests().at(-1)?.raw.toString('utf8'), raw, 'byte-identical, not reduced');
+
+    const optOut = await stand(t);
+    const out = await compactAfterTurn(optOut, { ...c, body: JSON.parse(raw) }, { 'x-compactor-instant-compaction': 'off' });
+    t.equal(out.res.headers.get('x-compactor'), 'compaction-passed; reason=opted-out');
+    t.equal(out.upstream, 1);
+    const got = optOut.fake.modelRequests().at(-1);
+    t.equal(got?.raw.toString('utf8'), raw, 'byte-identical');
+    t.notOk(got?.headers['x-compactor-instant-compaction'], 'the opt-out header is not forwarded');
+
+    const off = await stand(t, { COMPACTOR_PROXY_OPTIONS: '{"instant_compaction":false}' });
+    const r = await send(off, c, raw);
+    await r.text();
+    t.equal(r.headers.get('x-compactor'), 'compaction-passed; reason=off');
+    t.equal(off.fake.modelRequests().at(-1)?.raw.toString('utf8'), raw);
+    t.match(await metric(off), /outcome="passed_off"\} 1/);
+  },
+);
+
+t.test('Codex, local form: answered with an ordinary assistant message', async (t) => {
+  const s = await stand(t);
+  const { res, text, upstream } = await compactAfterTurn(s, fixture('codex-local'));
+  t.equal(res.headers.get('x-compactor'), 'compaction-answered');
+  t.equal(upstream, 0);
+  t.match(text, /response\.completed/);
+  t.match(text, /"role":"assistant"/);
+  t.notMatch(text, /"type":"compaction"/);
+});
+
+t.test('Codex, trigger form: one sealed compaction item, replaced by its summary on the next request', async (t) => {
+  const s = await stand(t);
+  const c = fixture('codex-trigger');
+  const { res, text, upstream } = await compactAfterTurn(s, c);
+  t.equal(res.headers.get('x-compactor'), 'compaction-answered');
+  t.equal(upstream, 0);
+  const token = new RegExp(`"encrypted_content":"(${SEAL_PREFIX.replace('.', '\\.')}[^"]+)"`).exec(text)?.[1];
+  t.ok(token, 'a sealed token of ours');
+  const completed = text
+    .split('\n')
+    .filter((line) => line.startsWith('data: ') && line.includes('"response.completed"'))
+    .map((line) => JSON.parse(line.slice(6)) as { response: { output: { type: string; encrypted_content?: string }[] } });
+  t.equal(completed.length, 1, 'one response.completed');
+  t.same(
+    completed[0]?.response.output.map((o) => o.type),
+    ['compaction'],
+    'exactly one output item, a compaction item',
+  );
+  const next = fixture('codex-after-trigger');
+  const input = (next.body.input as Record<string, unknown>[]).map((item) =>
+    item.type === 'compaction' ? { ...item, encrypted_content: token } : item,
+  );
+  const later = await send(s, next, { ...next.body, input });
+  await later.text();
+  const forwarded = JSON.stringify(s.fake.modelRequests().at(-1)?.json);
+  t.notMatch(forwarded, /"type":"compaction"/, 'the provider never sees our token');
+  t.notMatch(forwarded, new RegExp(SEAL_PREFIX.replace('.', '\\.')));
+  t.match(forwarded, /art_[0-9a-f]{24}/, 'the summary text (its recall pointer) took the item’s place');
+  t.match(forwarded, /## Goal and constraints\\nSummary of/, 'the LLM summary is in the forwarded request');
+  t.match(await metric(s), /provider="openai",outcome="answered"\} 1/);
+
+  // A compaction request that passes (here: opted out) still never carries our token upstream.
+  const again = { ...c.body, input: [input.find((i) => i.type === 'compaction'), ...(c.body.input as unknown[])] };
+  const passed = await send(s, c, again, { 'x-compactor-instant-compaction': 'off' });
+  await passed.text();
+  t.equal(passed.headers.get('x-compactor'), 'compaction-passed; reason=opted-out');
+  const passedUp = JSON.stringify(s.fake.modelRequests().at(-1)?.json);
+  t.match(passedUp, /"type":"compaction_trigger"/, 'the compaction request went upstream');
+  t.notMatch(passedUp, new RegExp(SEAL_PREFIX.replace('.', '\\.')), 'its sealed item replaced by the summary text');
+
+  const forged = {
+    ...next.body,
+    input: input.map((i) => (i.type === 'compaction' ? { ...i, encrypted_content: `${token}x` } : i)),
+  };
+  const sent = await send(s, next, forged);
+  await sent.text();
+  const got = JSON.stringify(s.fake.modelRequests().at(-1)?.json);
+  t.match(got, `${token}x`, 'a forged item is forwarded as sent');
+});
