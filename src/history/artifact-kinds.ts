@@ -9,7 +9,7 @@
  * already read, keyed by the range it covers), the proxy's conversation records (lists of artifact
  * ids, read only to narrow a search to one conversation), and the conversation record of
  * `service/conversations.ts` (counts and bills of each model call, and the summary texts the page
- * links to).
+ * links to), and the text behind the proxy's sealed compaction items (`proxy/compaction/wire.ts`).
  */
 export const ARTIFACT_KINDS = {
   tool_result: { searched: true, what: 'the result of a tool call, cleared from the history' },
@@ -40,6 +40,10 @@ export const ARTIFACT_KINDS = {
     what: 'the usage a provider reported for a call the conversation record holds, priced',
   },
   summary_text: { searched: false, what: 'the text of a summary a call wrote, kept for the conversation page to link to' },
+  proxy_sealed: {
+    searched: false,
+    what: 'the summary text a sealed compaction item stands for, put back on the conversation’s later requests',
+  },
 } as const satisfies Record<string, { searched: boolean; what: string }>;
 
 /** A kind of stored artifact. */

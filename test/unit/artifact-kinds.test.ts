@@ -11,6 +11,7 @@ t.test('one table of artifact kinds: search covers every original, none of the s
   t.ok(searched.includes(WINDOW_RANGE), "fit's window's removed ranges among them");
   t.notOk(searched.includes('summary_cache'), 'not the summary cache');
   t.notOk(searched.includes('proxy_conversation'), 'not the proxy’s conversation records');
+  t.notOk(searched.includes('proxy_sealed'), 'not the text behind the proxy’s sealed compaction items');
   for (const kind of [CALL_KIND, USAGE_KIND, SUMMARY_TEXT_KIND]) {
     t.ok(kind in ARTIFACT_KINDS, `${kind} is in the table`);
     t.notOk(searched.includes(kind), `${kind} (the conversation record) is not searched`);

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
+import type { ArtifactKind } from '../../history/artifact-kinds.js';
 import type { ArtifactService, Caller } from '../../service/artifacts.js';
 import type { Compactor } from '../../service/compactor.js';
 import type { PreparedSummaries } from '../../service/prepared-summaries.js';
@@ -42,6 +43,9 @@ export function instantOptions(options: Record<string, unknown>): { setting: Ins
   };
 }
 
+/** The store kind of a sealed item's text (in the table of `history/artifact-kinds.ts`). */
+const SEALED_KIND = 'proxy_sealed' as const satisfies ArtifactKind;
+
 const sha = (text: string) => createHash('sha256').update(text).digest('hex');
 
 /** The sealer of the caller's scope: its key derived from the installation secret and the scope, as artifact ids are. */
@@ -54,7 +58,7 @@ const sealedId = (caller: Caller, claims: SealClaims) => caller.address(`instant
 
 /** Keeps a trigger answer's summary text for `replaceSealed` on the conversation's later requests. */
 export async function keepSealed(artifacts: ArtifactService, caller: Caller, claims: SealClaims, text: string): Promise<void> {
-  const record = { id: sealedId(caller, claims), kind: 'proxy_sealed', tool_name: null, content: text, sha256: sha(text) };
+  const record = { id: sealedId(caller, claims), kind: SEALED_KIND, tool_name: null, content: text, sha256: sha(text) };
   await artifacts.persist(caller, [record]);
 }
 
