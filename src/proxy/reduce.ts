@@ -63,6 +63,30 @@ export class Bypass extends Error {
 export const PROXY_TARGET = { target_fraction: 0.5 } as const;
 export const PROXY_LIMIT = { limit: { fraction: 0.8 } } as const;
 
+/**
+ * The least a reduction fit makes because it pays (not one forced past the limit) must free
+ * through the proxy, as a share of fit's target (10% of the window under `PROXY_TARGET`): as
+ * Anthropic's `clear_at_least`. A smaller one that breaks the cached prefix is not sent; the
+ * history goes on extended, so that the calls after a reduction extend its prefix rather than
+ * break it again for a few tokens each (issue 37: at most one break per 4 calls).
+ */
+export const PROXY_CLEAR_AT_LEAST = 0.2;
+
+/** Fit's answer, as far as the proxy reads it. */
+export interface FitValue {
+  messages: unknown[];
+  applied: boolean;
+  tokens: { before: number; after: number; saved: number };
+  target?: number;
+  cost?: { decision?: string };
+}
+
+/** A reduction that pays but frees less than `PROXY_CLEAR_AT_LEAST` of the target (never a forced one, nor one under policy tokens). */
+export function tooSmall(value: FitValue, policy: unknown): boolean {
+  if (policy === 'tokens' || value.cost?.decision !== 'reduce' || typeof value.target !== 'number') return false;
+  return value.tokens.saved < PROXY_CLEAR_AT_LEAST * value.target;
+}
+
 /** The fit request for an upstream history: the body's system and tools counted, the model's window, the last usage. */
 function fitRequest(
   reducible: Reducible,
@@ -182,22 +206,23 @@ export async function decide(
 ): Promise<Reduction> {
   const request = fitRequest(reducible, body, x.extended, x.found?.usage, deps.options);
   const outcome = await runFit(deps, request);
-  const value = outcome.value as {
-    messages: unknown[];
-    applied: boolean;
-    tokens: { before: number; after: number; saved: number };
-  };
+  const value = outcome.value as FitValue;
   if (!value.applied) return { ...asExtended(x), tokens: value.tokens };
   const after = slotsAfter(x.before, value.messages, x.extended, outcome.sources ?? []);
   const upstream = compress(after);
   const previous = x.found ? expandSlots(x.found.state.upstream).length : 0;
+  const breaks = firstChange(x.before, after) < previous;
+  if (breaks && tooSmall(value, request.policy)) {
+    const { before } = value.tokens;
+    return { ...asExtended(x), tokens: { before, after: before, saved: 0 } };
+  }
   const n = x.history.length;
   return {
     history: untouched(upstream, n) ? undefined : resolve(upstream, x.history, x.markers),
     action: 'reduced',
     tokens: value.tokens,
     conversation: x.key.slice(0, 16),
-    prefixBreak: firstChange(x.before, after) < previous,
+    prefixBreak: breaks,
     state: { v: 1, length: n, upstream },
     hash: x.hashes[n] as string,
     covers: after.length + 1,
