@@ -9,6 +9,7 @@ import type { Spliceable } from './decide.js';
 import { fitCompactOptions, summarizeOptions } from './options.js';
 import type { Pipeline } from './pipeline.js';
 import type { FitResult } from './result.js';
+import { STANDIN_WARNING } from './standin.js';
 
 /** How long a call above `limit` waits for a summary still being prepared, unless `prepare.wait_ms` says. */
 export const PREPARE_WAIT_ABOVE_LIMIT_MS = 5000;
@@ -120,7 +121,9 @@ export async function withPrepare(c: FitContext, acc: Pipeline, result: FitResul
     const prepared = { id: spliced.id, state: 'spliced' as const, covers: { from: spliced.from, to: spliced.to } };
     return { ...result, spliced: spliced.id, extra: (applied, billed) => ({ ...extra(applied, billed), prepared }) };
   }
-  if (acc.summarized.result?.plan || !due(c, acc)) return result;
+  // A stand-in (`summarizer_wait: never`) is folded by the next summary: that one is prepared now.
+  const standin = acc.warnings.some((w) => w.code === STANDIN_WARNING);
+  if ((acc.summarized.result?.plan && !standin) || !due(c, acc)) return result;
   // Nothing taken: the output is the input, whose next range may have been worked out to decide.
   const untouched = acc.view === c.h;
   const next = (untouched && c.next) || (await nextRange(c, acc, untouched ? c.compaction : undefined));
