@@ -80,3 +80,35 @@ t.test('a prepared summary still being made is not waited for: the stand-in, the
   t.notOk(codes(last).includes('summary_extractive_standin'));
   t.notOk(JSON.stringify(last.messages).includes('extractive: no LLM was used'), 'the extractive digest is folded away');
 });
+
+t.test('a steady session: the default prepare starts early enough that the summary is ready when it is due', async (t) => {
+  const { app, server } = await buildWithLlm(t);
+  const held = gate(t);
+  server.fallback = (req) => ({ until: held.until, content: `## Goal\nSummary of ${req.messages.length} messages.` });
+  // Default `prepare.at`: from the history's growth per call.
+  const opts = { ...NEVER, prepare: { enabled: true } };
+  let history: unknown[] = [SYSTEM, ...conversation(4, 0, true)];
+  let startedAt: number | undefined;
+  let id: string | undefined;
+  let needed: { call: number; json: Record<string, unknown> & { warnings: { code: string }[] } } | undefined;
+  for (let call = 0; call < 60 && !needed; call++) {
+    history = [...history, ...conversation(1, 4 + call, true)];
+    const { json } = await fit(app, fitBody(history, opts));
+    if (json.applied) needed = { call, json };
+    else history = json.messages;
+    if (startedAt === undefined && json.prepared?.state === 'started') {
+      startedAt = call;
+      id = json.prepared.id;
+    }
+    // The summarizer takes two of the agent's calls to answer (ready before the third).
+    if (startedAt !== undefined && call === startedAt + 1) {
+      held.open();
+      t.equal((await settled(app, id ?? '')).state, 'ready');
+    }
+  }
+  t.ok(startedAt !== undefined && needed, `prepared at call ${startedAt}, needed at call ${needed?.call}`);
+  t.ok((needed?.call ?? 0) - (startedAt ?? 0) >= 2, 'started at least two calls before it was due');
+  t.equal((needed?.json.prepared as { id?: string } | undefined)?.id, id, 'the one prepared then');
+  t.equal((needed?.json.prepared as { state?: string } | undefined)?.state, 'spliced', 'the call that needs it splices it');
+  t.notOk(needed && codes(needed.json).includes('summary_extractive_standin'), 'no stand-in was needed');
+});

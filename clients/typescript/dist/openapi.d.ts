@@ -2886,7 +2886,7 @@ export interface paths {
                          *       },
                          *       "calls": [
                          *         {
-                         *           "id": "mx5qdzp7-be0dce53d3",
+                         *           "id": "mx5qdzp7-1c7511d6d4",
                          *           "at": "2026-12-02T06:14:40.891Z",
                          *           "via": "fit",
                          *           "provider": "openai-chat",
@@ -2913,7 +2913,7 @@ export interface paths {
                          *             "straight_usd": 0.0006795,
                          *             "source": "estimate"
                          *           },
-                         *           "ms_before_forwarding": 7.7,
+                         *           "ms_before_forwarding": 1.4,
                          *           "artifacts": [
                          *             {
                          *               "id": "art_4eae17e1abac1dda41de0181",
@@ -4241,7 +4241,7 @@ export interface components {
             prepare?: {
                 /** @description default: COMPACTOR_PREPARE (on when an LLM summarizer is configured) */
                 enabled?: boolean;
-                /** @description the occupancy at which the summary a later call will need starts being made in the background; default: two of the agent's calls (at the history's recent growth per call) before the point where a summary is due (policy cost: where it pays; policy tokens: the target). A summary that pays with none prepared is asked for then, and the call defers below `limit` */
+                /** @description the occupancy at which the summary a later call will need starts being made in the background; default: once the headroom left under the point where a summary is due is less than three of the agent's calls at the history's recent growth per call (two for the summarizer to answer, one of margin) (policy cost: where it pays; policy tokens: the target). A summary that pays with none prepared is asked for then, and the call defers below `limit` */
                 at?: {
                     /** @description of the point where a summary is due */
                     fraction?: number;

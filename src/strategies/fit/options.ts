@@ -73,7 +73,7 @@ export const FitOptions = z.strictObject({
         })
         .optional()
         .describe(
-          "the occupancy at which the summary a later call will need starts being made in the background; default: two of the agent's calls (at the history's recent growth per call) before the point where a summary is due (policy cost: where it pays; policy tokens: the target). A summary that pays with none prepared is asked for then, and the call defers below `limit`",
+          "the occupancy at which the summary a later call will need starts being made in the background; default: once the headroom left under the point where a summary is due is less than three of the agent's calls at the history's recent growth per call (two for the summarizer to answer, one of margin) (policy cost: where it pays; policy tokens: the target). A summary that pays with none prepared is asked for then, and the call defers below `limit`",
         ),
       wait_ms: z
         .number()
