@@ -28,6 +28,8 @@ export const WARNINGS = {
     'the summary was written but could not be cached (the store did not answer); the next identical request pays for it again',
   prepared_unavailable:
     'fit went on without prepared summaries: their index or job queue (Redis) did not answer in time, so none was spliced in and none was asked for (or the one asked for was not queued); the next call tries again',
+  summary_extractive_standin:
+    'fit with `summarizer_wait: "never"` (the proxy\'s default): a summary was needed and no LLM summary of its range was ready (prepared, or in the summary cache), so the extractive summary (no model call) stands in, and the next summary folds it',
   instruction_kept:
     'a system or developer message inside the history is kept where it stands, with the turn it follows (like the head): the summary covers only the messages before it, and what follows it is kept as it came',
   unknown_part_type:

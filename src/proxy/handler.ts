@@ -17,7 +17,7 @@ import type { ProxyMetrics } from './metrics.js';
 import { fitOptionsOf, requestOptions } from './options.js';
 import { type CallOutcome, countOutcome, outcomeOf } from './outcome.js';
 import type { Provider, Reducible } from './providers.js';
-import { asExtended, Bypass, decide, type Extension, extend, overLimit, type ReduceDeps, type Reduction } from './reduce.js';
+import { asExtended, Bypass, decide, type Extension, extend, type ReduceDeps, type Reduction } from './reduce.js';
 import type { CallReport } from './report.js';
 import type { Upstreams } from './upstream.js';
 import { type Windows, windowKey } from './window.js';
@@ -225,8 +225,8 @@ function forwardContext(ctx: ProxyContext): ForwardContext {
 
 /**
  * The conversation found and extended, then fit's decision, each within the budget. Past it, the
- * extension goes as it is (`late: budget`), unless it is over the limit: a forced reduction may
- * then take a summarizer call's time more, since the call could not succeed as it is.
+ * extension goes as it is (`late: budget`). Nothing on this path waits on a summarizer: fit's
+ * `summarizer_wait: never` (the proxy's default) lets the extractive summary stand in.
  */
 async function reduceWithin(
   ctx: ProxyContext,
@@ -263,13 +263,6 @@ async function reduceWithin(
     return { reduction: await within(decision, budget), late: undefined };
   } catch (error) {
     if (!(error instanceof Bypass && error.reason === 'budget')) throw error;
-    if (overLimit(app.compactor, reducible, body, x, deps.options)) {
-      try {
-        return { reduction: await within(decision, config.COMPACTOR_SUMMARIZER_TIMEOUT_MS), late: undefined };
-      } catch {
-        // Still nothing: the extension goes as it is.
-      }
-    }
     decision.catch(() => undefined);
     return { reduction: asExtended(x), late: 'budget' };
   }

@@ -1,5 +1,4 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import { type FitOptions, limitOf, targetOf } from '../strategies/fit/options.js';
 import type { BypassReason } from './bypass.js';
 import {
   type ConversationState,
@@ -62,6 +61,8 @@ export class Bypass extends Error {
  */
 export const PROXY_TARGET = { target_fraction: 0.5 } as const;
 export const PROXY_LIMIT = { limit: { fraction: 0.8 } } as const;
+/** No proxied request waits on the summarizer: with no LLM summary ready, the extractive one stands in. */
+export const PROXY_NO_WAIT = { summarizer_wait: 'never' } as const;
 
 /**
  * The least a reduction fit makes because it pays (not one forced past the limit) must free
@@ -101,6 +102,7 @@ function fitRequest(
   const request: Record<string, unknown> = {
     ...(options.target_tokens === undefined && options.target_fraction === undefined ? PROXY_TARGET : {}),
     ...(options.limit === undefined ? PROXY_LIMIT : {}),
+    ...PROXY_NO_WAIT,
     ...options,
     messages,
     format: reducible.format,
@@ -227,35 +229,4 @@ export async function decide(
     hash: x.hashes[n] as string,
     covers: after.length + 1,
   };
-}
-
-/**
- * Whether the extended history is over the limit a forced reduction starts at, by fit's own rule
- * (`limitOf`, over the options with the proxy's defaults): sending it as it is could not succeed,
- * so a reduction still under way is worth a summarizer call's wait. False when it cannot be counted.
- */
-export function overLimit(
-  compactor: ReduceDeps['compactor'],
-  reducible: Reducible,
-  body: Record<string, unknown>,
-  x: Extension,
-  options: Record<string, unknown>,
-): boolean {
-  const req = fitRequest(reducible, body, x.extended, x.found?.usage, options);
-  try {
-    const counted = compactor.tokens({
-      messages: x.extended,
-      format: reducible.format,
-      ...(req.model ? { model: req.model as string } : {}),
-      ...(req.system !== undefined ? { system: req.system as string } : {}),
-      ...(req.tools ? { tools: req.tools as unknown[] } : {}),
-      ...(typeof req.context_window === 'number' ? { context_window: req.context_window } : {}),
-      ...(req.usage ? { usage: req.usage as Record<string, unknown> } : {}),
-    });
-    const o = req as FitOptions;
-    const profile = { contextWindow: counted.context_window ?? undefined };
-    return counted.occupancy > limitOf(o, profile, targetOf(o, profile));
-  } catch {
-    return false;
-  }
 }

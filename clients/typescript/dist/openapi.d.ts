@@ -2886,7 +2886,7 @@ export interface paths {
                          *       },
                          *       "calls": [
                          *         {
-                         *           "id": "mx5qdzp7-3ed2d6b76a",
+                         *           "id": "mx5qdzp7-1c7511d6d4",
                          *           "at": "2026-12-02T06:14:40.891Z",
                          *           "via": "fit",
                          *           "provider": "openai-chat",
@@ -2913,7 +2913,7 @@ export interface paths {
                          *             "straight_usd": 0.0006795,
                          *             "source": "estimate"
                          *           },
-                         *           "ms_before_forwarding": 2,
+                         *           "ms_before_forwarding": 1.4,
                          *           "artifacts": [
                          *             {
                          *               "id": "art_4eae17e1abac1dda41de0181",
@@ -4044,6 +4044,11 @@ export interface components {
                 /** @description the limit as a fraction of the model's context window */
                 fraction?: number;
             };
+            /**
+             * @description never: no call waits on an LLM summarizer. A reduction that needs a summary takes the LLM's only when it is ready (prepared, or in the summary cache), else the extractive summary of that range stands in (no model call; warning `summary_extractive_standin`) and the next summary folds it; a prepared summary still being made is not waited for (`prepare.wait_ms` ignored). The proxy's default. Omitted or allowed: a forced reduction may call the summarizer and wait for it
+             * @enum {string}
+             */
+            summarizer_wait?: "allowed" | "never";
             /** @description the agent's model's prices; omitted: the built-in table for the request's model, else the format's provider defaults in relative units */
             pricing?: components["schemas"]["Pricing"];
             /** @description the prompt cache of the agent's provider; the cached prefix is read from `usage` */
@@ -4236,7 +4241,7 @@ export interface components {
             prepare?: {
                 /** @description default: COMPACTOR_PREPARE (on when an LLM summarizer is configured) */
                 enabled?: boolean;
-                /** @description the occupancy at which the summary a later call will need starts being made in the background; default: two of the agent's calls (at the history's recent growth per call) before the point where a summary is due (policy cost: where it pays; policy tokens: the target). A summary that pays with none prepared is asked for then, and the call defers below `limit` */
+                /** @description the occupancy at which the summary a later call will need starts being made in the background; default: once the headroom left under the point where a summary is due is less than three of the agent's calls at the history's recent growth per call (two for the summarizer to answer, one of margin) (policy cost: where it pays; policy tokens: the target). A summary that pays with none prepared is asked for then, and the call defers below `limit` */
                 at?: {
                     /** @description of the point where a summary is due */
                     fraction?: number;
@@ -4857,6 +4862,7 @@ export interface components {
          *     - `prepared_already_billed`: fit: the prepared summary spliced in was billed to another response that spliced it at the same moment; this one is not billed for it (`usage.prepared` is all 0)
          *     - `cache_not_written`: the summary was written but could not be cached (the store did not answer); the next identical request pays for it again
          *     - `prepared_unavailable`: fit went on without prepared summaries: their index or job queue (Redis) did not answer in time, so none was spliced in and none was asked for (or the one asked for was not queued); the next call tries again
+         *     - `summary_extractive_standin`: fit with `summarizer_wait: "never"` (the proxy's default): a summary was needed and no LLM summary of its range was ready (prepared, or in the summary cache), so the extractive summary (no model call) stands in, and the next summary folds it
          *     - `instruction_kept`: a system or developer message inside the history is kept where it stands, with the turn it follows (like the head): the summary covers only the messages before it, and what follows it is kept as it came
          *     - `unknown_part_type`: an OpenAI Chat content part or a Gemini part of a kind Compactor does not know was kept verbatim, counted as text, and never separated from its neighbours
          *     - `unknown_block_type`: an Anthropic content block of a type Compactor does not know was kept verbatim, counted as text, and never separated from its neighbours
@@ -4865,7 +4871,7 @@ export interface components {
          *     - `placeholder_not_verified`: `/v1/expand` left a signed placeholder as it is: its MAC does not verify in the slot it sits in (copied into another tool call, repeated, edited, or signed for another key or under another installation secret); each placeholder restores only into the call it was written for, once
          * @enum {string}
          */
-        WarningCode: "unsafe_cut_avoided" | "target_not_met" | "thinking_kept" | "summary_not_smaller" | "saving_below_clear_at_least" | "stage_skipped" | "does_not_pay" | "summarizer_failed" | "dry_run_estimate" | "prepared_already_billed" | "cache_not_written" | "prepared_unavailable" | "instruction_kept" | "unknown_part_type" | "unknown_block_type" | "unknown_item_type" | "window_unmarked" | "placeholder_not_verified";
+        WarningCode: "unsafe_cut_avoided" | "target_not_met" | "thinking_kept" | "summary_not_smaller" | "saving_below_clear_at_least" | "stage_skipped" | "does_not_pay" | "summarizer_failed" | "dry_run_estimate" | "prepared_already_billed" | "cache_not_written" | "prepared_unavailable" | "summary_extractive_standin" | "instruction_kept" | "unknown_part_type" | "unknown_block_type" | "unknown_item_type" | "window_unmarked" | "placeholder_not_verified";
         WindowRequest: {
             /** @description the history, exactly as the agent would send it to its provider */
             messages: components["schemas"]["Message"][];

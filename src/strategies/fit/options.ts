@@ -43,6 +43,12 @@ export const FitOptions = z.strictObject({
     .describe(
       'policy cost: the occupancy a call must never exceed: above it a reduction is forced, down to the target. Default: the context window minus a reserve for the reply (10% of it, at most 16,384 tokens); the target when the window is unknown',
     ),
+  summarizer_wait: z
+    .enum(['allowed', 'never'])
+    .optional()
+    .describe(
+      "never: no call waits on an LLM summarizer. A reduction that needs a summary takes the LLM's only when it is ready (prepared, or in the summary cache), else the extractive summary of that range stands in (no model call; warning `summary_extractive_standin`) and the next summary folds it; a prepared summary still being made is not waited for (`prepare.wait_ms` ignored). The proxy's default. Omitted or allowed: a forced reduction may call the summarizer and wait for it",
+    ),
   ...COST_FIELDS,
   conversation_id: ConversationIdField.optional(),
   compact: z
@@ -67,7 +73,7 @@ export const FitOptions = z.strictObject({
         })
         .optional()
         .describe(
-          "the occupancy at which the summary a later call will need starts being made in the background; default: two of the agent's calls (at the history's recent growth per call) before the point where a summary is due (policy cost: where it pays; policy tokens: the target). A summary that pays with none prepared is asked for then, and the call defers below `limit`",
+          "the occupancy at which the summary a later call will need starts being made in the background; default: once the headroom left under the point where a summary is due is less than three of the agent's calls at the history's recent growth per call (two for the summarizer to answer, one of margin) (policy cost: where it pays; policy tokens: the target). A summary that pays with none prepared is asked for then, and the call defers below `limit`",
         ),
       wait_ms: z
         .number()

@@ -9,6 +9,7 @@ import type { Spliceable } from './decide.js';
 import { fitCompactOptions, summarizeOptions } from './options.js';
 import type { Pipeline } from './pipeline.js';
 import type { FitResult } from './result.js';
+import { STANDIN_WARNING } from './standin.js';
 
 /** How long a call above `limit` waits for a summary still being prepared, unless `prepare.wait_ms` says. */
 export const PREPARE_WAIT_ABOVE_LIMIT_MS = 5000;
@@ -20,6 +21,8 @@ export const PREPARE_WAIT_ABOVE_LIMIT_MS = 5000;
  * comes that much sooner).
  */
 export const PREPARE_LEAD_CALLS = 2;
+/** The margin, in calls at the recent growth, added to `PREPARE_LEAD_CALLS` (a call larger than the recent ones). */
+export const PREPARE_MARGIN_CALLS = 1;
 /** The agent's recent calls whose growth is averaged (`growthPerCall`). */
 const GROWTH_CALLS = 4;
 
@@ -81,22 +84,37 @@ async function compacted(r: FitRequest, { view, occupancy }: Output, compaction?
 
 /**
  * Tokens the history grows by per call of the agent: what followed each of its last
- * `GROWTH_CALLS` assistant messages (the message, its tool calls' results, any user turn), on average.
+ * `GROWTH_CALLS` assistant messages (the message, its tool calls' results, any user turn), on
+ * average, or the newest call's growth when it is larger (large tool outputs come in runs).
  */
 export function growthPerCall(h: PreparedHistory): number {
   let calls = 0;
   let tokens = 0;
+  let newest = 0;
   for (let i = h.items.length - 1; i >= h.head && calls < GROWTH_CALLS; i--) {
     tokens += h.counts[i] as number;
-    if (h.items[i]?.role === 'assistant' && h.items[i - 1]?.role !== 'assistant') calls++;
+    if (h.items[i]?.role === 'assistant' && h.items[i - 1]?.role !== 'assistant') {
+      calls++;
+      if (calls === 1) newest = tokens;
+    }
   }
-  return calls === 0 ? tokens : Math.ceil(tokens / calls);
+  return calls === 0 ? tokens : Math.max(newest, Math.ceil(tokens / calls));
+}
+
+/**
+ * The headroom under the point where a summary is due at which preparing it starts, by default:
+ * the history's growth per call (`growthPerCall`) times the calls a summary takes to be ready
+ * (`PREPARE_LEAD_CALLS`) and a margin of `PREPARE_MARGIN_CALLS` more, so that in a session growing
+ * at a steady rate it is ready before it is due.
+ */
+export function prepareHeadroom(h: PreparedHistory): number {
+  return (PREPARE_LEAD_CALLS + PREPARE_MARGIN_CALLS) * growthPerCall(h);
 }
 
 /**
  * Whether the summary a later call will need is to be prepared now: at `prepare.at` (a fraction of
  * the point where it is due, `summaryDueAt` or the target under policy tokens, or tokens of the
- * output), by default `PREPARE_LEAD_CALLS` of the agent's calls before it, at its recent growth.
+ * output), by default once the headroom left under that point is under `prepareHeadroom`.
  */
 function due(c: FitContext, acc: Pipeline): boolean {
   const dueAt = c.policy === 'tokens' ? c.target : (c.summaryDueAt ?? c.target);
@@ -105,7 +123,7 @@ function due(c: FitContext, acc: Pipeline): boolean {
   const at = c.o.prepare?.at;
   if (at?.tokens !== undefined) return acc.occupancy >= at.tokens;
   if (at?.fraction !== undefined) return acc.occupancy >= Math.floor(at.fraction * dueAt);
-  return c.h.occupancy >= dueAt - PREPARE_LEAD_CALLS * growthPerCall(c.h);
+  return dueAt - c.h.occupancy < prepareHeadroom(c.h);
 }
 
 /**
@@ -120,7 +138,9 @@ export async function withPrepare(c: FitContext, acc: Pipeline, result: FitResul
     const prepared = { id: spliced.id, state: 'spliced' as const, covers: { from: spliced.from, to: spliced.to } };
     return { ...result, spliced: spliced.id, extra: (applied, billed) => ({ ...extra(applied, billed), prepared }) };
   }
-  if (acc.summarized.result?.plan || !due(c, acc)) return result;
+  // A stand-in (`summarizer_wait: never`) is folded by the next summary: that one is prepared now.
+  const standin = acc.warnings.some((w) => w.code === STANDIN_WARNING);
+  if ((acc.summarized.result?.plan && !standin) || !due(c, acc)) return result;
   // Nothing taken: the output is the input, whose next range may have been worked out to decide.
   const untouched = acc.view === c.h;
   const next = (untouched && c.next) || (await nextRange(c, acc, untouched ? c.compaction : undefined));

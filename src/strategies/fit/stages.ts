@@ -6,6 +6,7 @@ import type { Spliceable } from './decide.js';
 import { fitCompactOptions, summarizeOptions } from './options.js';
 import { markPlanned, type Pipeline, splice, take, took, unsummarized, writtenEnd } from './pipeline.js';
 import { spliceable } from './prepare.js';
+import { neverWaits, summarizeNoWait } from './standin.js';
 import { markWindow } from './window-marker.js';
 
 /** One of fit's stages: what the stages before left in, what this one leaves out (OpenHands' pipeline condenser). */
@@ -34,7 +35,7 @@ export function summarizeWith(
 }
 
 /** The summarize stage of the ladder: a prepared summary ready for this view is spliced in, one being made waited for (`wait_ms`). */
-export const summarizeStage = summarizeWith((c, acc) => spliceable(c, acc.view, summarizeOptions(c.o), true));
+export const summarizeStage = summarizeWith((c, acc) => spliceable(c, acc.view, summarizeOptions(c.o), !neverWaits(c)));
 
 /**
  * After a splice, still above the target (the history outgrew the prepared range): the summary the
@@ -55,7 +56,11 @@ async function summarizeOnce(c: FitContext, acc: Pipeline, prepared: Spliceable 
   const pending = offloaded.length > 0 ? new Map(offloaded.map((a) => [a.id, a.value])) : c.ctx.pending;
   // A summary prepared in the background for this range is in the summary cache: asking for it is a hit.
   const options = prepared?.options ?? summarizeOptions(c.o);
-  const m = measured(c, before, await summarizeStrategy.run(before, options, { ...c.ctx, pending }));
+  const ctx = { ...c.ctx, pending };
+  // Never waiting on a model (`summarizer_wait: never`): a cached LLM summary, else the extractive one stands in.
+  const llm = !prepared && neverWaits(c) ? c.ctx.summarizer : undefined;
+  const out = llm ? await summarizeNoWait(before, options, ctx, llm) : await summarizeStrategy.run(before, options, ctx);
+  const m = measured(c, before, out);
   const tried = { ...acc, summarized: { ...acc.summarized, failure: m.result.failure } };
   const next = take(c, tried, 'summarize', m);
   if (!took(next)) return next;
