@@ -25,7 +25,10 @@ interface Captured {
 
 /**
  * A captured request with `TURNS` earlier exchanges put before its history (the captured sessions
- * are short: a rolling summary needs a range before the turn in flight).
+ * are short: a rolling summary needs a range before the turn in flight). The user asks briefly and
+ * the assistant answers at length, as in an agent's session: every summary quotes the user's words
+ * of its range verbatim, so a range of user text alone gives a summary no smaller than it
+ * (`summary_not_smaller`), and nothing is ready.
  */
 function fixture(name: string): Captured {
   const c = JSON.parse(readFileSync(new URL(`../fixtures/agent-compaction/${name}.json`, import.meta.url), 'utf8')) as Captured;
@@ -34,16 +37,16 @@ function fixture(name: string): Captured {
   const earlier = Array.from({ length: TURNS }, (_, i) =>
     anthropic
       ? [
-          { role: 'user', content: `${TASK} Part ${i}: ${'numbers '.repeat(40)}` },
-          { role: 'assistant', content: `Part ${i} noted.` },
+          { role: 'user', content: `${TASK} Part ${i}.` },
+          { role: 'assistant', content: `Part ${i}: ${'numbers '.repeat(40)}` },
         ]
       : [
           {
             type: 'message',
             role: 'user',
-            content: [{ type: 'input_text', text: `${TASK} Part ${i}: ${'numbers '.repeat(40)}` }],
+            content: [{ type: 'input_text', text: `${TASK} Part ${i}.` }],
           },
-          { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: `Part ${i} noted.` }] },
+          { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: `Part ${i}: ${'numbers '.repeat(40)}` }] },
         ],
   ).flat();
   return { ...c, body: { ...c.body, [field]: [...earlier, ...(c.body[field] as unknown[])] } };
