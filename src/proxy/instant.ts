@@ -84,6 +84,7 @@ export async function instantStep(
       compaction: { label, header: step.header },
     };
     countOutcome(ctx.metrics, call);
+    ctx.report.call(call, provider.sessionOf(request.headers, json) ?? at.caller.scope);
     const { answer } = step;
     if (answer.sealed) await bounded(ctx, keepSealed(compactor.artifacts, at.caller, answer.sealed, answer.text));
     await ctx.app.preparer.after(at.caller.scope, { spliced: ready.entry.id });
