@@ -227,3 +227,35 @@ t.test('Codex, trigger form: one sealed compaction item, replaced by its summary
   const got = JSON.stringify(s.fake.modelRequests().at(-1)?.json);
   t.match(got, `${token}x`, 'a forged item is forwarded as sent');
 });
+
+t.test(
+  'Codex, trigger form: a second compaction finds the summary prepared after the first (its sealed item put back)',
+  async (t) => {
+    const s = await stand(t);
+    const c = fixture('codex-trigger');
+    const first = await compactAfterTurn(s, c);
+    t.equal(first.res.headers.get('x-compactor'), 'compaction-answered');
+    const token = new RegExp(`"encrypted_content":"(${SEAL_PREFIX.replace('.', '\\.')}[^"]+)"`).exec(first.text)?.[1];
+    t.ok(token, 'a sealed token of ours');
+    // The conversation goes on after the compaction (its item sealed), long enough for another range.
+    const next = fixture('codex-after-trigger');
+    const base = (next.body.input as Record<string, unknown>[]).map((item) =>
+      item.type === 'compaction' ? { ...item, encrypted_content: token } : item,
+    );
+    const more = Array.from({ length: TURNS }, (_, i) => [
+      { type: 'message', role: 'user', content: [{ type: 'input_text', text: `Go on, step ${i}.` }] },
+      { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: `Step ${i}: ${'figures '.repeat(40)}` }] },
+    ]).flat();
+    const history = [...base, ...more];
+    const turn = await send(s, next, { ...next.body, input: history });
+    await turn.text();
+    await ready(s);
+    const sentBefore = s.fake.modelRequests().length;
+    const res = await send(s, c, { ...c.body, input: [...history, { type: 'compaction_trigger' }] });
+    const text = await res.text();
+    t.equal(res.headers.get('x-compactor'), 'compaction-answered', 'the second compaction is answered too');
+    t.equal(s.fake.modelRequests().length - sentBefore, 0, 'the provider never received it');
+    t.match(text, /"type":"compaction"/);
+    t.match(await metric(s), /provider="openai",outcome="answered"\} 2/);
+  },
+);
