@@ -68,11 +68,13 @@ export async function instantStep(
     setting,
     readMs: Math.max(1000, ctx.config.COMPACTOR_PROXY_BUDGET_MS),
   };
-  const { step, ready } = await compactionStep(deps, json);
+  // Sealed items put back first: the rolling summary was prepared on the history as forwarded, so a
+  // later compaction request (Codex's second) finds it only by that history, not by our tokens.
+  const out = await unsealed(compactor.artifacts, at.caller, provider, at.path, json);
+  const { step, ready } = await compactionStep(deps, out.body);
   const label = outcomeLabel(step);
   if (step.kind === 'passed' && label) {
     const compaction = { label, header: step.header };
-    const out = await unsealed(compactor.artifacts, at.caller, provider, at.path, json);
     return out.replaced > 0
       ? { kind: 'passed', compaction, body: Buffer.from(JSON.stringify(out.body)) }
       : { kind: 'passed', compaction };
@@ -84,6 +86,7 @@ export async function instantStep(
       compaction: { label, header: step.header },
     };
     countOutcome(ctx.metrics, call);
+    ctx.report.call(call, provider.sessionOf(request.headers, json) ?? at.caller.scope);
     const { answer } = step;
     if (answer.sealed) await bounded(ctx, keepSealed(compactor.artifacts, at.caller, answer.sealed, answer.text));
     await ctx.app.preparer.after(at.caller.scope, { spliced: ready.entry.id });
@@ -95,7 +98,6 @@ export async function instantStep(
       .send(answer.body);
     return { kind: 'answered', sent };
   }
-  const out = await unsealed(compactor.artifacts, at.caller, provider, at.path, json);
   if (!reducible.countOnly && setting !== false && request.headers[OPT_OUT_HEADER] === undefined) {
     const window = typeof options.context_window === 'number' ? options.context_window : undefined;
     void rollOn(deps, out.body, share, window).catch((error: unknown) =>

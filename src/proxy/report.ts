@@ -11,7 +11,8 @@ interface Log {
 
 /**
  * The proxy's log: one line per model call at `info` (provider, model, conversation id, outcome
- * with its reason, tokens before and after, prefix kept or broken, ms before forwarding), and a
+ * with its reason, an agent's own compaction request's `compaction=<label>` (`answered`,
+ * `passed_<reason>`), tokens before and after, prefix kept or broken, ms before forwarding), and a
  * bypass once per conversation and reason at `warn`, so that a call that is never reduced is seen
  * without a line per call. Counts and ids only: no content, no credential.
  */
@@ -29,6 +30,7 @@ export class CallReport {
       conversation: call.conversation,
       outcome: call.outcome,
       ...(call.reason ? { reason: call.reason } : {}),
+      ...(call.compaction ? { compaction: call.compaction.label } : {}),
       tokens_before: call.tokens.before,
       tokens_after: call.tokens.after,
       prefix: call.prefix,

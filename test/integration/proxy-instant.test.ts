@@ -25,7 +25,10 @@ interface Captured {
 
 /**
  * A captured request with `TURNS` earlier exchanges put before its history (the captured sessions
- * are short: a rolling summary needs a range before the turn in flight).
+ * are short: a rolling summary needs a range before the turn in flight). The user asks briefly and
+ * the assistant answers at length, as in an agent's session: every summary quotes the user's words
+ * of its range verbatim, so a range of user text alone gives a summary no smaller than it
+ * (`summary_not_smaller`), and nothing is ready.
  */
 function fixture(name: string): Captured {
   const c = JSON.parse(readFileSync(new URL(`../fixtures/agent-compaction/${name}.json`, import.meta.url), 'utf8')) as Captured;
@@ -34,16 +37,16 @@ function fixture(name: string): Captured {
   const earlier = Array.from({ length: TURNS }, (_, i) =>
     anthropic
       ? [
-          { role: 'user', content: `${TASK} Part ${i}: ${'numbers '.repeat(40)}` },
-          { role: 'assistant', content: `Part ${i} noted.` },
+          { role: 'user', content: `${TASK} Part ${i}.` },
+          { role: 'assistant', content: `Part ${i}: ${'numbers '.repeat(40)}` },
         ]
       : [
           {
             type: 'message',
             role: 'user',
-            content: [{ type: 'input_text', text: `${TASK} Part ${i}: ${'numbers '.repeat(40)}` }],
+            content: [{ type: 'input_text', text: `${TASK} Part ${i}.` }],
           },
-          { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: `Part ${i} noted.` }] },
+          { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: `Part ${i}: ${'numbers '.repeat(40)}` }] },
         ],
   ).flat();
   return { ...c, body: { ...c.body, [field]: [...earlier, ...(c.body[field] as unknown[])] } };
@@ -224,3 +227,35 @@ t.test('Codex, trigger form: one sealed compaction item, replaced by its summary
   const got = JSON.stringify(s.fake.modelRequests().at(-1)?.json);
   t.match(got, `${token}x`, 'a forged item is forwarded as sent');
 });
+
+t.test(
+  'Codex, trigger form: a second compaction finds the summary prepared after the first (its sealed item put back)',
+  async (t) => {
+    const s = await stand(t);
+    const c = fixture('codex-trigger');
+    const first = await compactAfterTurn(s, c);
+    t.equal(first.res.headers.get('x-compactor'), 'compaction-answered');
+    const token = new RegExp(`"encrypted_content":"(${SEAL_PREFIX.replace('.', '\\.')}[^"]+)"`).exec(first.text)?.[1];
+    t.ok(token, 'a sealed token of ours');
+    // The conversation goes on after the compaction (its item sealed), long enough for another range.
+    const next = fixture('codex-after-trigger');
+    const base = (next.body.input as Record<string, unknown>[]).map((item) =>
+      item.type === 'compaction' ? { ...item, encrypted_content: token } : item,
+    );
+    const more = Array.from({ length: TURNS }, (_, i) => [
+      { type: 'message', role: 'user', content: [{ type: 'input_text', text: `Go on, step ${i}.` }] },
+      { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: `Step ${i}: ${'figures '.repeat(40)}` }] },
+    ]).flat();
+    const history = [...base, ...more];
+    const turn = await send(s, next, { ...next.body, input: history });
+    await turn.text();
+    await ready(s);
+    const sentBefore = s.fake.modelRequests().length;
+    const res = await send(s, c, { ...c.body, input: [...history, { type: 'compaction_trigger' }] });
+    const text = await res.text();
+    t.equal(res.headers.get('x-compactor'), 'compaction-answered', 'the second compaction is answered too');
+    t.equal(s.fake.modelRequests().length - sentBefore, 0, 'the provider never received it');
+    t.match(text, /"type":"compaction"/);
+    t.match(await metric(s), /provider="openai",outcome="answered"\} 2/);
+  },
+);

@@ -77,7 +77,9 @@ export async function keepRolling(deps: RollingDeps, c: RollingConversation): Pr
   if (context.unavailable) return false;
   const mine = ofConversation(context.entries, c);
   if (mine.some((e) => e.state === 'started' || e.state === 'running')) return false;
-  const newest = mine.find((e) => e.state === 'ready' || e.state === 'spliced');
+  // Only a range this history still holds counts: after the agent's own compaction its history is
+  // shorter than the range summarized before it (Codex's second compaction would find none).
+  const newest = mine.find((e) => (e.state === 'ready' || e.state === 'spliced') && e.to <= n && e.id === rangeId(c, e.to));
   if (newest && n - newest.to < ROLLING_STEP) return false;
   const prepare = { id: rangeId(c, n), prefix: c.key, from: 0, to: n, body: rollingBody(c, n) };
   await deps.preparer.after(deps.caller.scope, { prepare });
