@@ -14,6 +14,14 @@ export const intFromEnv = (min: number, max: number) =>
     .transform(Number)
     .pipe(z.number().int().min(min).max(max));
 
+/** `auto`, or a whole number in decimal digits between `min` and `max` (as `intFromEnv`). */
+export const autoOrIntFromEnv = (min: number, max: number) =>
+  z
+    .string()
+    .regex(/^(auto|\d+)$/, 'expected auto, or a whole number in decimal digits (no hex, sign, exponent, fraction or spaces)')
+    .transform((v) => (v === 'auto' ? ('auto' as const) : Number(v)))
+    .pipe(z.union([z.literal('auto'), z.number().int().min(min).max(max)]));
+
 /** The first part of Redis keys: letters, digits, `_ . - { }` (braces for a Redis Cluster hash tag). */
 export const redisPrefix = z.string().regex(/^[\w{}.-]{1,64}$/, 'expected 1 to 64 letters, digits, _ . - { }');
 

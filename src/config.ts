@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { parseJson, readPriceFile } from './config-files.js';
 import { nameProblems } from './config-names.js';
-import { HOST_NAME, intFromEnv, redisPrefix, upstream, validRedisUrl } from './config-values.js';
+import { autoOrIntFromEnv, HOST_NAME, intFromEnv, redisPrefix, upstream, validRedisUrl } from './config-values.js';
 import { PricingSchema } from './cost/fields.js';
 import { UPSTREAM_DEFAULTS } from './proxy/names.js';
 
@@ -121,7 +121,7 @@ export const ConfigSchema = z.object({
   COMPACTOR_MAX_EVENT_LOOP_DELAY_MS: intFromEnv(0, 60_000).default(1000),
   COMPACTOR_MAX_QUEUE_WAIT_MS: intFromEnv(0, 600_000).default(5000),
   /** Worker threads for large requests (0: everything runs on the main thread; auto: sized to the machine, `workerCount`). */
-  COMPACTOR_WORKERS: z.union([z.literal('auto'), intFromEnv(0, 64)]).default('auto'),
+  COMPACTOR_WORKERS: autoOrIntFromEnv(0, 64).default('auto'),
   /** Bodies of at least this many bytes run on a worker thread. */
   COMPACTOR_WORKER_MIN_BYTES: intFromEnv(0, 1024 * 1024 * 1024).default(256 * 1024),
   /** Request body bytes worked on at once; past it, 503 with retry-after (0: no limit). */
