@@ -1,26 +1,23 @@
 import { Readable } from 'node:stream';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import pTimeout from 'p-timeout';
-import type { Config } from '../config.js';
 import { CompactorError } from '../errors.js';
-import { bearerOf, digestOf, type KeyCheck } from '../plugins/app/keys.js';
+import { bearerOf, digestOf } from '../plugins/app/keys.js';
 import { type Caller, isStoreProblem } from '../service/artifacts.js';
 import { parseJsonBody } from '../service/request-body.js';
 import { readBody } from './body.js';
 import { type BypassReason, isBypassReason } from './bypass.js';
+import type { ProxyContext } from './context.js';
 import { saveIndex, saveState } from './conversation.js';
 import { type ForwardContext, forward } from './forward.js';
 import { credentialOf, headerValue } from './headers.js';
 import { instantStep } from './instant.js';
 import { ProxyLoad } from './load.js';
-import type { ProxyMetrics } from './metrics.js';
 import { fitOptionsOf, requestOptions } from './options.js';
 import { type CallOutcome, countOutcome, outcomeOf } from './outcome.js';
 import type { Provider, Reducible } from './providers.js';
 import { asExtended, Bypass, decide, type Extension, extend, type ReduceDeps, type Reduction } from './reduce.js';
-import type { CallReport } from './report.js';
-import type { Upstreams } from './upstream.js';
-import { type Windows, windowKey } from './window.js';
+import { windowKey } from './window.js';
 
 /**
  * The proxy's front door: one proxied request's way through, read top to bottom in `handle` —
@@ -29,21 +26,6 @@ import { type Windows, windowKey } from './window.js';
  * tap. Whatever goes wrong on our side, the request goes upstream as it came
  * (`x-compactor: bypass; reason=…`); errors of the proxy's own are in the provider's shape.
  */
-
-/** What every proxied request is handled with (built once, by the route). */
-export interface ProxyContext {
-  readonly app: FastifyInstance;
-  readonly config: Config;
-  readonly upstreams: Upstreams;
-  readonly metrics: ProxyMetrics;
-  readonly keys: KeyCheck;
-  /** The configured fit options (`COMPACTOR_PROXY_OPTIONS`), checked at boot. */
-  readonly defaults: Record<string, unknown>;
-  /** The log line of each model call, and the warning of each conversation's bypass. */
-  readonly report: CallReport;
-  /** The windows of models the table does not place, and those the providers reported. */
-  readonly windows: Windows;
-}
 
 /**
  * Who a proxied request speaks for. With Compactor's keys, the key owns everything. Without them

@@ -3,7 +3,7 @@ import pTimeout from 'p-timeout';
 import type { Caller } from '../service/artifacts.js';
 import { OPT_OUT_HEADER, outcomeLabel } from './compaction/step.js';
 import { compactionStep, type InstantDeps, instantOptions, keepSealed, rollOn, unsealed } from './compaction/wire.js';
-import type { ProxyContext } from './handler.js';
+import type { ProxyContext } from './context.js';
 import { requestOptions } from './options.js';
 import { type CallOutcome, countOutcome, outcomeHeaders, outcomeOf } from './outcome.js';
 import type { Provider, Reducible } from './providers.js';

@@ -1,7 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../config.js';
 import { keyCheck } from '../plugins/app/keys.js';
-import { handle, type ProxyContext } from '../proxy/handler.js';
+import type { ProxyContext } from '../proxy/context.js';
+import { handle } from '../proxy/handler.js';
 import { proxyMetrics } from '../proxy/metrics.js';
 import { PROVIDER_NAMES, type ProviderName, upstreamVariable } from '../proxy/names.js';
 import { bootOptions } from '../proxy/options.js';
