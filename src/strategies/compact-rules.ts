@@ -155,3 +155,21 @@ export function placeholderFor(tool: string, rules: readonly Rule[]): string {
   const lower = tool.toLowerCase();
   return BUILT_IN_RULES.find((r) => r.names.includes(lower))?.placeholder ?? DEFAULT_PLACEHOLDER;
 }
+
+/** Head and tail of a text, each about `keep / 2` tokens (cut on characters, by the text's own ratio). */
+export function headAndTail(text: string, tokens: number, keep: number): { head: string; tail: string } {
+  const chars = Math.max(1, Math.floor((text.length * keep) / 2 / Math.max(tokens, 1)));
+  return { head: text.slice(0, chars), tail: text.slice(text.length - chars) };
+}
+
+/**
+ * What a placeholder ends with: the tool that gives the original back when the request offers one
+ * (`Markers.recallTool`), else the artifact id plainly. The text depends on the artifact and the
+ * tool only, so a prompt cache keeps it; an earlier placeholder is never rewritten (it verifies as it is).
+ */
+export const recallNote = (tool: string | undefined, id: string | null, tokens: number) => {
+  if (!id) return `(${tokens} tokens cleared)`;
+  return tool
+    ? `(${tokens} tokens offloaded; call the \`${tool}\` tool with ${id} to see them)`
+    : `(${tokens} tokens offloaded as ${id})`;
+};

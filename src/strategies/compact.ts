@@ -13,7 +13,7 @@ import type { ArtifactRef } from '../history/plan/types.js';
 import type { ActionKind, Warning } from '../history/types.js';
 import { clearableArg } from '../history/vocabulary.js';
 import { CompactOptions } from './compact-options.js';
-import { INPUT_PLACEHOLDER, placeholderFor, render } from './compact-rules.js';
+import { headAndTail, INPUT_PLACEHOLDER, placeholderFor, recallNote as recall, render } from './compact-rules.js';
 import { clearThinking } from './compact-thinking.js';
 import { costAsked, modelFor, pricedResult } from './priced.js';
 import { countWith, type PreparedHistory, type Strategy, type StrategyContext, type StrategyResult } from './types.js';
@@ -79,12 +79,6 @@ function tokensOf(ctx: StrategyContext, text: string): number {
   return ctx.counter.countTextCached(ctx.profile, text);
 }
 
-/** Head and tail of a text, each about `keep / 2` tokens (cut on characters, by the text's own ratio). */
-function headAndTail(text: string, tokens: number, keep: number): { head: string; tail: string } {
-  const chars = Math.max(1, Math.floor((text.length * keep) / 2 / Math.max(tokens, 1)));
-  return { head: text.slice(0, chars), tail: text.slice(text.length - chars) };
-}
-
 /** One compaction in progress: its draft, the results it changed, their sizes, and whether it is done. */
 class Compaction {
   readonly draft: Draft;
@@ -126,18 +120,6 @@ class Compaction {
     return !s.protected && !this.done.has(s) && !this.underTarget() && this.sizeOf(s) >= this.o.min_tokens;
   }
 }
-
-/**
- * What a placeholder ends with: the tool that gives the original back when the request offers one
- * (`Markers.recallTool`), else the artifact id plainly. The text depends on the artifact and the
- * tool only, so a prompt cache keeps it; an earlier placeholder is never rewritten (it verifies as it is).
- */
-const recall = (tool: string | undefined, id: string | null, tokens: number) => {
-  if (!id) return `(${tokens} tokens cleared)`;
-  return tool
-    ? `(${tokens} tokens offloaded; call the \`${tool}\` tool with ${id} to see them)`
-    : `(${tokens} tokens offloaded as ${id})`;
-};
 
 /** Step 1: an older copy of a newer result becomes a pointer to the newest copy. */
 function dedupe(c: Compaction, sites: readonly ResultSiteInfo[]): void {
