@@ -2887,7 +2887,7 @@ export interface paths {
                          *       },
                          *       "calls": [
                          *         {
-                         *           "id": "mx5qdzp7-1c7511d6d4",
+                         *           "id": "mx5qdzp7-3ed2d6b76a",
                          *           "at": "2026-12-02T06:14:40.891Z",
                          *           "via": "fit",
                          *           "provider": "openai-chat",
@@ -2914,7 +2914,7 @@ export interface paths {
                          *             "straight_usd": 0.0006795,
                          *             "source": "estimate"
                          *           },
-                         *           "ms_before_forwarding": 1.4,
+                         *           "ms_before_forwarding": 2,
                          *           "artifacts": [
                          *             {
                          *               "id": "art_4eae17e1abac1dda41de0181",
