@@ -37,6 +37,8 @@ export interface Forwarding {
   readonly call: CallOutcome;
   /** The reduction whose answer's usage is kept for the conversation's next call (not for a count). */
   readonly usageFor?: { readonly reduction: Reduction; readonly owner: Caller } | undefined;
+  /** Told the answer's usage as the provider reported it (the conversation record prices the call with it). */
+  readonly onUsage?: ((usage: Record<string, unknown>) => void) | undefined;
   /** Told the window a model call's "too long" answer states (`window.ts`), to fit the next call to it. */
   readonly onTooLong?: (window: number) => void;
 }
@@ -82,17 +84,17 @@ export async function forward(f: Forwarding): Promise<FastifyReply> {
   reply.code(answer.status);
   for (const [name, value] of Object.entries(clientResponseHeaders(answer.headers))) reply.header(name, value);
   reply.headers(headers);
-  if (f.usageFor && answer.status >= 200 && answer.status < 300) tapUsage(ctx, provider, answer, f.usageFor);
+  if ((f.usageFor || f.onUsage) && answer.status >= 200 && answer.status < 300) tapUsage(ctx, provider, answer, f);
   if (f.onTooLong && (answer.status === 400 || answer.status === 413)) tapTooLong(answer, f.onTooLong);
   return reply.send(answer.body);
 }
 
-/** Reads the answer's usage from a copy of its bytes and records it against the conversation. */
+/** Reads the answer's usage from a copy of its bytes and records it against the conversation (and its call's record). */
 function tapUsage(
   ctx: ForwardContext,
   provider: Provider,
   answer: UpstreamAnswer,
-  usageFor: { readonly reduction: Reduction; readonly owner: Caller },
+  { usageFor, onUsage }: Pick<Forwarding, 'usageFor' | 'onUsage'>,
 ): void {
   const encoding = String(answer.headers['content-encoding'] ?? 'identity').toLowerCase();
   if (encoding !== 'identity') return;
@@ -102,6 +104,8 @@ function tapUsage(
     const usage = tap.end();
     ctx.metrics.usageRead.inc({ provider: provider.name, found: usage ? 'yes' : 'no' });
     if (!usage) return;
+    onUsage?.(usage);
+    if (!usageFor) return;
     const { reduction, owner } = usageFor;
     ctx.remember(() => saveUsage(ctx.artifacts, owner, reduction.hash, { usage, covered: reduction.covers }));
   });

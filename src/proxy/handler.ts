@@ -16,6 +16,7 @@ import { ProxyLoad } from './load.js';
 import { fitOptionsOf, requestOptions } from './options.js';
 import { type CallOutcome, countOutcome, outcomeOf } from './outcome.js';
 import type { Provider, Reducible } from './providers.js';
+import { recordCall } from './record.js';
 import { asExtended, Bypass, decide, type Extension, extend, type ReduceDeps, type Reduction } from './reduce.js';
 import { windowKey } from './window.js';
 
@@ -76,7 +77,9 @@ export async function handle(ctx: ProxyContext, provider: Provider, request: Fas
     ctx.report.call(call, provider.sessionOf(request.headers, {}) ?? who.owner.scope);
     const usageFor = reduction && !reducible?.countOnly ? { reduction, owner: who.owner } : undefined;
     const learn = (window: number) => ctx.windows.learn(windowKey(who.owner.scope, provider.name, model), window);
-    return forward({ ...via, body, call, usageFor, ...(reducible ? { onTooLong: learn } : {}) });
+    // The conversation record (model calls, not counts): written beside the forward, never before it.
+    const onUsage = reducible && !reducible.countOnly ? recordCall(ctx, who.caller, call) : undefined;
+    return forward({ ...via, body, call, usageFor, onUsage, ...(reducible ? { onTooLong: learn } : {}) });
   };
   if (!reducible) return send(['GET', 'HEAD'].includes(request.method) ? undefined : incoming);
   // Weighed against the in-flight bound: without room, streamed on unread (`load`).

@@ -4,9 +4,11 @@ import type { Caller } from '../service/artifacts.js';
 import { OPT_OUT_HEADER, outcomeLabel } from './compaction/step.js';
 import { compactionStep, type InstantDeps, instantOptions, keepSealed, rollOn, unsealed } from './compaction/wire.js';
 import type { ProxyContext } from './context.js';
+import { conversationKey } from './conversation.js';
 import { requestOptions } from './options.js';
 import { type CallOutcome, countOutcome, outcomeHeaders, outcomeOf } from './outcome.js';
 import type { Provider, Reducible } from './providers.js';
+import { recordCall } from './record.js';
 
 /**
  * Instant compaction at the proxy's front door (one step after the body is parsed, before
@@ -82,10 +84,12 @@ export async function instantStep(
   if (step.kind === 'answered' && label && ready) {
     const call: CallOutcome = {
       ...outcomeOf(provider.name, at.started, at.model, undefined, undefined),
+      conversation: conversationOf(provider, reducible, request, out.body),
       outcome: 'answered',
       compaction: { label, header: step.header },
     };
     countOutcome(ctx.metrics, call);
+    recordCall(ctx, at.caller, call);
     ctx.report.call(call, provider.sessionOf(request.headers, json) ?? at.caller.scope);
     const { answer } = step;
     if (answer.sealed) await bounded(ctx, keepSealed(compactor.artifacts, at.caller, answer.sealed, answer.text));
@@ -105,6 +109,18 @@ export async function instantStep(
     );
   }
   return { kind: 'go-on', body: out.body, changed: out.replaced > 0 };
+}
+
+/** The conversation's short id (`x-compactor-conversation`), as a reduction of the same history names it. */
+function conversationOf(
+  provider: Provider,
+  reducible: Reducible,
+  request: FastifyRequest,
+  body: Record<string, unknown>,
+): string | undefined {
+  const history = body[reducible.history];
+  if (!Array.isArray(history) || history.length === 0) return undefined;
+  return conversationKey(provider, provider.sessionOf(request.headers, body), reducible.systemOf(body), history[0]).slice(0, 16);
 }
 
 /** A store write the answer waits on, bounded: past it (or failing), the answer goes anyway (the item reads back as a notice). */

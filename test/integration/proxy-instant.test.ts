@@ -138,6 +138,19 @@ t.test('Claude Code: its compaction request is answered from the prepared summar
   t.match(text, /art_[0-9a-f]{24}/, 'the recall pointer names the artifact of the summarized range');
   t.match(text, /task 7f3a/, 'the answer holds the task text (the task kept before the summary, quoted)');
   t.match(await metric(s), /provider="anthropic",outcome="answered"\} 1/);
+  // The conversation record: the answered compaction is a call of the same conversation as the turn before it.
+  let outcomes: string[] = [];
+  const deadline = Date.now() + 60_000;
+  while (Date.now() < deadline && !outcomes.includes('compaction-answered')) {
+    const list = await s.app.inject({ method: 'GET', url: '/v1/conversations' });
+    const ids: string[] = list.json().conversations.map((c: { id: string }) => c.id);
+    const details = await Promise.all(ids.map((id) => s.app.inject({ method: 'GET', url: `/v1/conversations/${id}` })));
+    const calls = details.map((d) => d.json().calls.map((c: { outcome: string }) => c.outcome) as string[]);
+    outcomes = calls.find((c) => c.includes('compaction-answered')) ?? [];
+    if (!outcomes.includes('compaction-answered')) await new Promise((r) => setTimeout(r, 50));
+  }
+  t.equal(outcomes.at(-1), 'compaction-answered', 'the answered compaction is recorded');
+  t.ok(outcomes.length >= 2, `in the conversation of the turn before it (${outcomes.join(', ')})`);
 });
 
 t.test(
