@@ -1,8 +1,9 @@
-import { accessSync, constants, mkdirSync } from 'node:fs';
-import { delimiter, join, resolve } from 'node:path';
+import { mkdirSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import t from 'tap';
 import { build } from '../support/app.js';
+import { findChromium } from '../support/chromium.js';
 
 /**
  * Swagger UI in a real browser: on the real app listening on a port, "Try it out" then "Execute"
@@ -10,25 +11,6 @@ import { build } from '../support/app.js';
  * documented shape. Needs a Chromium binary (Debian's `chromium`, or `CHROMIUM_PATH`); skips
  * saying so when there is none.
  */
-
-const NAMES = ['chromium', 'chromium-browser', 'google-chrome', 'google-chrome-stable'];
-
-function findChromium(): string | undefined {
-  const candidates = [
-    process.env.CHROMIUM_PATH,
-    ...(process.env.PATH ?? '').split(delimiter).flatMap((dir) => NAMES.map((name) => join(dir, name))),
-    '/usr/lib/chromium/chromium',
-  ];
-  return candidates.find((path) => {
-    if (!path) return false;
-    try {
-      accessSync(path, constants.X_OK);
-      return true;
-    } catch {
-      return false;
-    }
-  });
-}
 
 type Json = Record<string, unknown>;
 const isInt = (v: unknown) => Number.isInteger(v);
