@@ -24,6 +24,10 @@ export interface ConversationState {
   /** How many client messages the upstream history stands for. */
   readonly length: number;
   readonly upstream: readonly Slot[];
+  /** Model calls of this conversation the proxy has forwarded, this one included (absent in states of older builds). */
+  readonly calls?: number;
+  /** `calls` at the last reduction that broke the cached prefix (absent: none yet, or an older build's state). */
+  readonly brokeAt?: number;
 }
 
 /** What the previous call's answer said: the provider's usage, and how many upstream messages it covers. */

@@ -61,6 +61,18 @@ export class Bypass extends Error {
  */
 export const PROXY_TARGET = { target_fraction: 0.5 } as const;
 export const PROXY_LIMIT = { limit: { fraction: 0.8 } } as const;
+/**
+ * What the proxy's compaction keeps of the tool results when its options do not say: the newest
+ * one (fit's default keeps three). A reduction clears what came before it, and with reductions at
+ * most every `PROXY_CALLS_BETWEEN_BREAKS` calls the model still sees its newest one to four results
+ * whole; every result cleared leaves a placeholder naming its original (restorable). What each
+ * kept result costs is its re-write at every break (the write price, 12.5× a cached read at
+ * Anthropic's) and its read on every call: keeping three made Claude Code's proxied bill 1.03× its
+ * own compaction's, keeping one 0.71× (bench/RESULTS.md, "Agents"). Results under `min_tokens`
+ * (100) are never cleared.
+ */
+export const PROXY_KEEP_TOOL_USES = 1;
+
 /** No proxied request waits on the summarizer: with no LLM summary ready, the extractive one stands in. */
 export const PROXY_NO_WAIT = { summarizer_wait: 'never' } as const;
 
@@ -72,6 +84,15 @@ export const PROXY_NO_WAIT = { summarizer_wait: 'never' } as const;
  * break it again for a few tokens each (issue 37: at most one break per 4 calls).
  */
 export const PROXY_CLEAR_AT_LEAST = 0.2;
+
+/**
+ * The fewest model calls between two reductions that break the cached prefix, unless the second
+ * is forced (the history past the limit): a reduction that pays sooner waits, the history going on
+ * extended. Fit's economic batch already spaces them by what a break rewrites; this bounds what it
+ * cannot see (a provider's cache is written in blocks and with a premium each time, and Anthropic
+ * documents keeping breaks rare): issue 37, at most one break per 4 calls.
+ */
+export const PROXY_CALLS_BETWEEN_BREAKS = 4;
 
 /** Fit's answer, as far as the proxy reads it. */
 export interface FitValue {
@@ -86,6 +107,13 @@ export interface FitValue {
 export function tooSmall(value: FitValue, policy: unknown): boolean {
   if (policy === 'tokens' || value.cost?.decision !== 'reduce' || typeof value.target !== 'number') return false;
   return value.tokens.saved < PROXY_CLEAR_AT_LEAST * value.target;
+}
+
+/** `compact` with the proxy's `keep_tool_uses` where the options give none (nothing when they do). */
+function withProxyCompact(compact: unknown): { compact?: Record<string, unknown> } {
+  if (compact !== undefined && (typeof compact !== 'object' || compact === null || Array.isArray(compact))) return {};
+  const given = (compact ?? {}) as Record<string, unknown>;
+  return given.keep_tool_uses === undefined ? { compact: { keep_tool_uses: PROXY_KEEP_TOOL_USES, ...given } } : {};
 }
 
 /** The fit request for an upstream history: the body's system and tools counted, the model's window, the last usage. */
@@ -104,6 +132,7 @@ function fitRequest(
     ...(options.limit === undefined ? PROXY_LIMIT : {}),
     ...PROXY_NO_WAIT,
     ...options,
+    ...withProxyCompact(options.compact),
     messages,
     format: reducible.format,
     ...(model ? { model } : {}),
@@ -136,6 +165,12 @@ function firstChange(a: readonly Slot[], b: readonly Slot[]): number {
   const n = Math.min(a.length, b.length);
   for (let i = 0; i < n; i++) if (JSON.stringify(a[i]) !== JSON.stringify(b[i])) return i;
   return n;
+}
+
+/** Whether a break now comes too soon after the previous one (`PROXY_CALLS_BETWEEN_BREAKS`); never for a forced one. */
+export function tooSoon(value: FitValue, state: ConversationState | undefined, calls: number): boolean {
+  if (value.cost?.decision !== 'reduce' || state?.brokeAt === undefined) return false;
+  return calls - state.brokeAt < PROXY_CALLS_BETWEEN_BREAKS;
 }
 
 /** A request's history extended from its conversation's state: what would go upstream with no new reduction. */
@@ -178,9 +213,15 @@ export async function extend(
   return { history, found, before, extended: resolve(before, history, markers), key, hashes, markers };
 }
 
+/** This call's number in its conversation (1 for its first; an older build's state counts from 1 again). */
+function callsOf(x: Extension): number {
+  return (x.found?.state.calls ?? 0) + 1;
+}
+
 /** The reduction that sends the extension as it is (no new reduction: fit deferred, or ran out of time). */
 export function asExtended(x: Extension): Reduction {
   const n = x.history.length;
+  const brokeAt = x.found?.state.brokeAt;
   const upstream = compress(x.before);
   const same = untouched(upstream, n);
   return {
@@ -189,7 +230,7 @@ export function asExtended(x: Extension): Reduction {
     tokens: { before: 0, after: 0, saved: 0 },
     conversation: x.key.slice(0, 16),
     prefixBreak: false,
-    state: { v: 1, length: n, upstream },
+    state: { v: 1, length: n, upstream, calls: callsOf(x), ...(brokeAt === undefined ? {} : { brokeAt }) },
     hash: x.hashes[n] as string,
     covers: x.before.length + 1,
   };
@@ -214,7 +255,8 @@ export async function decide(
   const upstream = compress(after);
   const previous = x.found ? expandSlots(x.found.state.upstream).length : 0;
   const breaks = firstChange(x.before, after) < previous;
-  if (breaks && tooSmall(value, request.policy)) {
+  const calls = callsOf(x);
+  if (breaks && (tooSmall(value, request.policy) || tooSoon(value, x.found?.state, calls))) {
     const { before } = value.tokens;
     return { ...asExtended(x), tokens: { before, after: before, saved: 0 } };
   }
@@ -225,7 +267,13 @@ export async function decide(
     tokens: value.tokens,
     conversation: x.key.slice(0, 16),
     prefixBreak: breaks,
-    state: { v: 1, length: n, upstream },
+    state: {
+      v: 1,
+      length: n,
+      upstream,
+      calls,
+      ...(breaks ? { brokeAt: calls } : x.found?.state.brokeAt === undefined ? {} : { brokeAt: x.found.state.brokeAt }),
+    },
     hash: x.hashes[n] as string,
     covers: after.length + 1,
   };

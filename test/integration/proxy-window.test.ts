@@ -96,22 +96,29 @@ t.test('the request’s own declaration wins over the default', async (t) => {
   t.notOk(xs.some((x) => x.startsWith('bypass')));
 });
 
+/**
+ * Reductions by the window alone (policy tokens: above the target, half the window), so that which
+ * window a call was fitted to shows in whether it was reduced: under the default policy, clearing
+ * old tool results pays whatever the window.
+ */
+const BY_WINDOW = { 'x-compactor-options': JSON.stringify({ policy: 'tokens' }) };
+
 t.test('a newer version of a known family takes the family’s window, not the default', async (t) => {
   const { post } = await stand(t, { COMPACTOR_DEFAULT_CONTEXT_WINDOW: '12000' });
-  const xs = await session(post, '/anthropic/v1/messages', (s) => anthropicBody(s, 'claude-sonnet-9-9'), 10);
+  const xs = await session(post, '/anthropic/v1/messages', (s) => anthropicBody(s, 'claude-sonnet-9-9'), 10, BY_WINDOW);
   t.notOk(xs.includes('reduced'), `Claude's 200k window: nothing to reduce (${xs.join(', ')})`);
   t.notOk(xs.some((x) => x.startsWith('bypass')));
 });
 
 t.test('the provider’s own “too long” answer is learned: nothing retried, the next call is fitted', async (t) => {
   const { fake, post } = await stand(t);
-  const sent = (await session(post, '/anthropic/v1/messages', (s) => anthropicBody(s, 'claude-sonnet-9-9'), 8)).length;
+  const sent = (await session(post, '/anthropic/v1/messages', (s) => anthropicBody(s, 'claude-sonnet-9-9'), 8, BY_WINDOW)).length;
   t.equal(fake.modelRequests().length, sent);
   fake.enqueue({ fault: { kind: 'status', status: 400, message: 'prompt is too long: 25000 tokens > 12000 maximum' } });
-  const refused = await post('/anthropic/v1/messages', anthropicBody(9, 'claude-sonnet-9-9'));
+  const refused = await post('/anthropic/v1/messages', anthropicBody(9, 'claude-sonnet-9-9'), BY_WINDOW);
   t.equal(refused.status, 400, "the provider's answer reaches the client");
   t.equal(fake.modelRequests().length, sent + 1, 'nothing retried');
-  const next = await post('/anthropic/v1/messages', anthropicBody(9, 'claude-sonnet-9-9'));
+  const next = await post('/anthropic/v1/messages', anthropicBody(9, 'claude-sonnet-9-9'), BY_WINDOW);
   t.equal(next.x, 'reduced', 'the client’s retry is fitted to the learned window');
   const [before, after] = (next.tokens ?? '').split('->').map(Number);
   t.ok((after ?? Number.POSITIVE_INFINITY) < 12000 && (before ?? 0) > 12000, `under the learned window: ${next.tokens}`);

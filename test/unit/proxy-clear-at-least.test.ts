@@ -1,5 +1,6 @@
 import t from 'tap';
-import { type FitValue, PROXY_CLEAR_AT_LEAST, tooSmall } from '../../src/proxy/reduce.js';
+import type { ConversationState } from '../../src/proxy/conversation.js';
+import { type FitValue, PROXY_CALLS_BETWEEN_BREAKS, PROXY_CLEAR_AT_LEAST, tooSmall, tooSoon } from '../../src/proxy/reduce.js';
 
 const value = (saved: number, decision: string | undefined, target: number | null = 50_000): FitValue => ({
   messages: [],
@@ -23,4 +24,21 @@ t.test('a forced reduction, or an answer without a cost decision or target, is n
   t.equal(tooSmall(value(100, undefined), undefined), false, 'no cost decision (policy tokens): sent');
   t.equal(tooSmall(value(100, 'reduce', null), 'cost'), false, 'no target: sent');
   t.equal(tooSmall(value(100, 'reduce'), 'tokens'), false, 'policy tokens (min_saving_fraction rules there): sent');
+});
+
+t.test('a break that pays waits PROXY_CALLS_BETWEEN_BREAKS calls after the previous one; a forced one never waits', async (t) => {
+  const state = (brokeAt?: number): ConversationState => ({
+    v: 1,
+    length: 10,
+    upstream: [],
+    calls: 9,
+    ...(brokeAt === undefined ? {} : { brokeAt }),
+  });
+  t.equal(PROXY_CALLS_BETWEEN_BREAKS, 4);
+  t.equal(tooSoon(value(30_000, 'reduce'), state(7), 10), true, 'three calls after: held back');
+  t.equal(tooSoon(value(30_000, 'reduce'), state(6), 10), false, 'four calls after: sent');
+  t.equal(tooSoon(value(30_000, 'reduce'), state(), 10), false, 'no break yet: sent');
+  t.equal(tooSoon(value(30_000, 'reduce'), undefined, 1), false, 'a new conversation: sent');
+  t.equal(tooSoon(value(30_000, 'forced'), state(9), 10), false, 'forced past the limit: sent the very next call');
+  t.equal(tooSoon(value(30_000, undefined), state(9), 10), false, 'policy tokens (no cost decision): sent');
 });
