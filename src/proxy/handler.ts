@@ -5,6 +5,7 @@ import { CompactorError } from '../errors.js';
 import { bearerOf, digestOf } from '../plugins/app/keys.js';
 import { type Caller, isStoreProblem } from '../service/artifacts.js';
 import { parseJsonBody } from '../service/request-body.js';
+import { resolveModel } from '../tokens/models.js';
 import { readBody } from './body.js';
 import { type BypassReason, isBypassReason } from './bypass.js';
 import type { ProxyContext } from './context.js';
@@ -98,7 +99,7 @@ export async function handle(ctx: ProxyContext, provider: Provider, request: Fas
   if (instant.kind === 'passed') return send(instant.body ?? raw, undefined, undefined, model, instant.compaction);
   const body = instant.body;
   const given = instant.changed ? Buffer.from(JSON.stringify(body)) : raw;
-  let reduced: { reduction: Reduction; late: BypassReason | undefined };
+  let reduced: { reduction: Reduction; late: BypassReason | undefined; window: number | undefined };
   try {
     reduced = await reduceWithin(ctx, provider, reducible, request, body, who);
   } catch (error) {
@@ -106,6 +107,8 @@ export async function handle(ctx: ProxyContext, provider: Provider, request: Fas
   }
   const { reduction, late } = reduced;
   if (!reducible.countOnly) rememberState(ctx, who, reduction);
+  // Fit counted what goes upstream (not when the budget cut it short: the next call will).
+  if (reduction.tokens.after > 0) instant.roll?.(reduction.tokens.after, reduced.window);
   const sent = reduction.history ? Buffer.from(JSON.stringify({ ...body, [reducible.history]: reduction.history })) : given;
   await send(sent, reduction, late, model);
   // Sent and answered: what was parsed and rewritten is no longer held.
@@ -220,7 +223,7 @@ async function reduceWithin(
   request: FastifyRequest,
   body: Record<string, unknown>,
   who: Who,
-): Promise<{ reduction: Reduction; late: BypassReason | undefined }> {
+): Promise<{ reduction: Reduction; late: BypassReason | undefined; window: number | undefined }> {
   const { app, config } = ctx;
   const deps: ReduceDeps = {
     compactor: app.compactor,
@@ -242,13 +245,15 @@ async function reduceWithin(
     signal: AbortSignal.timeout(config.COMPACTOR_DEADLINE_MS),
   };
   const budget = config.COMPACTOR_PROXY_BUDGET_MS;
+  const declared = deps.options.context_window;
+  const window = typeof declared === 'number' ? declared : resolveModel(modelOf(reducible, body)).contextWindow;
   const x: Extension = await within(extend(deps, provider, reducible, body, request.headers), budget);
   const decision = decide(deps, reducible, body, x);
   try {
-    return { reduction: await within(decision, budget), late: undefined };
+    return { reduction: await within(decision, budget), late: undefined, window };
   } catch (error) {
     if (!(error instanceof Bypass && error.reason === 'budget')) throw error;
     decision.catch(() => undefined);
-    return { reduction: asExtended(x), late: 'budget' };
+    return { reduction: asExtended(x), late: 'budget', window };
   }
 }

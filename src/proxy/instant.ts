@@ -30,7 +30,17 @@ export type FrontStep =
    */
   | { readonly kind: 'passed'; readonly compaction: NonNullable<CallOutcome['compaction']>; readonly body?: Buffer }
   /** Not a compaction request: go on with `body` (its sealed items replaced: `changed`). */
-  | { readonly kind: 'go-on'; readonly body: Record<string, unknown>; readonly changed: boolean };
+  | {
+      readonly kind: 'go-on';
+      readonly body: Record<string, unknown>;
+      readonly changed: boolean;
+      /**
+       * Keeps the conversation's rolling prepared summary, given the occupancy of what goes
+       * upstream (the reduction's count: what the agent's next usage will say, what its own
+       * compaction starts by) and the window it was fitted to. Absent when instant compaction is off.
+       */
+      readonly roll?: (occupancy: number, window: number | undefined) => void;
+    };
 
 /** The request's proxy options (a bad `x-compactor-options` is the reduction's to refuse: the configured ones here). */
 function optionsOf(ctx: ProxyContext, request: FastifyRequest): Record<string, unknown> {
@@ -102,13 +112,15 @@ export async function instantStep(
       .send(answer.body);
     return { kind: 'answered', sent };
   }
-  if (!reducible.countOnly && setting !== false && request.headers[OPT_OUT_HEADER] === undefined) {
-    const window = typeof options.context_window === 'number' ? options.context_window : undefined;
-    void rollOn(deps, out.body, share, window).catch((error: unknown) =>
+  const changed = out.replaced > 0;
+  if (reducible.countOnly || setting === false || request.headers[OPT_OUT_HEADER] !== undefined)
+    return { kind: 'go-on', body: out.body, changed };
+  const roll = (occupancy: number, window: number | undefined) => {
+    void rollOn(deps, out.body, share, occupancy, window).catch((error: unknown) =>
       ctx.app.log.warn({ reason: error instanceof Error ? error.name : 'unknown' }, 'proxy: rolling summary not started'),
     );
-  }
-  return { kind: 'go-on', body: out.body, changed: out.replaced > 0 };
+  };
+  return { kind: 'go-on', body: out.body, changed, roll };
 }
 
 /** The conversation's short id (`x-compactor-conversation`), as a reduction of the same history names it. */

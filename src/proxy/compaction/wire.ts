@@ -33,13 +33,22 @@ export interface InstantDeps {
   readonly readMs: number;
 }
 
+/**
+ * Where the rolling prepared summary starts unless `instant_compaction_share` says: 0.6 of the
+ * window, measured on what goes upstream (what the agent's usage reports, by which it compacts).
+ * The proxy's own reductions pay from about a third of the window and keep most conversations under
+ * it, and an agent kept there does not compact: a summary prepared for it is paid for nothing (at
+ * 0.5, Codex's 64k-window session through the proxy paid four summaries, 1.16x its bill's 0.72x).
+ */
+export const ROLLING_SHARE = 0.6;
+
 /** `instant_compaction` and `instant_compaction_share` of the configured proxy options (request options over them). */
 export function instantOptions(options: Record<string, unknown>): { setting: InstantSetting; share: number } {
   const setting = options.instant_compaction;
   const share = options.instant_compaction_share;
   return {
     setting: setting === false || setting === 'extractive' ? setting : true,
-    share: typeof share === 'number' ? share : 0.5,
+    share: typeof share === 'number' ? share : ROLLING_SHARE,
   };
 }
 
@@ -136,26 +145,22 @@ export async function unsealed(
   return { body: out.body as Record<string, unknown>, replaced: out.replaced + out.missing };
 }
 
-/** Starts or extends the conversation's rolling prepared summary once it is past `share` of its window. Never rejects. */
+/**
+ * Starts or extends the conversation's rolling prepared summary once what goes upstream is past
+ * `share` of its window: the occupancy the agent's next usage reports, by which its own compaction
+ * starts (through the proxy an agent whose history is kept small never compacts, and a summary
+ * prepared for it would be paid for nothing). The occupancy is the reduction's own count: nothing
+ * is counted again here. Never rejects.
+ */
 export async function rollOn(
   deps: Pick<InstantDeps, 'compactor' | 'preparer' | 'caller' | 'provider' | 'reducible' | 'headers'>,
   body: Record<string, unknown>,
   share: number,
-  contextWindow: number | undefined,
+  occupancy: number,
+  window: number | undefined,
 ): Promise<void> {
   const history = body[deps.reducible.history];
   if (!Array.isArray(history) || history.length < 2) return;
-  const tools = deps.reducible.toolsOf(body);
-  const system = deps.reducible.systemOf(body);
-  const counted = deps.compactor.tokens({
-    messages: history,
-    format: deps.reducible.format,
-    ...(typeof body.model === 'string' ? { model: body.model } : {}),
-    ...(typeof system === 'string' ? { system } : {}),
-    ...(Array.isArray(tools) ? { tools } : {}),
-    ...(contextWindow ? { context_window: contextWindow } : {}),
-  });
-  const window = counted.context_window;
-  if (!window || counted.occupancy < share * window) return;
+  if (!window || !(occupancy >= share * window)) return;
   await keepRolling(deps, rollingConversation(deps.provider, deps.reducible, body, history, deps.headers));
 }

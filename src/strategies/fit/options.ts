@@ -110,7 +110,7 @@ export const ProxyOptions = FitOptions.partial().extend({
     .gt(0)
     .max(1)
     .optional()
-    .describe("the share of the context window past which a conversation's summary is kept prepared; default 0.5"),
+    .describe("proxy: the share of the context window past which a conversation's summary is kept prepared, measured on what goes upstream (what the agent's usage reports); default 0.6"),
 });
 
 /** The proxy options that are not fit's: taken out before the fit request is built. */
