@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import t, { type Test } from 'tap';
 import { fakeLlm } from '../support/app.js';
-import type { FakeOpenAI } from '../support/fake-openai.js';
+import { type FakeOpenAI, gate } from '../support/fake-openai.js';
 import { freePort } from '../support/net.js';
 import { conversation, fitBody, SYSTEM } from '../support/prepared.js';
 import { dropPrefix, REDIS_URL, redisAvailable } from '../support/redis.js';
@@ -124,8 +124,10 @@ async function prepared(r: Replica, event: string): Promise<number> {
  * that call, then (after `before`) kills `a`. Returns the first response and the job's id.
  */
 async function killInsideJob(t: Test, a: Replica, server: FakeOpenAI, before: () => Promise<void> = async () => {}) {
-  // Longer than the kill takes to follow; the reply never reaches the dead replica.
-  server.enqueue({ delayMs: 15_000 });
+  // Held until the replica is dead (however slowly the second one boots on a busy machine): the
+  // reply never reaches the dead replica, and the replica never finishes the job itself.
+  const held = gate(t);
+  server.enqueue({ until: held.until });
   const first = [SYSTEM, ...conversation(12)];
   const one = await fit(a, fitBody(first));
   t.equal(one.status, 200);
@@ -139,6 +141,7 @@ async function killInsideJob(t: Test, a: Replica, server: FakeOpenAI, before: ()
   t.equal((await view(a, id)).state, 'running');
   await before();
   await a.kill();
+  held.open();
   return { one, id };
 }
 
