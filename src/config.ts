@@ -3,7 +3,7 @@ import { parseJson, readPriceFile } from './config-files.js';
 import { nameProblems } from './config-names.js';
 import { autoOrIntFromEnv, HOST_NAME, intFromEnv, redisPrefix, upstream, validRedisUrl } from './config-values.js';
 import { PricingSchema } from './cost/fields.js';
-import { UPSTREAM_DEFAULTS } from './proxy/names.js';
+import { UPSTREAM_DEFAULTS } from './provider-names.js';
 
 export { PRICES_FILE_MAX_BYTES } from './config-files.js';
 

@@ -1,8 +1,8 @@
 import type { IncomingHttpHeaders } from 'node:http';
+import { type ProviderName, prefixOf } from '../provider-names.js';
 import type { BypassReason } from './bypass.js';
 import { type CacheMarkers, cacheMarkers } from './cache-markers.js';
 import { anthropicError, geminiError, openaiError } from './errors.js';
-import { type ProviderName, prefixOf } from './names.js';
 
 /**
  * The three provider APIs the proxy fronts: under which prefix each is served, which of its
@@ -13,7 +13,7 @@ import { type ProviderName, prefixOf } from './names.js';
  * these entries.
  */
 
-export type { ProviderName } from './names.js';
+export type { ProviderName } from '../provider-names.js';
 
 type Body = Record<string, unknown>;
 

@@ -1,10 +1,10 @@
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../config.js';
 import { keyCheck } from '../plugins/app/keys.js';
+import { PROVIDER_NAMES, type ProviderName, upstreamVariable } from '../provider-names.js';
 import type { ProxyContext } from '../proxy/context.js';
 import { handle } from '../proxy/handler.js';
 import { proxyMetrics } from '../proxy/metrics.js';
-import { PROVIDER_NAMES, type ProviderName, upstreamVariable } from '../proxy/names.js';
 import { bootOptions } from '../proxy/options.js';
 import { PROVIDERS } from '../proxy/providers.js';
 import { CallReport } from '../proxy/report.js';

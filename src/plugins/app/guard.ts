@@ -2,7 +2,7 @@ import rateLimit from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { CompactorError } from '../../errors.js';
-import { isProxyRoute } from '../../proxy/names.js';
+import { isProxyRoute } from '../../provider-names.js';
 import { hostCheck } from './host-check.js';
 import { bearerOf, keyCheck } from './keys.js';
 

@@ -110,7 +110,9 @@ export const ProxyOptions = FitOptions.partial().extend({
     .gt(0)
     .max(1)
     .optional()
-    .describe("proxy: the share of the context window past which a conversation's summary is kept prepared, measured on what goes upstream (what the agent's usage reports); default 0.6"),
+    .describe(
+      "proxy: the share of the context window past which a conversation's summary is kept prepared, measured on what goes upstream (what the agent's usage reports); default 0.6",
+    ),
 });
 
 /** The proxy options that are not fit's: taken out before the fit request is built. */
