@@ -80,6 +80,14 @@ async function showList(append) {
   status(n === 0 ? 'No conversation recorded for this key yet.' : `${n} conversation${n === 1 ? '' : 's'}.`);
 }
 
+/** Never below zero (the API's definition); calls that cost more than straight so far say by how much. */
+function avoidedText(cost) {
+  const over = cost.usd - cost.straight_usd;
+  return over > 0
+    ? `${money(0, cost.unit)} (${money(over, cost.unit)} more than straight so far)`
+    : money(cost.avoided, cost.unit);
+}
+
 function totalsList(d) {
   const t = d.totals;
   const unit = t.cost && t.cost.unit !== 'USD' ? ` (${t.cost.unit})` : '';
@@ -88,7 +96,7 @@ function totalsList(d) {
     ['Tokens saved', tokens(t.tokens_saved)],
     [`Spend${unit}`, t.cost ? money(t.cost.usd, t.cost.unit) : '–'],
     [`Straight${unit}`, t.cost ? money(t.cost.straight_usd, t.cost.unit) : '–'],
-    [`Avoided${unit}`, t.cost ? money(t.cost.avoided, t.cost.unit) : '–'],
+    [`Avoided${unit}`, t.cost ? avoidedText(t.cost) : '–'],
     ['Prefix breaks', tokens(t.prefix_breaks)],
     ['Bypasses', bypasses(t)],
   ];

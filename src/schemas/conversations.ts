@@ -95,7 +95,12 @@ const Totals = z
         unit: z.string().describe('the currency of the prices, or `relative`'),
         usd: z.number().describe('the priced calls, as sent'),
         straight_usd: z.number().describe('the same calls, straight'),
-        avoided: z.number().describe('straight_usd − usd'),
+        avoided: z
+          .number()
+          .min(0)
+          .describe(
+            'straight_usd − usd, never below 0: calls that cost more than straight so far (a reduction pays its cache rewrite and summary on its own call and saves on the calls after it; a fit call is priced as its coming call only) avoided nothing, and usd > straight_usd says by how much',
+          ),
       })
       .nullable()
       .describe('over the priced calls in the unit of the newest one; null when none is priced'),

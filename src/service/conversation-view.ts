@@ -120,6 +120,18 @@ export function callView(c: StoredCall, u: StoredUsage | undefined): Conversatio
   };
 }
 
+/**
+ * What the calls avoided against the same calls straight: `straight − usd`, never below zero. A
+ * reduction pays its cache rewrite and its summary on its own call and saves on the calls after
+ * it, so a conversation's first reduction can cost more than straight until those calls come; and
+ * a fit call's bill is fit's estimate of the coming call only (a later fit call reads the history
+ * already reduced, so its straight bill no longer holds what the earlier reduction removed). Then
+ * nothing was avoided (0), and the two bills, kept as they are, show by how much it cost more.
+ */
+export function avoided(usd: number, straight: number): number {
+  return Math.max(0, straight - usd);
+}
+
 /** What a conversation's calls add up to. */
 export function totals(calls: readonly ConversationCallView[]): ConversationTotals {
   const outcomes: Record<string, number> = {};
@@ -145,7 +157,7 @@ export function totals(calls: readonly ConversationCallView[]): ConversationTota
     prefix_breaks: breaks,
     outcomes,
     bypasses,
-    cost: unit === undefined ? null : { unit, usd, straight_usd: straight, avoided: straight - usd },
+    cost: unit === undefined ? null : { unit, usd, straight_usd: straight, avoided: avoided(usd, straight) },
   };
 }
 

@@ -2676,7 +2676,7 @@ export interface paths {
                          *               "unit": "USD",
                          *               "usd": 0.001099,
                          *               "straight_usd": 0.0006795,
-                         *               "avoided": -0.00041949999999999995
+                         *               "avoided": 0
                          *             }
                          *           }
                          *         }
@@ -2882,12 +2882,12 @@ export interface paths {
                          *           "unit": "USD",
                          *           "usd": 0.001099,
                          *           "straight_usd": 0.0006795,
-                         *           "avoided": -0.00041949999999999995
+                         *           "avoided": 0
                          *         }
                          *       },
                          *       "calls": [
                          *         {
-                         *           "id": "mx5qdzp7-3ed2d6b76a",
+                         *           "id": "mx5qdzp7-b8269c34ac",
                          *           "at": "2026-12-02T06:14:40.891Z",
                          *           "via": "fit",
                          *           "provider": "openai-chat",
@@ -2914,7 +2914,7 @@ export interface paths {
                          *             "straight_usd": 0.0006795,
                          *             "source": "estimate"
                          *           },
-                         *           "ms_before_forwarding": 2,
+                         *           "ms_before_forwarding": 1.3,
                          *           "artifacts": [
                          *             {
                          *               "id": "art_4eae17e1abac1dda41de0181",
@@ -3870,7 +3870,7 @@ export interface components {
                 usd: number;
                 /** @description the same calls, straight */
                 straight_usd: number;
-                /** @description straight_usd − usd */
+                /** @description straight_usd − usd, never below 0: calls that cost more than straight so far (a reduction pays its cache rewrite and summary on its own call and saves on the calls after it; a fit call is priced as its coming call only) avoided nothing, and usd > straight_usd says by how much */
                 avoided: number;
             } | null;
         };
