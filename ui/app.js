@@ -109,14 +109,30 @@ function refButton(id, label, title) {
   return b;
 }
 
+const size = (n) => (n === null || n === undefined ? '' : `, ${tokens(n)} tokens`);
+
 function refs(call) {
   const cell = el('td', { class: 'refs' });
   for (const s of call.summaries) {
-    if (s.text_id) cell.append(refButton(s.text_id, 'summary text', `the summary at message ${s.message_index}`));
-    cell.append(refButton(s.id, `range (${s.covered_messages} msgs)`, `the messages the summary stands for: ${s.id}`));
+    const by = s.summarizer ? ` (${s.summarizer})` : '';
+    if (s.text_id) cell.append(refButton(s.text_id, 'summary text', `the summary at message ${s.message_index}${by}`));
+    // A compaction answered from a prepared summary may name a range that is not an artifact.
+    if (s.id.startsWith('art_')) {
+      cell.append(
+        refButton(
+          s.id,
+          `range (${s.covered_messages} msgs)`,
+          `the ${s.covered_messages} messages the summary stands for: ${s.id}`,
+        ),
+      );
+    }
   }
   const originals = call.artifacts.map((a) =>
-    refButton(a.id, `#${a.message_index} ${a.tool_name ?? a.kind}`, `${a.kind} of message ${a.message_index}: ${a.id}`),
+    refButton(
+      a.id,
+      `#${a.message_index} ${a.tool_name ?? a.kind}`,
+      `${a.kind} of message ${a.message_index}${size(a.tokens)}: ${a.id}`,
+    ),
   );
   if (originals.length > 0 && originals.length <= 3) cell.append(...originals);
   else if (originals.length > 3) {
@@ -148,14 +164,19 @@ function callRow(c, i) {
   const outcome = el('span', { class: `badge ${c.outcome}`, text: c.outcome });
   const cell = el('td', {}, outcome);
   if (c.reason) cell.append(el('div', { class: 'reason', text: c.reason }));
-  const prefix = c.prefix.kept ? 'kept' : `broken at #${c.prefix.broken_at ?? '?'}`;
+  const prefix = c.prefix.kept ? 'kept' : c.prefix.broken_at === null ? 'broken' : `broken at #${c.prefix.broken_at}`;
   return el(
     'tr',
     { id: `call-${i + 1}`, 'data-outcome': c.outcome },
     el('th', { scope: 'row', class: 'num', text: String(i + 1) }),
     el('td', { class: 'nowrap', title: when(c.at), text: new Date(c.at).toLocaleTimeString() }),
     cell,
-    el('td', { class: 'num', text: `${tokens(c.tokens.client)} → ${tokens(c.tokens.forwarded)}` }),
+    el(
+      'td',
+      { class: 'num' },
+      el('div', { text: `${tokens(c.tokens.client)} → ${tokens(c.tokens.forwarded)}` }),
+      el('div', { class: 'reason', text: c.tokens.window === null ? 'window unknown' : `of ${tokens(c.tokens.window)}` }),
+    ),
     el('td', { class: c.prefix.kept ? 'nowrap' : 'nowrap broken', text: prefix }),
     el('td', { class: 'num', text: `${tokens(c.cache.read)} / ${tokens(c.cache.write)}` }),
     bill(c.cost),

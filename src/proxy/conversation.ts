@@ -24,6 +24,12 @@ export interface ConversationState {
   /** How many client messages the upstream history stands for. */
   readonly length: number;
   readonly upstream: readonly Slot[];
+  /**
+   * Tokens the upstream history leaves out of the client's (the reductions in effect, as fit
+   * counted each when it made it), for the conversation record's tokens the client had; absent in
+   * older states: 0.
+   */
+  readonly removed?: number;
 }
 
 /** What the previous call's answer said: the provider's usage, and how many upstream messages it covers. */

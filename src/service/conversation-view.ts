@@ -115,8 +115,9 @@ export function callView(c: StoredCall, u: StoredUsage | undefined): Conversatio
     cache: { read: u ? u.usage.cache_read : null, write: u ? u.usage.cache_write : null },
     cost: u ? u.cost : (c.cost ?? null),
     ms_before_forwarding: c.ms_before_forwarding,
-    artifacts: [...c.artifacts],
-    summaries: [...c.summaries],
+    // Records stored before `tokens` and `summarizer` were kept read as null.
+    artifacts: c.artifacts.map((a) => ({ ...a, tokens: a.tokens ?? null })),
+    summaries: c.summaries.map((s) => ({ ...s, summarizer: s.summarizer ?? null })),
   };
 }
 
