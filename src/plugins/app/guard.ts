@@ -16,6 +16,8 @@ declare module 'fastify' {
      * reads (`/v1/…`) it asks for with the key entered in it.
      */
     page?: boolean;
+    /** Set by the guard: a route that checks Compactor's key itself (the proxy's, `/mcp`), under either scope. */
+    ownKey?: boolean;
   }
   interface FastifyRequest {
     /** SHA-256 digest of the API key that was validated for this request; null when none was. */
@@ -63,16 +65,19 @@ export default fp<GuardOptions>(
     app.decorateRequest('apiKeyDigest', null);
     app.addHook('onRoute', (route) => {
       const api = route.url.startsWith('/v1/');
-      route.config = { ...route.config, api };
       // The proxy and /mcp check the key themselves (the proxy in x-compactor-key, since its
-      // Authorization is the provider's), whatever the scope.
+      // Authorization is the provider's), whatever the scope: never the bearer check below.
       const own = route.url === '/mcp' || isProxyRoute(route.url);
+      route.config = { ...route.config, api, ownKey: own };
       const page = route.config?.page === true && !api;
       for (const method of [route.method].flat())
         table.push({ method, url: route.url, protected: api || (options.scope === 'all' && !page) || (own && keys.on) });
     });
-    const guarded = (request: FastifyRequest) =>
-      isApiRequest(request) || (options.scope === 'all' && request.routeOptions.config?.page !== true);
+    const guarded = (request: FastifyRequest) => {
+      if (isApiRequest(request)) return true;
+      const config = request.routeOptions.config;
+      return options.scope === 'all' && config?.page !== true && config?.ownKey !== true;
+    };
 
     // Without keys, a page a browser loaded from another name must not reach the service through
     // DNS rebinding; with keys, the key stands in the way, unless names are configured anyway.
