@@ -81,11 +81,15 @@ async function showList(append) {
 }
 
 /** Never below zero (the API's definition); calls that cost more than straight so far say by how much. */
-function avoidedText(cost) {
+function avoidedValue(cost) {
   const over = cost.usd - cost.straight_usd;
-  return over > 0
-    ? `${money(0, cost.unit)} (${money(over, cost.unit)} more than straight so far)`
-    : money(cost.avoided, cost.unit);
+  if (over <= 0) return money(cost.avoided, cost.unit);
+  return el(
+    'span',
+    {},
+    'none',
+    el('span', { class: 'reason block', text: `${money(over, cost.unit)} more than straight so far` }),
+  );
 }
 
 function totalsList(d) {
@@ -96,11 +100,12 @@ function totalsList(d) {
     ['Tokens saved', tokens(t.tokens_saved)],
     [`Spend${unit}`, t.cost ? money(t.cost.usd, t.cost.unit) : '–'],
     [`Straight${unit}`, t.cost ? money(t.cost.straight_usd, t.cost.unit) : '–'],
-    [`Avoided${unit}`, t.cost ? avoidedText(t.cost) : '–'],
+    [`Avoided${unit}`, t.cost ? avoidedValue(t.cost) : '–'],
     ['Prefix breaks', tokens(t.prefix_breaks)],
     ['Bypasses', bypasses(t)],
   ];
-  $('totals').replaceChildren(...items.flatMap(([k, v]) => [el('div', {}, el('dt', { text: k }), el('dd', { text: v }))]));
+  const dd = (v) => (typeof v === 'string' ? el('dd', { text: v }) : el('dd', {}, v));
+  $('totals').replaceChildren(...items.flatMap(([k, v]) => [el('div', {}, el('dt', { text: k }), dd(v))]));
 }
 
 function refButton(id, label, title) {
@@ -175,7 +180,7 @@ function callRow(c, i) {
       'td',
       { class: 'num' },
       el('div', { text: `${tokens(c.tokens.client)} → ${tokens(c.tokens.forwarded)}` }),
-      el('div', { class: 'reason', text: c.tokens.window === null ? 'window unknown' : `of ${tokens(c.tokens.window)}` }),
+      el('div', { class: 'reason', text: c.tokens.window === null ? 'window unknown' : `window ${tokens(c.tokens.window)}` }),
     ),
     el('td', { class: c.prefix.kept ? 'nowrap' : 'nowrap broken', text: prefix }),
     el('td', { class: 'num', text: `${tokens(c.cache.read)} / ${tokens(c.cache.write)}` }),
