@@ -37,7 +37,8 @@ export const CONFIG_DOCS: Record<keyof Config, string> = {
     "With a redis:// store: how long a prepared summary's job stays locked to the replica running it without renewal (renewed every half of it); a replica that dies mid-job has its job taken over within about 1.5 times this",
   COMPACTOR_API_KEYS:
     'Comma list of keys of at least 16 characters; when set, requests need Authorization: Bearer <key> (never logged)',
-  COMPACTOR_AUTH_SCOPE: 'api: keys guard /v1/* only; all: health, metrics and docs too',
+  COMPACTOR_AUTH_SCOPE:
+    "api: keys guard /v1/* only; all: health, metrics and docs too (not the /ui page's static files: what it reads is /v1)",
   COMPACTOR_ALLOWED_HOSTS:
     'Comma list of host names the service answers for besides IP addresses, localhost and other one-label names (.example.com: its subdomains; *: any); others get 421. Checked without COMPACTOR_API_KEYS, or whenever set (DNS rebinding)',
   COMPACTOR_RATE_LIMIT: 'Requests per minute per client on /v1/* (0 = off)',

@@ -80,6 +80,18 @@ async function showList(append) {
   status(n === 0 ? 'No conversation recorded for this key yet.' : `${n} conversation${n === 1 ? '' : 's'}.`);
 }
 
+/** Never below zero (the API's definition); calls that cost more than straight so far say by how much. */
+function avoidedValue(cost) {
+  const over = cost.usd - cost.straight_usd;
+  if (over <= 0) return money(cost.avoided, cost.unit);
+  return el(
+    'span',
+    {},
+    'none',
+    el('span', { class: 'reason block', text: `${money(over, cost.unit)} more than straight so far` }),
+  );
+}
+
 function totalsList(d) {
   const t = d.totals;
   const unit = t.cost && t.cost.unit !== 'USD' ? ` (${t.cost.unit})` : '';
@@ -88,11 +100,12 @@ function totalsList(d) {
     ['Tokens saved', tokens(t.tokens_saved)],
     [`Spend${unit}`, t.cost ? money(t.cost.usd, t.cost.unit) : '–'],
     [`Straight${unit}`, t.cost ? money(t.cost.straight_usd, t.cost.unit) : '–'],
-    [`Avoided${unit}`, t.cost ? money(t.cost.avoided, t.cost.unit) : '–'],
+    [`Avoided${unit}`, t.cost ? avoidedValue(t.cost) : '–'],
     ['Prefix breaks', tokens(t.prefix_breaks)],
     ['Bypasses', bypasses(t)],
   ];
-  $('totals').replaceChildren(...items.flatMap(([k, v]) => [el('div', {}, el('dt', { text: k }), el('dd', { text: v }))]));
+  const dd = (v) => (typeof v === 'string' ? el('dd', { text: v }) : el('dd', {}, v));
+  $('totals').replaceChildren(...items.flatMap(([k, v]) => [el('div', {}, el('dt', { text: k }), dd(v))]));
 }
 
 function refButton(id, label, title) {
@@ -101,14 +114,30 @@ function refButton(id, label, title) {
   return b;
 }
 
+const size = (n) => (n === null || n === undefined ? '' : `, ${tokens(n)} tokens`);
+
 function refs(call) {
   const cell = el('td', { class: 'refs' });
   for (const s of call.summaries) {
-    if (s.text_id) cell.append(refButton(s.text_id, 'summary text', `the summary at message ${s.message_index}`));
-    cell.append(refButton(s.id, `range (${s.covered_messages} msgs)`, `the messages the summary stands for: ${s.id}`));
+    const by = s.summarizer ? ` (${s.summarizer})` : '';
+    if (s.text_id) cell.append(refButton(s.text_id, 'summary text', `the summary at message ${s.message_index}${by}`));
+    // A compaction answered from a prepared summary may name a range that is not an artifact.
+    if (s.id.startsWith('art_')) {
+      cell.append(
+        refButton(
+          s.id,
+          `range (${s.covered_messages} msgs)`,
+          `the ${s.covered_messages} messages the summary stands for: ${s.id}`,
+        ),
+      );
+    }
   }
   const originals = call.artifacts.map((a) =>
-    refButton(a.id, `#${a.message_index} ${a.tool_name ?? a.kind}`, `${a.kind} of message ${a.message_index}: ${a.id}`),
+    refButton(
+      a.id,
+      `#${a.message_index} ${a.tool_name ?? a.kind}`,
+      `${a.kind} of message ${a.message_index}${size(a.tokens)}: ${a.id}`,
+    ),
   );
   if (originals.length > 0 && originals.length <= 3) cell.append(...originals);
   else if (originals.length > 3) {
@@ -140,14 +169,19 @@ function callRow(c, i) {
   const outcome = el('span', { class: `badge ${c.outcome}`, text: c.outcome });
   const cell = el('td', {}, outcome);
   if (c.reason) cell.append(el('div', { class: 'reason', text: c.reason }));
-  const prefix = c.prefix.kept ? 'kept' : `broken at #${c.prefix.broken_at ?? '?'}`;
+  const prefix = c.prefix.kept ? 'kept' : c.prefix.broken_at === null ? 'broken' : `broken at #${c.prefix.broken_at}`;
   return el(
     'tr',
     { id: `call-${i + 1}`, 'data-outcome': c.outcome },
     el('th', { scope: 'row', class: 'num', text: String(i + 1) }),
     el('td', { class: 'nowrap', title: when(c.at), text: new Date(c.at).toLocaleTimeString() }),
     cell,
-    el('td', { class: 'num', text: `${tokens(c.tokens.client)} → ${tokens(c.tokens.forwarded)}` }),
+    el(
+      'td',
+      { class: 'num' },
+      el('div', { text: `${tokens(c.tokens.client)} → ${tokens(c.tokens.forwarded)}` }),
+      el('div', { class: 'reason', text: c.tokens.window === null ? 'window unknown' : `window ${tokens(c.tokens.window)}` }),
+    ),
     el('td', { class: c.prefix.kept ? 'nowrap' : 'nowrap broken', text: prefix }),
     el('td', { class: 'num', text: `${tokens(c.cache.read)} / ${tokens(c.cache.write)}` }),
     bill(c.cost),

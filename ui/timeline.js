@@ -19,7 +19,11 @@ function svg(tag, attrs = {}, text) {
 }
 
 function describe(c, i) {
-  const prefix = c.prefix.kept ? 'prefix kept' : `prefix broken at message ${c.prefix.broken_at ?? '?'}`;
+  const prefix = c.prefix.kept
+    ? 'prefix kept'
+    : c.prefix.broken_at === null
+      ? 'prefix broken'
+      : `prefix broken at message ${c.prefix.broken_at}`;
   const reason = c.reason ? ` (${c.reason})` : '';
   return `Call ${i + 1}: ${c.outcome}${reason}; ${c.tokens.client} tokens → ${c.tokens.forwarded} sent; ${prefix}`;
 }

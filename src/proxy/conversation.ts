@@ -28,6 +28,12 @@ export interface ConversationState {
   readonly calls?: number;
   /** `calls` at the last reduction that broke the cached prefix (absent: none yet, or an older build's state). */
   readonly brokeAt?: number;
+  /**
+   * Tokens the upstream history leaves out of the client's (the reductions in effect, as fit
+   * counted each when it made it), for the conversation record's tokens the client had; absent in
+   * older states: 0.
+   */
+  readonly removed?: number;
 }
 
 /** What the previous call's answer said: the provider's usage, and how many upstream messages it covers. */

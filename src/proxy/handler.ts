@@ -79,7 +79,7 @@ export async function handle(ctx: ProxyContext, provider: Provider, request: Fas
     const usageFor = reduction && !reducible?.countOnly ? { reduction, owner: who.owner } : undefined;
     const learn = (window: number) => ctx.windows.learn(windowKey(who.owner.scope, provider.name, model), window);
     // The conversation record (model calls, not counts): written beside the forward, never before it.
-    const onUsage = reducible && !reducible.countOnly ? recordCall(ctx, who.caller, call) : undefined;
+    const onUsage = reducible && !reducible.countOnly ? recordCall(ctx, who.caller, call, reduction) : undefined;
     return forward({ ...via, body, call, usageFor, onUsage, ...(reducible ? { onTooLong: learn } : {}) });
   };
   if (!reducible) return send(['GET', 'HEAD'].includes(request.method) ? undefined : incoming);
@@ -245,6 +245,7 @@ async function reduceWithin(
     signal: AbortSignal.timeout(config.COMPACTOR_DEADLINE_MS),
   };
   const budget = config.COMPACTOR_PROXY_BUDGET_MS;
+<<<<<<< HEAD
   const declared = deps.options.context_window;
   const window = typeof declared === 'number' ? declared : resolveModel(modelOf(reducible, body)).contextWindow;
   const x: Extension = await within(extend(deps, provider, reducible, body, request.headers), budget);
@@ -255,5 +256,18 @@ async function reduceWithin(
     if (!(error instanceof Bypass && error.reason === 'budget')) throw error;
     decision.catch(() => undefined);
     return { reduction: asExtended(x), late: 'budget', window };
+=======
+  // The window fit measures against (the record's `tokens.window`): the options', else the model table's.
+  const given = deps.options.context_window;
+  const window = typeof given === 'number' ? given : (resolveModel(modelOf(reducible, body)).contextWindow ?? null);
+  const x: Extension = await within(extend(deps, provider, reducible, body, request.headers), budget);
+  const decision = decide(deps, reducible, body, x);
+  try {
+    return { reduction: { ...(await within(decision, budget)), window }, late: undefined };
+  } catch (error) {
+    if (!(error instanceof Bypass && error.reason === 'budget')) throw error;
+    decision.catch(() => undefined);
+    return { reduction: { ...asExtended(x), window }, late: 'budget' };
+>>>>>>> ui41
   }
 }

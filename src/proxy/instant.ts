@@ -1,6 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import pTimeout from 'p-timeout';
 import type { Caller } from '../service/artifacts.js';
+import type { ReadySummary } from './compaction/rolling.js';
 import { OPT_OUT_HEADER, outcomeLabel } from './compaction/step.js';
 import { compactionStep, type InstantDeps, instantOptions, keepSealed, rollOn, unsealed } from './compaction/wire.js';
 import type { ProxyContext } from './context.js';
@@ -9,6 +10,7 @@ import { requestOptions } from './options.js';
 import { type CallOutcome, countOutcome, outcomeHeaders, outcomeOf } from './outcome.js';
 import type { Provider, Reducible } from './providers.js';
 import { recordCall } from './record.js';
+import type { Made } from './reduce.js';
 
 /**
  * Instant compaction at the proxy's front door (one step after the body is parsed, before
@@ -99,7 +101,7 @@ export async function instantStep(
       compaction: { label, header: step.header },
     };
     countOutcome(ctx.metrics, call);
-    recordCall(ctx, at.caller, call);
+    recordCall(ctx, at.caller, call, { made: answeredWith(ready) });
     ctx.report.call(call, provider.sessionOf(request.headers, json) ?? at.caller.scope);
     const { answer } = step;
     if (answer.sealed) await bounded(ctx, keepSealed(compactor.artifacts, at.caller, answer.sealed, answer.text));
@@ -121,6 +123,26 @@ export async function instantStep(
     );
   };
   return { kind: 'go-on', body: out.body, changed, roll };
+}
+
+/**
+ * What an answered compaction made, for the conversation record: the prepared summary it answered
+ * with (its range's artifact, its text kept apart), sitting after the messages it keeps before it.
+ */
+function answeredWith(ready: ReadySummary): Made {
+  const { head, coveredTo } = ready;
+  return {
+    brokenAt: null,
+    rewritten: 0,
+    artifacts: [],
+    summary: {
+      id: ready.artifactId ?? ready.entry.id,
+      text: ready.text,
+      message_index: head.length,
+      covered_messages: Math.max(0, coveredTo - head.length),
+      summarizer: ready.writtenBy,
+    },
+  };
 }
 
 /** The conversation's short id (`x-compactor-conversation`), as a reduction of the same history names it. */

@@ -4,6 +4,7 @@ import type { Caller } from '../service/artifacts.js';
 import type { CallInput, UsageInput } from '../service/conversation-view.js';
 import type { ProxyContext } from './context.js';
 import type { CallOutcome } from './outcome.js';
+import type { Reduction } from './reduce.js';
 
 /**
  * The proxy's part of the conversation record (`service/conversations.ts`): each proxied model
@@ -16,8 +17,16 @@ const num = (value: unknown): number => (typeof value === 'number' && Number.isF
 const sub = (value: unknown, key: string): number =>
   typeof value === 'object' && value !== null ? num((value as Record<string, unknown>)[key]) : 0;
 
-/** A call's record entry, from the outcome the proxy reported for it. */
-export function proxyEntry(call: CallOutcome): CallInput {
+/** What the proxy knows of a call beyond its outcome: the window fit measured against, what a reduction made. */
+export type CallDetail = Partial<Pick<Reduction, 'window' | 'made' | 'removed'>>;
+
+/**
+ * A call's record entry, from the outcome the proxy reported for it and what its reduction made
+ * (`textId`: where the summary's text was kept, or null).
+ */
+export function proxyEntry(call: CallOutcome, detail: CallDetail = {}, textId: string | null = null): CallInput {
+  const made = detail.made;
+  const summary = made?.summary;
   return {
     via: 'proxy',
     provider: call.provider,
@@ -25,11 +34,28 @@ export function proxyEntry(call: CallOutcome): CallInput {
     model: call.model ?? null,
     outcome: call.outcome === 'answered' ? 'compaction-answered' : call.outcome === 'passthrough' ? 'unchanged' : call.outcome,
     reason: call.reason ?? null,
-    tokens: { client: call.tokens.before, forwarded: call.tokens.after, window: null, rewritten: 0 },
-    prefix: { kept: call.prefix === 'kept', broken_at: null },
+    // The client had what went on plus what the reductions in effect left out (this one's and the
+    // earlier ones it extends); a bypass was not counted (0 and 0).
+    tokens: {
+      client: call.outcome === 'bypass' ? 0 : call.tokens.after + (detail.removed ?? 0),
+      forwarded: call.tokens.after,
+      window: detail.window ?? null,
+      rewritten: call.prefix === 'broken' ? (made?.rewritten ?? 0) : 0,
+    },
+    prefix: { kept: call.prefix === 'kept', broken_at: call.prefix === 'broken' ? (made?.brokenAt ?? null) : null },
     ms_before_forwarding: call.ms,
-    artifacts: [],
-    summaries: [],
+    artifacts: made ? [...made.artifacts] : [],
+    summaries: summary
+      ? [
+          {
+            id: summary.id,
+            text_id: textId,
+            message_index: summary.message_index,
+            covered_messages: summary.covered_messages,
+            summarizer: summary.summarizer,
+          },
+        ]
+      : [],
   };
 }
 
@@ -71,6 +97,7 @@ export function recordCall(
   ctx: ProxyContext,
   caller: Caller,
   call: CallOutcome,
+  detail: CallDetail = {},
 ): ((usage: Record<string, unknown>) => void) | undefined {
   const conversation = call.conversation;
   if (conversation === undefined || call.outcome === 'passthrough') return undefined;
@@ -80,15 +107,21 @@ export function recordCall(
     ctx.app.log.warn({ reason: reasonOf(error) }, msg);
     return null;
   };
-  const entry = proxyEntry(call);
-  const id = pTimeout(conversations.record(caller, conversation, entry), { milliseconds }).catch((error: unknown) =>
-    warn(error, 'proxy: call not recorded'),
-  );
+  // The summary's text is kept first (where the page links to it), then the entry naming it.
+  const text = detail.made?.summary?.text;
+  const entry = (async () => {
+    const textId = text === undefined ? null : await conversations.keepSummaryText(caller, text);
+    return proxyEntry(call, detail, textId);
+  })();
+  const id = pTimeout(
+    entry.then((e) => conversations.record(caller, conversation, e)),
+    { milliseconds },
+  ).catch((error: unknown) => warn(error, 'proxy: call not recorded'));
   return (usage) => {
     void id
       .then(async (callId) => {
         if (callId === null) return;
-        await pTimeout(conversations.usage(caller, conversation, callId, entry, usageParts(usage)), { milliseconds });
+        await pTimeout(conversations.usage(caller, conversation, callId, await entry, usageParts(usage)), { milliseconds });
       })
       .catch((error: unknown) => warn(error, 'proxy: call usage not recorded'));
   };

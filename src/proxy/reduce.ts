@@ -46,6 +46,48 @@ export interface Reduction {
   readonly hash: string;
   /** How many upstream messages the answer's usage will cover (the reply included). */
   readonly covers: number;
+  /**
+   * Tokens the history sent on this call leaves out of the client's: what this reduction removed
+   * and what the earlier ones it extends removed (as fit counted them), so that the record's tokens
+   * the client had are `tokens.after + removed` on a call that only extends a reduction too.
+   */
+  readonly removed: number;
+  /** The context window fit measured against, when known (the conversation record's `tokens.window`). */
+  readonly window?: number | null;
+  /** What a new reduction made (`reduced` only): for the conversation record. */
+  readonly made?: Made;
+}
+
+/**
+ * What one reduction made, for the conversation record: ids and counts, and the summary's text
+ * (stored apart, never recorded). Positions are in the upstream history, the messages as they went
+ * to the provider (the client's own until the conversation's first reduction).
+ */
+export interface Made {
+  /** The first upstream message already sent that changed (the provider rewrites its cache from there); null when the prefix held. */
+  readonly brokenAt: number | null;
+  /** Tokens the provider had cached that this call sends again changed (fit's `rewrite_tokens`); 0 when the prefix held. */
+  readonly rewritten: number;
+  /** The originals fit offloaded: where each came from, and its size. */
+  readonly artifacts: readonly MadeArtifact[];
+  /** The summary fit wrote, or null. */
+  readonly summary: MadeSummary | null;
+}
+
+export interface MadeArtifact {
+  readonly id: string;
+  readonly kind: string;
+  readonly tool_name: string | null;
+  readonly message_index: number;
+  readonly tokens: number;
+}
+
+export interface MadeSummary {
+  readonly id: string;
+  readonly text: string;
+  readonly message_index: number;
+  readonly covered_messages: number;
+  readonly summarizer: 'llm' | 'extractive';
 }
 
 /** A refusal to reduce that sends the request on as it came: its reason for `x-compactor: bypass`. */
@@ -100,7 +142,34 @@ export interface FitValue {
   applied: boolean;
   tokens: { before: number; after: number; saved: number };
   target?: number;
-  cost?: { decision?: string };
+  cost?: { decision?: string; rewrite_tokens?: number };
+  artifacts?: MadeArtifact[];
+  summary?: MadeSummary | null;
+}
+
+/** What fit's applied answer made, as the record keeps it. */
+function madeBy(value: FitValue, brokenAt: number | null): Made {
+  const s = value.summary;
+  return {
+    brokenAt,
+    rewritten: brokenAt === null ? 0 : Math.max(0, value.cost?.rewrite_tokens ?? 0),
+    artifacts: (value.artifacts ?? []).map((a) => ({
+      id: a.id,
+      kind: a.kind,
+      tool_name: a.tool_name,
+      message_index: a.message_index,
+      tokens: a.tokens,
+    })),
+    summary: s
+      ? {
+          id: s.id,
+          text: s.text,
+          message_index: s.message_index,
+          covered_messages: s.covered_messages,
+          summarizer: s.summarizer,
+        }
+      : null,
+  };
 }
 
 /** A reduction that pays but frees less than `PROXY_CLEAR_AT_LEAST` of the target (never a forced one, nor one under policy tokens). */
@@ -218,19 +287,34 @@ function callsOf(x: Extension): number {
   return (x.found?.state.calls ?? 0) + 1;
 }
 
+/** Tokens the conversation's earlier reductions removed, as its state says (0 for an older state or none). */
+function removedBefore(x: Extension): number {
+  const removed = x.found?.state.removed;
+  return typeof removed === 'number' && Number.isFinite(removed) && removed > 0 ? removed : 0;
+}
+
 /** The reduction that sends the extension as it is (no new reduction: fit deferred, or ran out of time). */
 export function asExtended(x: Extension): Reduction {
   const n = x.history.length;
   const brokeAt = x.found?.state.brokeAt;
   const upstream = compress(x.before);
   const same = untouched(upstream, n);
+  const removed = same ? 0 : removedBefore(x);
   return {
     history: same ? undefined : x.extended,
     action: same ? 'unchanged' : 'kept',
     tokens: { before: 0, after: 0, saved: 0 },
+    removed,
     conversation: x.key.slice(0, 16),
     prefixBreak: false,
-    state: { v: 1, length: n, upstream, calls: callsOf(x), ...(brokeAt === undefined ? {} : { brokeAt }) },
+    state: {
+      v: 1,
+      length: n,
+      upstream,
+      calls: callsOf(x),
+      ...(brokeAt === undefined ? {} : { brokeAt }),
+      ...(removed > 0 ? { removed } : {}),
+    },
     hash: x.hashes[n] as string,
     covers: x.before.length + 1,
   };
@@ -254,27 +338,32 @@ export async function decide(
   const after = slotsAfter(x.before, value.messages, x.extended, outcome.sources ?? []);
   const upstream = compress(after);
   const previous = x.found ? expandSlots(x.found.state.upstream).length : 0;
-  const breaks = firstChange(x.before, after) < previous;
+  const changedAt = firstChange(x.before, after);
+  const breaks = changedAt < previous;
   const calls = callsOf(x);
   if (breaks && (tooSmall(value, request.policy) || tooSoon(value, x.found?.state, calls))) {
     const { before } = value.tokens;
     return { ...asExtended(x), tokens: { before, after: before, saved: 0 } };
   }
   const n = x.history.length;
+  const removed = removedBefore(x) + Math.max(0, value.tokens.saved);
   return {
     history: untouched(upstream, n) ? undefined : resolve(upstream, x.history, x.markers),
     action: 'reduced',
     tokens: value.tokens,
+    removed,
     conversation: x.key.slice(0, 16),
     prefixBreak: breaks,
     state: {
       v: 1,
       length: n,
       upstream,
+      removed,
       calls,
       ...(breaks ? { brokeAt: calls } : x.found?.state.brokeAt === undefined ? {} : { brokeAt: x.found.state.brokeAt }),
     },
     hash: x.hashes[n] as string,
     covers: after.length + 1,
+    made: madeBy(value, breaks ? changedAt : null),
   };
 }

@@ -22,12 +22,13 @@ export const UI_CSP =
  * `/ui`: the conversations page, served by the service itself (plain HTML, two small JS modules and
  * a style sheet from `ui/`, read once at boot; no CDN, no build step). The page holds no data: it
  * asks the API with the key entered in it (kept in the browser's session storage), so it is served
- * without a key, and keys guard what it reads exactly as they guard `/v1`.
+ * without a key under either `COMPACTOR_AUTH_SCOPE` (`config.page`: a browser cannot send a bearer
+ * key for a page it navigates to), and keys guard what it reads exactly as they guard `/v1`.
  */
 export default async function uiRoutes(app: FastifyInstance): Promise<void> {
   for (const [url, { file, type }] of Object.entries(FILES)) {
     const body = readFileSync(new URL(file, UI_DIR));
-    app.get(url, { schema: { hide: true } }, async (_request, reply) =>
+    app.get(url, { schema: { hide: true }, config: { page: true } }, async (_request, reply) =>
       reply
         .type(type)
         .header('content-security-policy', UI_CSP)
@@ -37,5 +38,5 @@ export default async function uiRoutes(app: FastifyInstance): Promise<void> {
         .send(body),
     );
   }
-  app.get('/ui/', { schema: { hide: true } }, async (_request, reply) => reply.redirect('/ui'));
+  app.get('/ui/', { schema: { hide: true }, config: { page: true } }, async (_request, reply) => reply.redirect('/ui'));
 }

@@ -33,16 +33,32 @@ export const ConversationCall = z
     reason: z.string().nullable().describe('why (a bypass reason, or why nothing was reduced); null when reduced'),
     tokens: z
       .object({
-        client: z.number().int().describe('tokens of the history the client sent'),
-        forwarded: z.number().int().describe('tokens of the history sent on (or returned by fit)'),
-        saved: z.number().int().describe('client − forwarded'),
+        client: z
+          .number()
+          .int()
+          .describe(
+            'tokens of the history the client sent, as fit counted it (proxy: what went on plus what the reductions in effect left out; 0 for a bypass, not counted)',
+          ),
+        forwarded: z.number().int().describe('tokens of the history sent on (or returned by fit), as fit counted it'),
+        saved: z
+          .number()
+          .int()
+          .describe(
+            'client − forwarded: what this call did not send (a call that extends a reduction leaves out what it removed)',
+          ),
         window: z.number().int().nullable().describe("the model's context window, when known"),
       })
       .describe('the history in tokens, as the client sent it and as it went on'),
     prefix: z
       .object({
         kept: z.boolean().describe("whether the upstream history began with the previous call's, unchanged"),
-        broken_at: z.number().int().nullable().describe('the first message that changed, when broken'),
+        broken_at: z
+          .number()
+          .int()
+          .nullable()
+          .describe(
+            'when broken, the first message already sent that changed: in the request (fit), or in the history as it went upstream (proxy); the provider rewrites its cache from there',
+          ),
       })
       .describe("the provider's cached prefix"),
     cache: z
@@ -63,7 +79,13 @@ export const ConversationCall = z
           id: z.string().describe('art_…, for `GET /v1/artifacts/{id}`'),
           kind: z.string().describe('tool_result, tool_input, … (as in ArtifactRef)'),
           tool_name: z.string().nullable().describe('the tool whose call or result it was; null for other content'),
-          message_index: z.number().int().describe('the client message it came from'),
+          message_index: z
+            .number()
+            .int()
+            .describe(
+              'the message it came from: in the request (fit), or in the history as it went upstream (proxy: the client’s own until the first reduction)',
+            ),
+          tokens: z.number().int().nullable().describe('tokens of the original (what it covers); null in older records'),
         }),
       )
       .describe('originals offloaded on this call'),
@@ -73,10 +95,14 @@ export const ConversationCall = z
           id: z.string().describe('art_… of the summarized range, for `GET /v1/artifacts/{id}`'),
           text_id: z.string().nullable().describe('art_… holding the summary text, for `GET /v1/artifacts/{id}`'),
           message_index: z.number().int().describe('where the summary sits in what was sent'),
-          covered_messages: z.number().int().describe('client messages it stands for'),
+          covered_messages: z.number().int().describe('messages it stands for, through every earlier summary'),
+          summarizer: z
+            .enum(['llm', 'extractive'])
+            .nullable()
+            .describe('llm: the configured model wrote it; extractive: picked from the messages; null in older records'),
         }),
       )
-      .describe('summaries written on this call'),
+      .describe('summaries written on this call (a compaction answered: the summary it answered with)'),
   })
   .meta({
     id: 'ConversationCall',
@@ -86,7 +112,7 @@ export const ConversationCall = z
 const Totals = z
   .object({
     calls: z.number().int().describe('calls recorded (the newest 200 at most)'),
-    tokens_saved: z.number().int().describe('sum of client − forwarded over the calls'),
+    tokens_saved: z.number().int().describe('sum of client − forwarded over the calls: the history tokens not sent'),
     prefix_breaks: z.number().int().describe('calls whose upstream history did not begin with the previous one'),
     outcomes: z.record(z.string(), z.number().int()).describe('calls by outcome'),
     bypasses: z.record(z.string(), z.number().int()).describe('bypassed calls by reason'),
@@ -95,7 +121,12 @@ const Totals = z
         unit: z.string().describe('the currency of the prices, or `relative`'),
         usd: z.number().describe('the priced calls, as sent'),
         straight_usd: z.number().describe('the same calls, straight'),
-        avoided: z.number().describe('straight_usd − usd'),
+        avoided: z
+          .number()
+          .min(0)
+          .describe(
+            'straight_usd − usd, never below 0: calls that cost more than straight so far (a reduction pays its cache rewrite and summary on its own call and saves on the calls after it; a fit call is priced as its coming call only) avoided nothing, and usd > straight_usd says by how much',
+          ),
       })
       .nullable()
       .describe('over the priced calls in the unit of the newest one; null when none is priced'),

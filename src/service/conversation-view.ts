@@ -115,9 +115,22 @@ export function callView(c: StoredCall, u: StoredUsage | undefined): Conversatio
     cache: { read: u ? u.usage.cache_read : null, write: u ? u.usage.cache_write : null },
     cost: u ? u.cost : (c.cost ?? null),
     ms_before_forwarding: c.ms_before_forwarding,
-    artifacts: [...c.artifacts],
-    summaries: [...c.summaries],
+    // Records stored before `tokens` and `summarizer` were kept read as null.
+    artifacts: c.artifacts.map((a) => ({ ...a, tokens: a.tokens ?? null })),
+    summaries: c.summaries.map((s) => ({ ...s, summarizer: s.summarizer ?? null })),
   };
+}
+
+/**
+ * What the calls avoided against the same calls straight: `straight − usd`, never below zero. A
+ * reduction pays its cache rewrite and its summary on its own call and saves on the calls after
+ * it, so a conversation's first reduction can cost more than straight until those calls come; and
+ * a fit call's bill is fit's estimate of the coming call only (a later fit call reads the history
+ * already reduced, so its straight bill no longer holds what the earlier reduction removed). Then
+ * nothing was avoided (0), and the two bills, kept as they are, show by how much it cost more.
+ */
+export function avoided(usd: number, straight: number): number {
+  return Math.max(0, straight - usd);
 }
 
 /** What a conversation's calls add up to. */
@@ -145,7 +158,7 @@ export function totals(calls: readonly ConversationCallView[]): ConversationTota
     prefix_breaks: breaks,
     outcomes,
     bypasses,
-    cost: unit === undefined ? null : { unit, usd, straight_usd: straight, avoided: straight - usd },
+    cost: unit === undefined ? null : { unit, usd, straight_usd: straight, avoided: avoided(usd, straight) },
   };
 }
 

@@ -55,10 +55,24 @@ export function fitEntry(asked: FitAsked, answer: FitAnswer, ms: number, textId:
     prefix: { kept: changed === undefined, broken_at: changed ? changed.index : null },
     ms_before_forwarding: ms,
     artifacts: answer.applied
-      ? (answer.artifacts ?? []).map((a) => ({ id: a.id, kind: a.kind, tool_name: a.tool_name, message_index: a.message_index }))
+      ? (answer.artifacts ?? []).map((a) => ({
+          id: a.id,
+          kind: a.kind,
+          tool_name: a.tool_name,
+          message_index: a.message_index,
+          tokens: a.tokens,
+        }))
       : [],
     summaries: summary
-      ? [{ id: summary.id, text_id: textId, message_index: summary.message_index, covered_messages: summary.covered_messages }]
+      ? [
+          {
+            id: summary.id,
+            text_id: textId,
+            message_index: summary.message_index,
+            covered_messages: summary.covered_messages,
+            summarizer: summary.summarizer,
+          },
+        ]
       : [],
     cost: cost
       ? {

@@ -151,6 +151,18 @@ t.test('/ui is served by the service: no key needed for the page, a strict CSP, 
   t.equal((await app.inject({ method: 'GET', url: '/ui/' })).headers.location, '/ui');
   t.equal((await app.inject({ method: 'GET', url: '/v1/conversations' })).statusCode, 401, 'what it reads needs the key');
 
+  // COMPACTOR_AUTH_SCOPE=all guards health, metrics and docs, never the page's static files: a
+  // browser navigating to /ui cannot send a bearer key, and the page holds nothing the key guards.
+  const all = await build(t, { ...KEYS, COMPACTOR_AUTH_SCOPE: 'all' });
+  for (const url of ['/ui', '/ui/app.js', '/ui/timeline.js', '/ui/style.css']) {
+    t.equal((await all.inject({ method: 'GET', url })).statusCode, 200, `scope all: ${url} without a key`);
+  }
+  t.equal((await all.inject({ method: 'GET', url: '/ui/' })).statusCode, 302, 'scope all: /ui/ redirects without a key');
+  t.equal((await all.inject({ method: 'GET', url: '/v1/conversations' })).statusCode, 401, 'scope all: the API needs the key');
+  t.equal((await all.inject({ method: 'GET', url: '/v1/conversations', headers: A })).statusCode, 200, 'and takes it');
+  t.equal((await all.inject({ method: 'GET', url: '/docs' })).statusCode, 401, 'scope all: the docs still need it');
+  t.equal((await all.inject({ method: 'GET', url: '/ui/nothing.js' })).statusCode, 401, 'an unknown path under /ui is no page');
+
   const open = await build(t, { COMPACTOR_STORE_URL: 'memory:' });
   const foreign = await open.inject({ method: 'GET', url: '/ui', headers: { host: 'attacker.example' } });
   t.equal(foreign.statusCode, 421, 'without keys, a page loaded from another name is refused (DNS rebinding)');

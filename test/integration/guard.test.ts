@@ -34,6 +34,46 @@ t.test('API keys with scope all guard everything', async (t) => {
   );
 });
 
+t.test(
+  'scope all: the proxy and /mcp take the key where they read it (the proxy’s Authorization is the provider’s)',
+  async (t) => {
+    const fake = await new FakeProvider().start();
+    t.teardown(() => fake.stop());
+    const key = 'key-k-0123456789ab';
+    const app = await build(t, {
+      COMPACTOR_API_KEYS: key,
+      COMPACTOR_AUTH_SCOPE: 'all',
+      COMPACTOR_UPSTREAM_OPENAI: fake.url,
+      COMPACTOR_UPSTREAM_ANTHROPIC: fake.url,
+    });
+    const chat = { model: 'gpt-4.1', messages: [{ role: 'user', content: 'hello' }] };
+    const call = (headers: Record<string, string>) =>
+      app.inject({ method: 'POST', url: '/openai/v1/chat/completions', payload: chat, headers });
+    // Codex and the OpenAI SDKs send their provider key as a bearer: Compactor's key goes in x-compactor-key.
+    const codex = await call({ authorization: 'Bearer sk-openai-0123456789', 'x-compactor-key': key });
+    t.equal(codex.statusCode, 200, 'an OpenAI client’s call reaches the provider');
+    t.equal(fake.modelRequests().at(-1)?.headers.authorization, 'Bearer sk-openai-0123456789', 'with its own credential');
+    t.equal((await call({ authorization: 'Bearer sk-openai-0123456789' })).statusCode, 401, 'without Compactor’s key, refused');
+    const claude = await app.inject({
+      method: 'POST',
+      url: '/anthropic/v1/messages',
+      payload: { model: 'claude-opus-4-8', max_tokens: 10, messages: [{ role: 'user', content: 'hello' }] },
+      headers: { 'x-api-key': 'sk-ant-0123456789', 'x-compactor-key': key },
+    });
+    t.equal(claude.statusCode, 200, 'an Anthropic client with x-compactor-key only');
+    const mcp = (headers: Record<string, string>) =>
+      app.inject({
+        method: 'POST',
+        url: '/mcp',
+        payload: { jsonrpc: '2.0', id: 1, method: 'tools/list' },
+        headers: { accept: 'application/json, text/event-stream', ...headers },
+      });
+    t.equal((await mcp({ 'x-compactor-key': key })).statusCode, 200, '/mcp with x-compactor-key, as its docs say');
+    t.equal((await mcp({})).statusCode, 401, '/mcp without a key');
+    t.equal((await app.inject({ method: 'GET', url: '/metrics' })).statusCode, 401, 'the rest stays guarded');
+  },
+);
+
 t.test('rate limit: 429 with retry-after, per client, /v1 only', async (t) => {
   const app = await build(t, { COMPACTOR_RATE_LIMIT: '3' });
   const codes: number[] = [];
@@ -189,7 +229,8 @@ t.test('every route the app serves, with and without a key, decided on the route
       });
       t.equal(
         route.protected,
-        scope === 'all' ||
+        // The `/ui` page's static files hold no data: open under either scope (what they read is /v1).
+        (scope === 'all' && route.url !== '/ui' && !route.url.startsWith('/ui/')) ||
           route.url.startsWith('/v1/') ||
           route.url === '/mcp' ||
           /^\/(anthropic|openai|gemini)\//.test(route.url),

@@ -139,18 +139,31 @@ t.test('Claude Code: its compaction request is answered from the prepared summar
   t.match(text, /task 7f3a/, 'the answer holds the task text (the task kept before the summary, quoted)');
   t.match(await metric(s), /provider="anthropic",outcome="answered"\} 1/);
   // The conversation record: the answered compaction is a call of the same conversation as the turn before it.
-  let outcomes: string[] = [];
+  type Recorded = { outcome: string; summaries: { id: string; text_id: string | null; summarizer: string | null }[] };
+  let recorded: Recorded[] = [];
+  const outcomes = () => recorded.map((c) => c.outcome);
   const deadline = Date.now() + 60_000;
-  while (Date.now() < deadline && !outcomes.includes('compaction-answered')) {
+  while (Date.now() < deadline && !outcomes().includes('compaction-answered')) {
     const list = await s.app.inject({ method: 'GET', url: '/v1/conversations' });
     const ids: string[] = list.json().conversations.map((c: { id: string }) => c.id);
     const details = await Promise.all(ids.map((id) => s.app.inject({ method: 'GET', url: `/v1/conversations/${id}` })));
-    const calls = details.map((d) => d.json().calls.map((c: { outcome: string }) => c.outcome) as string[]);
-    outcomes = calls.find((c) => c.includes('compaction-answered')) ?? [];
-    if (!outcomes.includes('compaction-answered')) await new Promise((r) => setTimeout(r, 50));
+    const calls = details.map((d) => d.json().calls as Recorded[]);
+    recorded = calls.find((c) => c.some((x) => x.outcome === 'compaction-answered')) ?? [];
+    if (!outcomes().includes('compaction-answered')) await new Promise((r) => setTimeout(r, 50));
   }
-  t.equal(outcomes.at(-1), 'compaction-answered', 'the answered compaction is recorded');
-  t.ok(outcomes.length >= 2, `in the conversation of the turn before it (${outcomes.join(', ')})`);
+  t.equal(outcomes().at(-1), 'compaction-answered', 'the answered compaction is recorded');
+  t.ok(recorded.length >= 2, `in the conversation of the turn before it (${outcomes().join(', ')})`);
+  // With the summary it answered with: its range (the artifact the answer's recall pointer names) and its text.
+  const answered = recorded.at(-1)?.summaries[0];
+  t.ok(answered && text.includes(answered.id), 'the summarized range the answer names');
+  const kept = await s.app.inject({ method: 'GET', url: `/v1/artifacts/${answered?.text_id}` });
+  t.equal(kept.statusCode, 200, 'the summary text is linked');
+  const summary = kept.json().content as string;
+  // The answer's text, its stream's deltas joined.
+  const deltas = [...text.matchAll(/"text":"((?:[^"\\]|\\.)*)"/g)].map((m) => JSON.parse(`"${m[1]}"`) as string).join('');
+  // The answer maps the summary's sections onto the ones Claude Code asks for: its body is there as kept.
+  const body = summary.split('\n').slice(1, 8).join('\n');
+  t.ok(body.length > 100 && deltas.includes(body), 'it is the text answered (its sections renamed)');
 });
 
 t.test(

@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import t from 'tap';
 import type { Prices } from '../../src/cost/prices.js';
 import {
+  avoided,
   type CallInput,
   detail,
   group,
@@ -109,6 +110,26 @@ t.test('totals add calls up: outcomes, bypasses by reason, breaks, spend in the 
   });
   t.same(d.totals.cost, { unit: 'relative', usd: 5, straight_usd: 5, avoided: 0 }, 'costs in the newest call’s unit only');
   t.same(totals([]).cost, null);
+});
+
+t.test('avoided is never negative: a reduction that cost more than straight so far avoided nothing', async (t) => {
+  // As a fit-only record has it: the reduced call billed its rewrite and summary (estimate), the later ones as is.
+  const fit = (call: string, at: number, usd: number, straight: number) =>
+    stored('f', call, at, { via: 'fit', cost: { unit: 'USD', usd, straight_usd: straight, source: 'estimate' } });
+  const g = group([fit('a', 1, 0.01, 0.01), fit('b', 2, 0.05, 0.02), fit('c', 3, 0.011, 0.011)], []).get('f');
+  if (!g) throw new Error('grouped');
+  const cost = detail('f', g).totals.cost;
+  t.ok(cost && near(cost.usd, 0.071) && near(cost.straight_usd, 0.041), 'both bills as they are');
+  t.equal(cost?.avoided, 0, 'nothing avoided, not a negative saving');
+  const paid = group([fit('a', 1, 0.05, 0.02), fit('b', 2, 0.01, 0.06)], []).get('f');
+  if (!paid) throw new Error('grouped');
+  t.ok(near(detail('f', paid).totals.cost?.avoided ?? -1, 0.02), 'once the later calls save more, the difference');
+  fc.assert(
+    fc.property(fc.double({ min: 0, max: 1e3, noNaN: true }), fc.double({ min: 0, max: 1e3, noNaN: true }), (usd, straight) => {
+      const a = avoided(usd, straight);
+      return a >= 0 && (straight >= usd ? a === straight - usd : a === 0);
+    }),
+  );
 });
 
 t.test('a conversation shows its newest MAX_CALLS calls', async (t) => {

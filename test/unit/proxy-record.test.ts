@@ -37,21 +37,50 @@ t.test('an entry from the call’s outcome: counts only', async (t) => {
     prefix: 'broken',
     ms: 12.34,
   };
-  t.match(proxyEntry(call), {
+  const made = {
+    brokenAt: 3,
+    rewritten: 250,
+    artifacts: [{ id: 'art_000000000000000000000001', kind: 'tool_result', tool_name: 'Bash', message_index: 4, tokens: 500 }],
+    summary: {
+      id: 'art_000000000000000000000002',
+      text: 'the summary',
+      message_index: 1,
+      covered_messages: 6,
+      summarizer: 'llm' as const,
+    },
+  };
+  const entry = proxyEntry(call, { removed: 600, window: 200_000, made }, 'art_000000000000000000000003');
+  t.match(entry, {
     via: 'proxy',
     provider: 'anthropic',
     format: 'anthropic',
     model: 'claude-opus-4-8',
     outcome: 'reduced',
     reason: null,
-    tokens: { client: 900, forwarded: 300 },
-    prefix: { kept: false },
+    tokens: { client: 900, forwarded: 300, window: 200_000, rewritten: 250 },
+    prefix: { kept: false, broken_at: 3 },
     ms_before_forwarding: 12.34,
+    artifacts: made.artifacts,
+    summaries: [
+      { id: made.summary.id, text_id: 'art_000000000000000000000003', message_index: 1, covered_messages: 6, summarizer: 'llm' },
+    ],
   });
-  t.match(proxyEntry({ ...call, outcome: 'bypass', reason: 'budget', prefix: 'kept' }), {
-    outcome: 'bypass',
-    reason: 'budget',
-    prefix: { kept: true },
-  });
+  t.notMatch(JSON.stringify(entry), /the summary/, 'the summary text is not in the entry: its id is');
+  t.match(
+    proxyEntry({ ...call, outcome: 'kept', tokens: { before: 400, after: 400, saved: 0 }, prefix: 'kept' }, { removed: 600 }),
+    {
+      tokens: { client: 1000, forwarded: 400, rewritten: 0 },
+      prefix: { kept: true, broken_at: null },
+      artifacts: [],
+      summaries: [],
+    },
+  );
+  t.match(
+    proxyEntry(
+      { ...call, outcome: 'bypass', reason: 'budget', tokens: { before: 0, after: 0, saved: 0 }, prefix: 'kept' },
+      { removed: 600 },
+    ),
+    { outcome: 'bypass', reason: 'budget', prefix: { kept: true }, tokens: { client: 0, forwarded: 0, window: null } },
+  );
   t.equal(proxyEntry({ ...call, outcome: 'answered' }).outcome, 'compaction-answered');
 });

@@ -2675,7 +2675,7 @@ export interface paths {
                          *               "unit": "USD",
                          *               "usd": 0.001099,
                          *               "straight_usd": 0.0006795,
-                         *               "avoided": -0.00041949999999999995
+                         *               "avoided": 0
                          *             }
                          *           }
                          *         }
@@ -2881,12 +2881,12 @@ export interface paths {
                          *           "unit": "USD",
                          *           "usd": 0.001099,
                          *           "straight_usd": 0.0006795,
-                         *           "avoided": -0.00041949999999999995
+                         *           "avoided": 0
                          *         }
                          *       },
                          *       "calls": [
                          *         {
-                         *           "id": "mx5qdzp7-3ed2d6b76a",
+                         *           "id": "mx5qdzp7-e4c9a292d6",
                          *           "at": "2026-12-02T06:14:40.891Z",
                          *           "via": "fit",
                          *           "provider": "openai-chat",
@@ -2913,19 +2913,21 @@ export interface paths {
                          *             "straight_usd": 0.0006795,
                          *             "source": "estimate"
                          *           },
-                         *           "ms_before_forwarding": 2,
+                         *           "ms_before_forwarding": 5.7,
                          *           "artifacts": [
                          *             {
                          *               "id": "art_4eae17e1abac1dda41de0181",
                          *               "kind": "tool_result",
                          *               "tool_name": "read_file",
-                         *               "message_index": 3
+                         *               "message_index": 3,
+                         *               "tokens": 308
                          *             },
                          *             {
                          *               "id": "art_b7691dd2968faa45ba6feed0",
                          *               "kind": "tool_result",
                          *               "tool_name": "run_tests",
-                         *               "message_index": 5
+                         *               "message_index": 5,
+                         *               "tokens": 375
                          *             }
                          *           ],
                          *           "summaries": []
@@ -3747,11 +3749,11 @@ export interface components {
             reason: string | null;
             /** @description the history in tokens, as the client sent it and as it went on */
             tokens: {
-                /** @description tokens of the history the client sent */
+                /** @description tokens of the history the client sent, as fit counted it (proxy: what went on plus what the reductions in effect left out; 0 for a bypass, not counted) */
                 client: number;
-                /** @description tokens of the history sent on (or returned by fit) */
+                /** @description tokens of the history sent on (or returned by fit), as fit counted it */
                 forwarded: number;
-                /** @description client − forwarded */
+                /** @description client − forwarded: what this call did not send (a call that extends a reduction leaves out what it removed) */
                 saved: number;
                 /** @description the model's context window, when known */
                 window: number | null;
@@ -3760,7 +3762,7 @@ export interface components {
             prefix: {
                 /** @description whether the upstream history began with the previous call's, unchanged */
                 kept: boolean;
-                /** @description the first message that changed, when broken */
+                /** @description when broken, the first message already sent that changed: in the request (fit), or in the history as it went upstream (proxy); the provider rewrites its cache from there */
                 broken_at: number | null;
             };
             /** @description the prompt cache as the provider's usage reported it */
@@ -3782,10 +3784,12 @@ export interface components {
                 kind: string;
                 /** @description the tool whose call or result it was; null for other content */
                 tool_name: string | null;
-                /** @description the client message it came from */
+                /** @description the message it came from: in the request (fit), or in the history as it went upstream (proxy: the client’s own until the first reduction) */
                 message_index: number;
+                /** @description tokens of the original (what it covers); null in older records */
+                tokens: number | null;
             }[];
-            /** @description summaries written on this call */
+            /** @description summaries written on this call (a compaction answered: the summary it answered with) */
             summaries: {
                 /** @description art_… of the summarized range, for `GET /v1/artifacts/{id}` */
                 id: string;
@@ -3793,8 +3797,10 @@ export interface components {
                 text_id: string | null;
                 /** @description where the summary sits in what was sent */
                 message_index: number;
-                /** @description client messages it stands for */
+                /** @description messages it stands for, through every earlier summary */
                 covered_messages: number;
+                /** @description llm: the configured model wrote it; extractive: picked from the messages; null in older records */
+                summarizer: ("llm" | "extractive") | null;
             }[];
         };
         ConversationCost: {
@@ -3849,7 +3855,7 @@ export interface components {
         ConversationTotals: {
             /** @description calls recorded (the newest 200 at most) */
             calls: number;
-            /** @description sum of client − forwarded over the calls */
+            /** @description sum of client − forwarded over the calls: the history tokens not sent */
             tokens_saved: number;
             /** @description calls whose upstream history did not begin with the previous one */
             prefix_breaks: number;
@@ -3869,7 +3875,7 @@ export interface components {
                 usd: number;
                 /** @description the same calls, straight */
                 straight_usd: number;
-                /** @description straight_usd − usd */
+                /** @description straight_usd − usd, never below 0: calls that cost more than straight so far (a reduction pays its cache rewrite and summary on its own call and saves on the calls after it; a fit call is priced as its coming call only) avoided nothing, and usd > straight_usd says by how much */
                 avoided: number;
             } | null;
         };

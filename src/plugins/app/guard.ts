@@ -10,6 +10,14 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** Set by the guard when the route is registered: a `/v1` route (keys, rate limit, queue). */
     api?: boolean;
+    /**
+     * A static page that holds no data (`/ui` and its files): served without a key whatever the
+     * scope, since a browser cannot send a bearer key for a page it navigates to; what the page
+     * reads (`/v1/…`) it asks for with the key entered in it.
+     */
+    page?: boolean;
+    /** Set by the guard: a route that checks Compactor's key itself (the proxy's, `/mcp`), under either scope. */
+    ownKey?: boolean;
   }
   interface FastifyRequest {
     /** SHA-256 digest of the API key that was validated for this request; null when none was. */
@@ -24,7 +32,7 @@ declare module 'fastify' {
 export interface GuardOptions {
   /** Keys that may call; empty or undefined: open (bind to localhost). */
   apiKeys: readonly string[] | undefined;
-  /** `api`: keys guard `/v1/*` only; `all`: health, metrics and docs too. */
+  /** `api`: keys guard `/v1/*` only; `all`: health, metrics and docs too (never the `/ui` page's static files). */
   scope: 'api' | 'all';
   /** Requests per minute per client on `/v1/*`; 0: off. */
   rateLimit: number;
@@ -57,14 +65,19 @@ export default fp<GuardOptions>(
     app.decorateRequest('apiKeyDigest', null);
     app.addHook('onRoute', (route) => {
       const api = route.url.startsWith('/v1/');
-      route.config = { ...route.config, api };
       // The proxy and /mcp check the key themselves (the proxy in x-compactor-key, since its
-      // Authorization is the provider's), whatever the scope.
+      // Authorization is the provider's), whatever the scope: never the bearer check below.
       const own = route.url === '/mcp' || isProxyRoute(route.url);
+      route.config = { ...route.config, api, ownKey: own };
+      const page = route.config?.page === true && !api;
       for (const method of [route.method].flat())
-        table.push({ method, url: route.url, protected: api || options.scope === 'all' || (own && keys.on) });
+        table.push({ method, url: route.url, protected: api || (options.scope === 'all' && !page) || (own && keys.on) });
     });
-    const guarded = (request: FastifyRequest) => options.scope === 'all' || isApiRequest(request);
+    const guarded = (request: FastifyRequest) => {
+      if (isApiRequest(request)) return true;
+      const config = request.routeOptions.config;
+      return options.scope === 'all' && config?.page !== true && config?.ownKey !== true;
+    };
 
     // Without keys, a page a browser loaded from another name must not reach the service through
     // DNS rebinding; with keys, the key stands in the way, unless names are configured anyway.
