@@ -99,7 +99,7 @@ export async function handle(ctx: ProxyContext, provider: Provider, request: Fas
   if (instant.kind === 'passed') return send(instant.body ?? raw, undefined, undefined, model, instant.compaction);
   const body = instant.body;
   const given = instant.changed ? Buffer.from(JSON.stringify(body)) : raw;
-  let reduced: { reduction: Reduction; late: BypassReason | undefined; window: number | undefined };
+  let reduced: { reduction: Reduction; late: BypassReason | undefined };
   try {
     reduced = await reduceWithin(ctx, provider, reducible, request, body, who);
   } catch (error) {
@@ -108,7 +108,7 @@ export async function handle(ctx: ProxyContext, provider: Provider, request: Fas
   const { reduction, late } = reduced;
   if (!reducible.countOnly) rememberState(ctx, who, reduction);
   // Fit counted what goes upstream (not when the budget cut it short: the next call will).
-  if (reduction.tokens.after > 0) instant.roll?.(reduction.tokens.after, reduced.window);
+  if (reduction.tokens.after > 0) instant.roll?.(reduction.tokens.after, reduction.window ?? undefined);
   const sent = reduction.history ? Buffer.from(JSON.stringify({ ...body, [reducible.history]: reduction.history })) : given;
   await send(sent, reduction, late, model);
   // Sent and answered: what was parsed and rewritten is no longer held.
@@ -223,7 +223,7 @@ async function reduceWithin(
   request: FastifyRequest,
   body: Record<string, unknown>,
   who: Who,
-): Promise<{ reduction: Reduction; late: BypassReason | undefined; window: number | undefined }> {
+): Promise<{ reduction: Reduction; late: BypassReason | undefined }> {
   const { app, config } = ctx;
   const deps: ReduceDeps = {
     compactor: app.compactor,
@@ -245,18 +245,6 @@ async function reduceWithin(
     signal: AbortSignal.timeout(config.COMPACTOR_DEADLINE_MS),
   };
   const budget = config.COMPACTOR_PROXY_BUDGET_MS;
-<<<<<<< HEAD
-  const declared = deps.options.context_window;
-  const window = typeof declared === 'number' ? declared : resolveModel(modelOf(reducible, body)).contextWindow;
-  const x: Extension = await within(extend(deps, provider, reducible, body, request.headers), budget);
-  const decision = decide(deps, reducible, body, x);
-  try {
-    return { reduction: await within(decision, budget), late: undefined, window };
-  } catch (error) {
-    if (!(error instanceof Bypass && error.reason === 'budget')) throw error;
-    decision.catch(() => undefined);
-    return { reduction: asExtended(x), late: 'budget', window };
-=======
   // The window fit measures against (the record's `tokens.window`): the options', else the model table's.
   const given = deps.options.context_window;
   const window = typeof given === 'number' ? given : (resolveModel(modelOf(reducible, body)).contextWindow ?? null);
@@ -268,6 +256,5 @@ async function reduceWithin(
     if (!(error instanceof Bypass && error.reason === 'budget')) throw error;
     decision.catch(() => undefined);
     return { reduction: { ...asExtended(x), window }, late: 'budget' };
->>>>>>> ui41
   }
 }
