@@ -18,6 +18,7 @@ import { ExtractiveSummarizer } from '../summarizers/extractive.js';
 import { SingleFlight } from '../summarizers/single-flight.js';
 import type { SettledSummary, Summarizer } from '../summarizers/types.js';
 import type { TokenCounter } from '../tokens/counter.js';
+import { usageScale } from '../tokens/occupancy.js';
 import { ArtifactService, type ArtifactView, type Caller } from './artifacts.js';
 import { ConversationService } from './conversations.js';
 import { billOnce, offeredPrepared } from './prepared-run.js';
@@ -221,7 +222,10 @@ export class Compactor {
     const applied = applyPlan(h, out.plan, (m) => this.counter.countMessage(h.format, h.profile, m));
     this.checkOutput(strategy.kind, h.format, applied.messages);
     if (!dryRun) await this.artifacts.persist(caller, applied.offload);
-    const saved = Math.max(0, evaluatePlan(out.plan, applied).saved);
+    // Counted by Compactor; the occupancy may be the usage's (another tokenizer): saved in its units.
+    const scale = usageScale(h.occupancy, h.total);
+    const counted = Math.max(0, evaluatePlan(out.plan, applied).saved);
+    const saved = scale === 1 ? counted : Math.min(h.occupancy, Math.round(counted * scale));
     return {
       messages: dryRun ? req.messages : applied.messages,
       format: h.format.name,

@@ -71,3 +71,19 @@ export function occupancyFromUsage(usage: ReportedUsage, counts: readonly number
   for (let i = covered; i < counts.length; i++) after += counts[i] as number;
   return total + after;
 }
+
+/** The bounds of `usageScale`: a usage that disagrees with the count by more is taken at that. */
+const SCALE_BOUNDS = [0.05, 20] as const;
+
+/**
+ * Occupancy tokens per counted token: exactly 1 when the occupancy is the count (no usage), else
+ * the reported usage's ratio to Compactor's own count of the same request (a provider whose
+ * tokenizer counts otherwise). What a strategy frees is counted by Compactor: taken off an
+ * occupancy in the usage's units, it is converted at this rate (unconverted, a usage counting
+ * fewer tokens made `tokens.after` negative: 734 -> -266).
+ */
+export function usageScale(occupancy: number, counted: number): number {
+  if (counted <= 0 || occupancy === counted) return 1;
+  const ratio = occupancy / counted;
+  return Number.isFinite(ratio) ? Math.min(SCALE_BOUNDS[1], Math.max(SCALE_BOUNDS[0], ratio)) : 1;
+}

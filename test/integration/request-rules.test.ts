@@ -155,3 +155,35 @@ t.test('an unknown option is an error at every depth, never dropped', async (t) 
   const loose = await post(app, '/v1/tokens', { messages, usage: { total_tokens: 10, service_tier: 'default' } });
   t.equal(loose.statusCode, 200, 'usage keeps the provider fields it does not read');
 });
+
+t.test(
+  "fit's tokens stay in the usage's units: a usage that counts fewer tokens than Compactor never drives tokens.after under 0",
+  async (t) => {
+    const app = await build(t);
+    const messages = history(14);
+    const counted = (await post(app, '/v1/tokens', { messages })).json().total as number;
+    for (const ratio of [0.25, 0.5, 1, 2]) {
+      const total = Math.round(counted * ratio);
+      const res = await post(app, '/v1/fit', {
+        messages,
+        target_tokens: Math.round(total * 0.3),
+        limit: { tokens: Math.round(total * 0.5) },
+        usage: { total_tokens: total, messages_covered: messages.length - 2 },
+      });
+      t.equal(res.statusCode, 200, { body: res.body.slice(0, 300) });
+      const { tokens, stages } = res.json() as {
+        tokens: { before: number; after: number; saved: number };
+        stages: { tokens_after: number }[];
+      };
+      t.ok(tokens.before >= total, `usage ${ratio}x the count: before ${tokens.before} holds the reported ${total}`);
+      t.ok(tokens.after > 0 && tokens.after <= tokens.before, `usage ${ratio}x the count: after ${tokens.after} in (0, before]`);
+      t.ok(
+        stages.every((s) => s.tokens_after > 0),
+        'and so is every stage',
+      );
+      // What was freed, in the usage's units: the count's share freed, applied to the usage's total.
+      const share = tokens.saved / tokens.before;
+      t.ok(share < 1, `freed ${Math.round(share * 100)}% of the occupancy, not more than it held`);
+    }
+  },
+);

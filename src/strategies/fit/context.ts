@@ -1,6 +1,7 @@
 import { type Applied, applyPlan, type Count } from '../../history/plan/apply.js';
 import { type Evaluation, evaluatePlan } from '../../history/plan/evaluate.js';
 import type { NewArtifact } from '../../store/types.js';
+import { usageScale } from '../../tokens/occupancy.js';
 import { modelFor } from '../priced.js';
 import type { PreparedRange } from '../summarize/prepared.js';
 import {
@@ -22,6 +23,13 @@ export interface FitRequest extends Omit<Measurements, 'candidates' | 'pending' 
   readonly count: Count;
   /** A stage that would free less than this is skipped (policy tokens). */
   readonly minSaving: number;
+  /**
+   * Occupancy tokens per counted token: 1 unless the request's `usage` counts its messages
+   * otherwise than Compactor's tokenizer does (another provider's tokenizer): what a stage frees,
+   * counted here, is taken off the occupancy at that rate, so that `tokens.after` stays in the
+   * usage's units and never goes under what remains (it went negative: 34,714 -> -17,415).
+   */
+  readonly scale: number;
   /** Whether this run prepares and splices: the service offers it, the request or its default wants it, and it is real. */
   readonly preparing: boolean;
 }
@@ -57,6 +65,7 @@ export function resolve(h: PreparedHistory, o: FitOptions, ctx: StrategyContext)
   const preparing = ctx.prepared !== undefined && prepares(o.prepare?.enabled, ctx.dryRun, ctx.prepared.byDefault);
   const minSaving = o.policy === 'tokens' ? o.min_saving_fraction * h.occupancy : 0;
   const forced = h.occupancy > limit;
+  const scale = scaleOf(h, model.fixed);
   return {
     h,
     o,
@@ -70,13 +79,26 @@ export function resolve(h: PreparedHistory, o: FitOptions, ctx: StrategyContext)
     count: countWith(h, ctx),
     minSaving,
     preparing,
+    scale,
   };
 }
 
+/** Occupancy tokens per counted token (`FitRequest.scale`): exactly 1 when the occupancy is the count. */
+function scaleOf(h: Pick<PreparedHistory, 'occupancy' | 'counts'>, fixed: number): number {
+  let counted = fixed;
+  for (const c of h.counts) counted += c;
+  return usageScale(h.occupancy, counted);
+}
+
 /** A stage's result measured on `view`. */
-export function measured<E>(r: Pick<FitRequest, 'count'>, view: PreparedHistory, result: StrategyResult<E>): Measured<E> {
+export function measured<E>(
+  r: Pick<FitRequest, 'count' | 'scale'>,
+  view: PreparedHistory,
+  result: StrategyResult<E>,
+): Measured<E> {
   if (!result.plan || result.reason) return { result, applied: undefined, freed: 0, evaluation: undefined };
   const applied = applyPlan(view, result.plan, r.count);
   const evaluation = evaluatePlan(result.plan, applied);
-  return { result, applied, freed: evaluation.saved, evaluation };
+  const freed = r.scale === 1 ? evaluation.saved : Math.round(evaluation.saved * r.scale);
+  return { result, applied, freed, evaluation };
 }
