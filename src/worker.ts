@@ -17,7 +17,7 @@ import { openStore } from './store/index.js';
 import { RemoteStore } from './store/remote.js';
 import type { ArtifactStore } from './store/types.js';
 import type { PreparedContext, PrepareRequest } from './strategies/types.js';
-import { loadEncoders } from './tokens/counter.js';
+import { loadEncoders, relieveEncoders } from './tokens/counter.js';
 
 /** What the main thread gives every worker when the pool starts. */
 export interface WorkerInit {
@@ -169,6 +169,8 @@ export default async function run(task: Task): Promise<TaskResult> {
     task.port?.close();
     task.settledPort?.close();
     task.weighPort?.close();
+    // What the tokenizer cached for this task is not kept while the thread idles (issue 39 #10).
+    relieveEncoders();
     // A large request leaves a large heap of garbage: collect it now, off the main thread, so the
     // worker's memory goes back down instead of waiting for V8's next major collection.
     if (large) collect();
