@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { generateHistory, prng } from './lib/generate.mjs';
@@ -7,6 +7,11 @@ import { startProber } from './lib/prober.mjs';
 import { peakRssMiB, startServer } from './lib/servers.mjs';
 
 const FILTER = process.argv[2] ?? '';
+/**
+ * MEMORY_WARM=1: before each case, the server's caches are filled as a long-lived server's are
+ * (`warmCaches`), and its peak RSS is reset (`/proc/<pid>/clear_refs`) so the case's peak is its own.
+ */
+const WARM = process.env.MEMORY_WARM === '1';
 
 /** Tiny messages in each format: the shape whose parsed size dwarfs its bytes. */
 const tinyMessage = {
@@ -214,6 +219,39 @@ async function loopDelayMs(base) {
   return Number(/^nodejs_eventloop_lag_max_seconds (\S+)$/m.exec(text)?.[1]) * 1000;
 }
 
+/**
+ * Fills the caches a long-lived server holds (issue 39 #10): 200,000 distinct messages counted on
+ * the main thread (100 bodies of 2,000, under the worker threshold) and as many on the worker (10
+ * bodies of 20,000), each message of distinct words (the tokenizer's merges too).
+ */
+async function warmCaches(base) {
+  const body = (from, n) =>
+    JSON.stringify({
+      format: 'openai-chat',
+      model: 'gpt-4o',
+      messages: Array.from({ length: n }, (_, i) => ({
+        role: 'user',
+        content: `message ${from + i}: zq${((from + i) * 7919).toString(36)}vk ${'the text of it '.repeat(6)}`,
+      })),
+    });
+  for (let r = 0; r < 100; r++)
+    await (
+      await fetch(`${base}/v1/tokens`, {
+        method: 'POST',
+        body: body(r * 2000, 2000),
+        headers: { 'content-type': 'application/json' },
+      })
+    ).arrayBuffer();
+  for (let r = 0; r < 10; r++)
+    await (
+      await fetch(`${base}/v1/tokens`, {
+        method: 'POST',
+        body: body(1e6 + r * 20_000, 20_000),
+        headers: { 'content-type': 'application/json' },
+      })
+    ).arrayBuffer();
+}
+
 const rssMiB = (pid) => Number(/^VmRSS:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]) / 1024;
 
 async function runCase(c) {
@@ -225,6 +263,10 @@ async function runCase(c) {
     // Ready: the worker pool is up (its thread and tokenizer count in the baseline).
     for (let i = 0; i < 600 && (await fetch(`${server.base}/health/ready`)).status !== 200; i++)
       await new Promise((r) => setTimeout(r, 100));
+    if (WARM) {
+      await warmCaches(server.base);
+      writeFileSync(`/proc/${server.pid}/clear_refs`, '5');
+    }
     const idle = rssMiB(server.pid);
     const bodies = c.requests.map(([endpoint, make]) => [endpoint, withOptions(make(), endpoint)]);
     const bytes = bodies.reduce((sum, [, b]) => sum + Buffer.byteLength(b), 0);
@@ -256,7 +298,9 @@ async function runCase(c) {
   }
 }
 
-console.log(`# peak RSS of the server under the worst request shapes ${JSON.stringify(runMeta())}\n`);
+console.log(
+  `# peak RSS of the server under the worst request shapes${WARM ? ', caches warmed first' : ''} ${JSON.stringify(runMeta())}\n`,
+);
 console.log(
   '| case | body MB (sum) | answers | RSS idle MiB | peak RSS MiB | /health/live p99 ms | max ms | event-loop delay max ms |',
 );

@@ -12,11 +12,12 @@ import { createCompactor } from './service/create.js';
 import { OPERATIONS, type OperationUrl, type Report } from './service/operations.js';
 import { parseJsonBody } from './service/request-body.js';
 import { settledOver } from './service/settle.js';
+import { weighOver } from './service/weigh-port.js';
 import { openStore } from './store/index.js';
 import { RemoteStore } from './store/remote.js';
 import type { ArtifactStore } from './store/types.js';
 import type { PreparedContext, PrepareRequest } from './strategies/types.js';
-import { loadEncoders } from './tokens/counter.js';
+import { loadEncoders, relieveEncoders } from './tokens/counter.js';
 
 /** What the main thread gives every worker when the pool starts. */
 export interface WorkerInit {
@@ -43,6 +44,8 @@ export interface Task {
   prepared?: PreparedContext;
   /** which this port answers (`settle.ts`). */
   settledPort?: MessagePort;
+  /** Where what the task loads from the store is weighed (`Call.weigh`, `weigh-port.ts`): an MCP read's. */
+  weighPort?: MessagePort;
 }
 
 /** How a task failed, as plain data: a problem for the client, or an internal error for the log. */
@@ -115,6 +118,7 @@ async function perform(task: Task): Promise<TaskResult> {
     signal: AbortSignal.timeout(task.deadlineMs),
     caller: core.caller(task.keyDigest),
     prepared: task.prepared && task.settledPort ? { ...task.prepared, settled: settledOver(task.settledPort) } : task.prepared,
+    weigh: task.weighPort ? weighOver(task.weighPort) : undefined,
   });
   const json = serializerCompiler({ schema: op.response, method: 'POST', url: op.url })(outcome.value) as string;
   // Large strings get a buffer of their own (not Node's shared pool): it can be moved as it is.
@@ -164,6 +168,9 @@ export default async function run(task: Task): Promise<TaskResult> {
   } finally {
     task.port?.close();
     task.settledPort?.close();
+    task.weighPort?.close();
+    // What the tokenizer cached for this task is not kept while the thread idles (issue 39 #10).
+    relieveEncoders();
     // A large request leaves a large heap of garbage: collect it now, off the main thread, so the
     // worker's memory goes back down instead of waiting for V8's next major collection.
     if (large) collect();

@@ -3,8 +3,11 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { CompactorError } from '../errors.js';
 import { describeKind } from '../history/artifact-kinds.js';
-import type { ArtifactView, Caller } from '../service/artifacts.js';
-import { originalText } from './render.js';
+import type { Caller } from '../service/artifacts.js';
+import { DEFAULT_PAGE_TOKENS, type RecallPage } from '../service/recall.js';
+import type { SearchQuery, SearchResult } from '../service/search.js';
+
+export type { SearchQuery, SearchResult };
 
 /**
  * The MCP server of one request: the tools a model calls to get back what Compactor cleared or
@@ -16,8 +19,11 @@ import { originalText } from './render.js';
 /** What a recall reads and what the search looks through, for one caller. */
 export interface RecallDeps {
   readonly caller: Caller;
-  /** One original, read as a use; throws `CMP_ERR_ARTIFACT_NOT_FOUND` when unknown or expired. */
-  readonly artifact: (id: string, caller: Caller) => Promise<ArtifactView>;
+  /**
+   * One page of an original (`service/recall.ts`), read as a use; throws
+   * `CMP_ERR_ARTIFACT_NOT_FOUND` when unknown or expired.
+   */
+  readonly recall: (id: string, offset: number, maxTokens: number, caller: Caller) => Promise<RecallPage>;
   /** The caller's originals matching a query, newest first (bounded). */
   readonly search?: (query: SearchQuery, caller: Caller) => Promise<SearchResult>;
   /** How long originals live, for the model's explanation of an unknown id. */
@@ -26,47 +32,26 @@ export interface RecallDeps {
   readonly count: (tool: 'recall' | 'search', outcome: string) => void;
 }
 
-export interface SearchQuery {
-  readonly text: string;
-  readonly regex: boolean;
-  /** Only the originals of this conversation (`x-compactor-conversation`), when given. */
-  readonly conversation?: string | undefined;
-  readonly maxResults: number;
-}
-
-export interface SearchResult {
-  readonly hits: readonly { id: string; kind: string; tool_name: string | null; created_at: string; lines: string[] }[];
-  /** Originals looked through, and whether the search stopped at its bounds before the end. */
-  readonly scanned: number;
-  readonly truncated: boolean;
-}
-
-/** Characters a token is taken to be when paging (`max_tokens`): generous, so a page stays under it. */
-const CHARS_PER_TOKEN = 3;
-export const DEFAULT_PAGE_TOKENS = 8000;
-
 const text = (t: string, isError = false): CallToolResult => ({
   content: [{ type: 'text', text: t }],
   ...(isError ? { isError } : {}),
 });
 
 /** What an original was, in one line: its kind, tool and when it was cleared. */
-function what(view: ArtifactView): string {
+function what(view: RecallPage): string {
   const tool = view.tool_name ? ` of the tool \`${view.tool_name}\`` : '';
   return `${view.id}: ${describeKind(view.kind)}${tool} (${view.kind}), stored ${view.created_at}, kept until ${view.expires_at}.`;
 }
 
-/** One page of an original: the characters from `offset`, at most `maxTokens` worth, and where the next page starts. */
-export function page(whole: string, offset: number, maxTokens: number): { body: string; next: number | null } {
-  const end = Math.min(whole.length, offset + Math.max(1, maxTokens) * CHARS_PER_TOKEN);
-  return { body: whole.slice(offset, end), next: end < whole.length ? end : null };
-}
-
 async function recall(deps: RecallDeps, id: string, offset: number, maxTokens: number): Promise<CallToolResult> {
-  let view: ArtifactView;
+  let view: RecallPage;
   try {
-    view = await deps.artifact(id.trim(), deps.caller);
+    view = await deps.recall(id.trim(), offset, maxTokens, deps.caller);
   } catch (error) {
+    if (error instanceof CompactorError && error.code === 'CMP_ERR_OVERLOADED') {
+      deps.count('recall', 'overloaded');
+      return text(`The service is busy: ${error.message}. Recall it again later.`, true);
+    }
     if (!(error instanceof CompactorError) || error.code !== 'CMP_ERR_ARTIFACT_NOT_FOUND') throw error;
     deps.count('recall', 'not_found');
     const days = Math.round(deps.ttlSeconds / 86400);
@@ -78,17 +63,14 @@ async function recall(deps: RecallDeps, id: string, offset: number, maxTokens: n
       true,
     );
   }
-  const whole = originalText(view.content);
-  if (offset > whole.length) {
+  const { length, body, next } = view;
+  if (offset > length) {
     deps.count('recall', 'bad_offset');
-    return text(`offset ${offset} is past the end of ${view.id}, which has ${whole.length} characters.`, true);
+    return text(`offset ${offset} is past the end of ${view.id}, which has ${length} characters.`, true);
   }
-  const { body, next } = page(whole, offset, maxTokens);
   deps.count('recall', 'ok');
   const span =
-    next === null && offset === 0
-      ? `all ${whole.length} characters`
-      : `characters ${offset}–${offset + body.length} of ${whole.length}`;
+    next === null && offset === 0 ? `all ${length} characters` : `characters ${offset}–${offset + body.length} of ${length}`;
   const more = next === null ? '' : `\n--- more: call recall with id ${view.id} and offset ${next} ---`;
   return text(`${what(view)} Below: ${span}, exactly as it was.\n--- original ---\n${body}${more}`);
 }
@@ -121,6 +103,42 @@ async function search(deps: RecallDeps, q: SearchQuery): Promise<CallToolResult>
   return text(`${result.hits.length} originals match${bounds}; read one whole with the recall tool.\n\n${blocks.join('\n\n')}`);
 }
 
+/**
+ * The tools' arguments, built once: zod compiles a schema's checks on its first use, and a schema
+ * built with each request's server would be compiled again on every request's main thread.
+ */
+const RECALL_INPUT = z.object({
+  id: z.string().min(1).max(200).describe('the art_… id, as the placeholder or summary shows it'),
+  offset: z
+    .number()
+    .int()
+    .min(0)
+    .optional()
+    .describe('the character to start from (0: the beginning); the previous answer says where the next page starts'),
+  max_tokens: z
+    .number()
+    .int()
+    .min(100)
+    .max(100_000)
+    .optional()
+    .describe(`how much to read at once, in tokens (default ${DEFAULT_PAGE_TOKENS})`),
+});
+
+const SEARCH_INPUT = z.object({
+  query: z
+    .string()
+    .min(1)
+    .max(1000)
+    .describe('the text to find (exact, case-sensitive), or a regular expression with regex: true'),
+  regex: z.boolean().optional().describe('read query as an RE2 regular expression (linear time; no backreferences)'),
+  conversation: z
+    .string()
+    .max(200)
+    .optional()
+    .describe('only the originals of this conversation (the x-compactor-conversation id the proxy answers with)'),
+  max_results: z.number().int().min(1).max(50).optional().describe('most originals to list (default 10)'),
+});
+
 /** The MCP server for one caller: `recall` and `search`. */
 export function mcpServer(deps: RecallDeps, version: string): McpServer {
   const server = new McpServer({ name: 'compactor', version }, { capabilities: { tools: {} } });
@@ -130,22 +148,7 @@ export function mcpServer(deps: RecallDeps, version: string): McpServer {
       title: 'Recall an original Compactor cleared',
       description:
         'Get back, exactly as it was, something Compactor removed from this conversation to save context: a tool result replaced by a placeholder that names an id (art_ followed by 24 hex digits), the messages a summary replaced, the middle of a truncated output, or a thinking block. Pass the id exactly as the placeholder or summary shows it. A long original comes in pages: call again with `offset` set to the `next` offset the answer gives. Use it whenever you need the details of an earlier output you no longer see; use `search` when you do not know the id.',
-      inputSchema: {
-        id: z.string().min(1).max(200).describe('the art_… id, as the placeholder or summary shows it'),
-        offset: z
-          .number()
-          .int()
-          .min(0)
-          .optional()
-          .describe('the character to start from (0: the beginning); the previous answer says where the next page starts'),
-        max_tokens: z
-          .number()
-          .int()
-          .min(100)
-          .max(100_000)
-          .optional()
-          .describe(`how much to read at once, in tokens (default ${DEFAULT_PAGE_TOKENS})`),
-      },
+      inputSchema: RECALL_INPUT,
       annotations: { readOnlyHint: true, openWorldHint: false },
     },
     async ({ id, offset, max_tokens }) => recall(deps, id, offset ?? 0, max_tokens ?? DEFAULT_PAGE_TOKENS),
@@ -156,20 +159,7 @@ export function mcpServer(deps: RecallDeps, version: string): McpServer {
       title: 'Search what Compactor cleared',
       description:
         'Search the originals Compactor removed from your conversations (cleared tool results, summarized messages) for a string you need but no longer see: a file path, an error message, an identifier, a number. Exact text by default; set `regex` for an RE2 regular expression. Answers the matching ids with the matching lines; read one whole with `recall`.',
-      inputSchema: {
-        query: z
-          .string()
-          .min(1)
-          .max(1000)
-          .describe('the text to find (exact, case-sensitive), or a regular expression with regex: true'),
-        regex: z.boolean().optional().describe('read query as an RE2 regular expression (linear time; no backreferences)'),
-        conversation: z
-          .string()
-          .max(200)
-          .optional()
-          .describe('only the originals of this conversation (the x-compactor-conversation id the proxy answers with)'),
-        max_results: z.number().int().min(1).max(50).optional().describe('most originals to list (default 10)'),
-      },
+      inputSchema: SEARCH_INPUT,
       annotations: { readOnlyHint: true, openWorldHint: false },
     },
     async ({ query, regex, conversation, max_results }) =>

@@ -1,14 +1,18 @@
 import { createRequire } from 'node:module';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import PQueue from 'p-queue';
 import { Counter } from 'prom-client';
 import type { Config } from '../config.js';
 import { CompactorError } from '../errors.js';
-import { artifactSearch } from '../mcp/search.js';
 import { mcpServer, type RecallDeps } from '../mcp/server.js';
 import { bearerOf, keyCheck } from '../plugins/app/keys.js';
+import { failureError } from '../plugins/app/worker-pool.js';
 import { reserveMore } from '../plugins/load/admission.js';
 import type { Caller } from '../service/artifacts.js';
+import type { OperationUrl } from '../service/operations.js';
+import { type RecallPage, recallPage } from '../service/recall.js';
+import { type SearchResult, searchOriginals } from '../service/search.js';
 
 const { version } = createRequire(import.meta.url)('../../package.json') as { version: string };
 
@@ -25,27 +29,51 @@ export const MCP_MAX_BATCH = 10;
  * Agents SDK) can recall what Compactor cleared. Under the service's auth: with keys, the
  * Compactor key in `Authorization: Bearer` or `x-compactor-key`; none on the embedded default.
  * Tenant-scoped exactly like `/v1/artifacts`.
+ *
+ * The tools' reads of originals (a search's up to 32 MiB, a recall's one original, 20 MiB at
+ * most) run one at a time in the process, and on a worker thread where the store is the
+ * workers' own (SQLite, Redis; `COMPACTOR_WORKERS` above 0): the main thread then never reads,
+ * parses nor scans an original, and answers probes and other requests while a batch of ten
+ * searches reads a 20 MiB original ten times. With a store in the main thread's memory, or no
+ * workers, they run in line, yielding to the event loop as they read.
  */
 export default async function mcpRoutes(app: FastifyInstance, { config }: { config: Config }): Promise<void> {
   const keys = keyCheck(config.COMPACTOR_API_KEYS);
   const calls = new Counter({
     name: 'compactor_mcp_calls_total',
-    help: 'MCP tool calls by tool and outcome (recall: ok, not_found, bad_offset; search: found, none, bad_query, overloaded)',
+    help: 'MCP tool calls by tool and outcome (recall: ok, not_found, bad_offset, overloaded; search: found, none, bad_query, overloaded)',
     labelNames: ['tool', 'outcome'],
     registers: [app.metrics.registry],
   });
 
-  const search = artifactSearch((caller, kinds, limit) => app.compactor.artifacts.recent(caller, kinds, limit));
+  /** The tools' reads of originals, one at a time in the process: at most one read's originals are held. */
+  const reads = new PQueue({ concurrency: 1 });
 
-  /** The caller of a request: its key's, or the shared scope when the service has none. */
-  const callerOf = (request: FastifyRequest): Caller => {
-    if (!keys.on) return app.compactor.caller(null);
+  /** The caller of a request (its key's digest, or null: the shared scope when the service has none). */
+  const callerOf = (request: FastifyRequest): { caller: Caller; digest: Buffer | null } => {
+    if (!keys.on) return { caller: app.compactor.caller(null), digest: null };
     const key = request.headers['x-compactor-key'];
     const given = bearerOf(request.headers.authorization) ?? (typeof key === 'string' ? key : undefined);
     if (!given) throw new CompactorError('CMP_ERR_AUTH_REQUIRED', 'send Authorization: Bearer <key> or x-compactor-key');
     const d = keys.check(given);
     if (!d) throw new CompactorError('CMP_ERR_AUTH_INVALID', 'the API key is not valid');
-    return app.compactor.caller(d);
+    return { caller: app.compactor.caller(d), digest: d };
+  };
+
+  /**
+   * Runs one read on a worker thread (`OPERATIONS['/mcp/…']`): the arguments go as JSON, the
+   * worker reads the store itself, and only the answer (hits, a page) comes back.
+   */
+  const onWorker = async <R>(
+    url: OperationUrl,
+    args: object,
+    request: FastifyRequest,
+    digest: Buffer | null,
+    weigh: (chars: number) => void,
+  ): Promise<R> => {
+    const done = await app.workerPool.run(url, Buffer.from(JSON.stringify(args)), request, undefined, digest, weigh);
+    if (!done.ok) throw failureError(done);
+    return JSON.parse(Buffer.from(done.payload.buffer, done.payload.byteOffset, done.payload.byteLength).toString('utf8')) as R;
   };
 
   app.route({
@@ -61,7 +89,7 @@ export default async function mcpRoutes(app: FastifyInstance, { config }: { conf
       hide: true,
     },
     handler: async (request, reply) => {
-      const caller = callerOf(request);
+      const { caller, digest } = callerOf(request);
       if (request.method !== 'POST') {
         return reply
           .code(405)
@@ -86,18 +114,31 @@ export default async function mcpRoutes(app: FastifyInstance, { config }: { conf
             id: null,
           });
       }
-      // What a search loads counts against the weight in flight (COMPACTOR_MAX_INFLIGHT_BYTES) like a
-      // /v1 body: searches run one at a time, so the request holds its largest search's originals.
+      // What a read loads counts against the weight in flight (COMPACTOR_MAX_INFLIGHT_BYTES) like a
+      // /v1 body: reads run one at a time, so the request holds its largest read's originals.
       let weighed = 0;
       const weigh = (chars: number): void => {
         if (chars <= weighed) return;
         reserveMore(request, chars - weighed);
         weighed = chars;
       };
+      const inLine = async (chars: number) => weigh(chars);
+      // Decided per request: the pool is decorated after the routes are registered.
+      const pooled = app.workerPool.available && !app.storeIsLocal;
       const deps: RecallDeps = {
         caller,
-        artifact: (id, c) => app.compactor.artifact(id, c),
-        search: (q, c) => search(q, c, weigh),
+        recall: (id, offset, maxTokens, c) =>
+          reads.add(() =>
+            pooled
+              ? onWorker<RecallPage>('/mcp/recall', { id, offset, maxTokens }, request, digest, weigh)
+              : recallPage((i, cc) => app.compactor.artifact(i, cc), id, c, offset, maxTokens, inLine),
+          ),
+        search: (q, c) =>
+          reads.add(() =>
+            pooled
+              ? onWorker<SearchResult>('/mcp/search', q, request, digest, weigh)
+              : searchOriginals((cc, kinds, limit) => app.compactor.artifacts.recent(cc, kinds, limit), q, c, inLine),
+          ),
         ttlSeconds: config.COMPACTOR_ARTIFACT_TTL_SECONDS,
         count: (tool, outcome) => calls.inc({ tool, outcome }),
       };

@@ -4,6 +4,7 @@ import type { ArtifactRefSchema } from '../contract/parts.js';
 import type { CostReport } from '../cost/model.js';
 import type { ErrorCode } from '../errors.js';
 import { ExpandRequest, ExpandResponse } from '../schemas/artifacts.js';
+import { McpRecallRequest, McpRecallResponse, McpSearchRequest, McpSearchResponse } from '../schemas/mcp.js';
 import { STRATEGY_SCHEMAS, type StrategySchemas } from '../schemas/strategies.js';
 import { TokensRequest, TokensResponse, ValidateRequest, ValidateResponse } from '../schemas/tokens.js';
 import { STRATEGIES, STRATEGY_KINDS, type StrategyKind } from '../strategies/registry.js';
@@ -12,8 +13,10 @@ import type { Caller } from './artifacts.js';
 import type { Compactor } from './compactor.js';
 import { type FitExtra, recordFit } from './fit-record.js';
 import type { PreparedSummaries } from './prepared-summaries.js';
+import { recallPage } from './recall.js';
 import { checkBody } from './request-body.js';
 import type { HistoryInput } from './request-history.js';
+import { searchOriginals } from './search.js';
 import type { StrategyResponse } from './strategy-response.js';
 
 /** What one call runs with: its deadline and who is asking. */
@@ -27,6 +30,12 @@ export interface Call {
    * the in-flight limit; throws 503 past it. Only where the HTTP layer admits it (the main thread).
    */
   readonly reserve?: ((bytes: number) => void) | undefined;
+  /**
+   * Counts characters a call loaded from the store (an MCP search's originals, a recall's) against
+   * the in-flight limit, from whichever thread it runs on (a worker asks the main thread over its
+   * task's port); rejects with 503 past it.
+   */
+  readonly weigh?: ((chars: number) => Promise<void>) | undefined;
 }
 
 /**
@@ -213,7 +222,9 @@ function strategyOperations(): StrategyOperations {
 
 /**
  * Every POST endpoint, by URL: the routes register these entries, and a worker thread performs
- * the same ones for large bodies, so both paths validate, run and answer alike.
+ * the same ones for large bodies, so both paths validate, run and answer alike. The two `/mcp/…`
+ * entries are no endpoints: they are the MCP tools' reads of originals, which `/mcp` runs on a
+ * worker where the store is the worker's own.
  */
 export const OPERATIONS = {
   ...strategyOperations(),
@@ -223,6 +234,25 @@ export const OPERATIONS = {
   })),
   '/v1/expand': operation('/v1/expand', ExpandRequest, ExpandResponse, async (c, body, call) => ({
     value: await c.expand(body, call.caller, call.reserve),
+  })),
+  // The MCP tools' reads of originals (not endpoints: `/mcp` runs them on a worker, `routes/mcp.ts`).
+  '/mcp/search': operation('/mcp/search', McpSearchRequest, McpSearchResponse, async (c, body, call) => ({
+    value: await searchOriginals(
+      (caller, kinds, limit) => c.artifacts.recent(caller, kinds, limit),
+      body,
+      call.caller,
+      call.weigh,
+    ),
+  })),
+  '/mcp/recall': operation('/mcp/recall', McpRecallRequest, McpRecallResponse, async (c, body, call) => ({
+    value: await recallPage(
+      (id, caller) => c.artifact(id, caller),
+      body.id,
+      call.caller,
+      body.offset,
+      body.maxTokens,
+      call.weigh,
+    ),
   })),
 };
 

@@ -35,6 +35,8 @@ const loaded = new Map<Encoding, Tokenizer>();
  * text the next request is as fast as in a fresh process (0.71-0.79 s, fresh 0.91 s), and within
  * one request the cache works as before (a text counted twice is found the second time). Emptying
  * it as often as after every count left ordinary text as fast (the corpus, 4.6 MB: within noise).
+ * It is emptied after each answer too (the app's `onResponse`, the worker's task end): full, it
+ * holds 38 MiB per encoding, which an idle thread then keeps no more (issue 39 #10).
  */
 export const MERGE_CACHE_CLEAR_AT = 10_000;
 
@@ -121,13 +123,25 @@ export interface CounterStats {
   entries: number;
 }
 
+/** The most distinct key prefixes (profile, format, media counts) kept as shared strings. */
+const MAX_PREFIXES = 1024;
+
 /**
  * Counts messages with a per-message cache keyed by (profile, format, hash of the counted text and
  * media): an agent that calls on every step with its history grown by a few messages pays
  * tokenization for the new messages only. Hashing costs a small fraction of tokenizing.
+ *
+ * An entry costs about 120 bytes (a heap snapshot of 100,000 entries, issue 39): its key is one
+ * prefix string shared by every entry of a profile, format and media count, followed by the hash
+ * (28 characters) or the text itself when shorter than 48, so the count bound is a bound in bytes:
+ * 200,000 entries, the default, hold about 30 MiB per thread once full, the LRU's fixed arrays
+ * included. Keys built whole for each entry (a template of five pieces) cost 410 bytes each:
+ * 87 MiB per thread.
  */
 export class TokenCounter {
   private readonly cache: LRUCache<string, number> | undefined;
+  /** The shared prefix of each (profile, format, media) key, by itself. */
+  private readonly prefixes = new Map<string, string>();
   private hits = 0;
   private misses = 0;
 
@@ -136,13 +150,23 @@ export class TokenCounter {
     this.cache = cacheEntries > 0 ? new LRUCache({ max: cacheEntries }) : undefined;
   }
 
+  /** A cache key: the shared string of `prefix` (one per distinct prefix) and `rest`. */
+  private key(prefix: string, rest: string): string {
+    let shared = this.prefixes.get(prefix);
+    if (shared === undefined) {
+      shared = prefix;
+      if (this.prefixes.size < MAX_PREFIXES) this.prefixes.set(prefix, prefix);
+    }
+    return shared + rest;
+  }
+
   /** Tokens of one message: its content, media at flat rates, and the per-message framing. */
   countMessage(format: FormatAdapter, profile: ModelProfile, message: unknown): number {
     const c = format.countable(message);
     // Keyed on what is counted (cheaper to hash than the message's JSON, and equal messages
     // in other wrappings share it); short texts are their own key.
     const text = c.text.length < 48 ? c.text : hash('sha1', c.text, 'base64');
-    const key = this.cache ? `${profile.id}|${format.name}|${c.images},${c.documents},${c.audio}|${text}` : '';
+    const key = this.cache ? this.key(`${profile.id}|${format.name}|${c.images},${c.documents},${c.audio}|`, text) : '';
     const cached = this.cache?.get(key);
     if (cached !== undefined) {
       this.hits++;
@@ -158,7 +182,7 @@ export class TokenCounter {
   /** Tokens of a text under a profile, through the same cache (a tool result counted again on a later call is a hit). */
   countTextCached(profile: ModelProfile, text: string): number {
     if (!this.cache || text.length < 48) return countText(profile, text);
-    const key = `${profile.id}|text|${hash('sha1', text, 'base64')}`;
+    const key = this.key(`${profile.id}|text|`, hash('sha1', text, 'base64'));
     const cached = this.cache.get(key);
     if (cached !== undefined) {
       this.hits++;

@@ -1,11 +1,15 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { pino } from 'pino';
 import t, { type Test } from 'tap';
 import { buildApp } from '../../src/app.js';
-import { SEARCH_LIMIT } from '../../src/mcp/search.js';
 import { MCP_MAX_BATCH } from '../../src/routes/mcp.js';
+import type { Caller } from '../../src/service/artifacts.js';
+import { PAUSE_EVERY, Pacer, SEARCH_LIMIT, searchOriginals } from '../../src/service/search.js';
 import { MemoryStore } from '../../src/store/memory.js';
-import type { Artifact, RecentLimit } from '../../src/store/types.js';
+import type { Artifact, ArtifactStore, RecentLimit } from '../../src/store/types.js';
 import { build, testConfig } from '../support/app.js';
 import { listen } from '../support/net.js';
 
@@ -162,4 +166,129 @@ t.test('what a search loads counts against COMPACTOR_MAX_INFLIGHT_BYTES while it
     payload: { format: 'openai-chat', messages: [{ role: 'user', content: 'x'.repeat(1024 * 1024) }] },
   });
   t.equal(after.statusCode, 200, 'released once the MCP answer is sent');
+});
+
+/**
+ * The largest number of characters of originals the main thread's store handed out in one read,
+ * from the time it is installed: every `get` and `recent` of the store the app holds is counted.
+ */
+function readsOf(store: ArtifactStore): { largest: number; reads: number } {
+  const seen = { largest: 0, reads: 0 };
+  const count = (artifacts: Iterable<Artifact>) => {
+    seen.reads++;
+    for (const a of artifacts) seen.largest = Math.max(seen.largest, a.content.length);
+  };
+  const { get, recent } = store;
+  store.get = async (...args: Parameters<ArtifactStore['get']>) => {
+    const found = await get.apply(store, args);
+    count(found.values());
+    return found;
+  };
+  store.recent = async (...args: Parameters<ArtifactStore['recent']>) => {
+    const found = await recent.apply(store, args);
+    count(found);
+    return found;
+  };
+  return seen;
+}
+
+t.test(
+  'with a store of its own on the workers, a batch of searches and recalls of a 20 MiB original never reads it on the main thread',
+  async (t) => {
+    // Issue 39, finding 1: each search read the 20 MiB row from SQLite synchronously on the main
+    // thread (/health/live stalled 369 ms on a batch of 10). The reads now run on a worker, whose
+    // own connection reads the file: the main thread's store hands out no original at all.
+    const dir = mkdtempSync(join(tmpdir(), 'compactor-mcp-worker-'));
+    t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+    const app = await build(t, { COMPACTOR_STORE_URL: `sqlite:${join(dir, 'store.db')}`, COMPACTOR_WORKERS: '1' });
+    const { base } = await listen(app);
+    const id = await offload(t, app, 20 * 1024 * 1024, 'the end of the listing');
+    const main = readsOf(app.store);
+
+    const recalls = Array.from({ length: MCP_MAX_BATCH / 2 }, (_, i) => ({
+      jsonrpc: '2.0',
+      id: 100 + i,
+      method: 'tools/call',
+      params: { name: 'recall', arguments: { id, offset: i * 1000, max_tokens: 100 } },
+    }));
+    const batch = [...searches(MCP_MAX_BATCH / 2, 'the end of the listing'), ...recalls];
+    let done = false;
+    const answer = fetch(`${base}/mcp`, { method: 'POST', headers: HEADERS, body: JSON.stringify(batch) }).then(async (res) => {
+      const body = (await res.json()) as { id: number; result: { content: { text: string }[]; isError?: boolean } }[];
+      done = true;
+      return { status: res.status, body };
+    });
+    // /health/live while the batch runs: measured and reported, not asserted (a busy machine is slow).
+    const latencies: number[] = [];
+    while (!done) {
+      const t0 = performance.now();
+      const live = await fetch(`${base}/health/live`);
+      await live.arrayBuffer();
+      if (!done) latencies.push(performance.now() - t0);
+    }
+    const { status, body } = await answer;
+    t.equal(status, 200);
+    t.equal(body.length, MCP_MAX_BATCH, 'every call of the batch is answered');
+    const texts = new Map(body.map((one) => [one.id, one.result.content[0]?.text ?? '']));
+    for (let i = 1; i <= MCP_MAX_BATCH / 2; i++)
+      t.match(texts.get(i), /1 originals match/, `search ${i} found the original's end`);
+    for (let i = 0; i < MCP_MAX_BATCH / 2; i++) {
+      t.match(texts.get(100 + i), `characters ${i * 1000}–${i * 1000 + 300} of `, `recall ${i} answered its page`);
+    }
+    t.equal(main.largest, 0, `the main thread's store handed out no original (${main.reads} reads)`);
+    t.comment(
+      `/health/live during the batch: ${latencies.length} probes, slowest ${Math.round(Math.max(0, ...latencies))} ms (not asserted)`,
+    );
+
+    // The same batch on a store in the main thread's memory runs in line: there the reads are the main thread's.
+    const local = await build(t, { COMPACTOR_STORE_URL: 'memory:', COMPACTOR_WORKERS: '1' });
+    const localBase = (await listen(local)).base;
+    await offload(t, local, 1024 * 1024, 'the end of the listing');
+    const inLine = readsOf(local.store);
+    const res = await fetch(`${localBase}/mcp`, {
+      method: 'POST',
+      headers: HEADERS,
+      body: JSON.stringify(searches(1, 'the end of the listing')[0]),
+    });
+    t.match(((await res.json()) as { result: { content: { text: string }[] } }).result.content[0]?.text, /1 originals match/);
+    t.ok(inLine.largest > 1024 * 1024, 'a memory store is read in line (the count sees what the main thread reads)');
+  },
+);
+
+t.test('a search in line reads a 20 MiB original in slices, with a turn of the event loop between them', async (t) => {
+  // Counted, not timed: the pacer says how often the search gave the event loop a turn and the
+  // most characters it read between two turns, whatever the speed of the machine.
+  const line = 'drwxr-xr-x 2 root root 4096 Dec  7 05:01 some/where/in/the/tree\n';
+  const content = JSON.stringify({
+    role: 'tool',
+    tool_call_id: 'c1',
+    content: line.repeat(Math.ceil((20 * 1024 * 1024) / line.length)),
+  });
+  const original: Artifact = {
+    id: 'art_000000000000000000000001',
+    kind: 'tool_result',
+    tool_name: 'ls',
+    content,
+    sha256: '',
+    created_at: 0,
+    expires_at: Number.MAX_SAFE_INTEGER,
+  };
+  const caller = {} as Caller;
+  const recent = async () => [original];
+  for (const q of [
+    { text: 'nowhere-to-be-found', regex: false, maxResults: 10 },
+    { text: 'no+where[0-9]', regex: true, maxResults: 10 },
+  ]) {
+    const pacer = new Pacer();
+    const result = await searchOriginals(recent, q, caller, undefined, pacer);
+    t.same(result.hits, [], `${q.text}: nothing found`);
+    t.ok(
+      pacer.turns >= Math.floor(content.length / PAUSE_EVERY),
+      `${q.text}: ${pacer.turns} turns over ${content.length} characters`,
+    );
+    t.ok(
+      pacer.longest <= PAUSE_EVERY + line.length + q.text.length,
+      `${q.text}: at most ${pacer.longest} characters read between two turns`,
+    );
+  }
 });

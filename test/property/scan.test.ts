@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import t from 'tap';
-import { escapeText, unescapeLine, valueLines } from '../../src/mcp/scan.js';
+import { escapeText, unescapeLine, valueLines } from '../../src/service/search-scan.js';
 
 /** The lines of every string value (not keys) of a JSON value, in the order JSON.stringify writes them. */
 function expected(value: unknown, out: string[] = []): string[] {

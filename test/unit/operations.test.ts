@@ -24,7 +24,7 @@ const outcome: Outcome = { value: {}, spliced: 'r1', prepare: { id: 'r2' } as Pr
 
 t.test('every strategy in the registry has its operation, in the registry order', async (t) => {
   const strategyUrls = Object.keys(OPERATIONS).filter(
-    (url) => url !== '/v1/tokens' && url !== '/v1/validate' && url !== '/v1/expand',
+    (url) => !['/v1/tokens', '/v1/validate', '/v1/expand', '/mcp/search', '/mcp/recall'].includes(url),
   );
   t.same(
     strategyUrls,
@@ -55,7 +55,16 @@ t.test('fit hands the preparer nothing when its work fails', async (t) => {
 });
 
 t.test('the other operations never touch the preparer', async (t) => {
-  for (const url of ['/v1/window', '/v1/compact', '/v1/summarize', '/v1/tokens', '/v1/validate', '/v1/expand'] as const) {
+  for (const url of [
+    '/v1/window',
+    '/v1/compact',
+    '/v1/summarize',
+    '/v1/tokens',
+    '/v1/validate',
+    '/v1/expand',
+    '/mcp/search',
+    '/mcp/recall',
+  ] as const) {
     const { calls, preparer } = recording();
     let given: PreparedContext | undefined = { entries: [], byDefault: false };
     await OPERATIONS[url].around(preparer, 's1', undefined, async (prepared) => {

@@ -7,6 +7,7 @@ import type { Compactor } from '../../service/compactor.js';
 import { createCompactor } from '../../service/create.js';
 import { bootStep, openWritableStore } from '../../store/boot.js';
 import type { ArtifactStore } from '../../store/types.js';
+import { relieveEncoders } from '../../tokens/counter.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -62,6 +63,10 @@ export default fp<CompactorPluginOptions>(
     app.decorate('deadlineMs', config.COMPACTOR_DEADLINE_MS);
     const compactor = await createCompactor(config, { store, secret, logger: app.log, summarizerSlots: options.summarizerSlots });
     app.decorate('compactor', compactor);
+    // The tokenizer's cache of merges is emptied after each answer too, not only before the next
+    // request: an idle service keeps fewer than `MERGE_CACHE_CLEAR_AT` of them, not up to 100,000
+    // (38 MiB per encoding, issue 39 #10). Worker threads do the same after each task.
+    app.addHook('onResponse', async () => relieveEncoders());
     const { counter } = compactor;
     const stat = (name: string, help: string, read: () => number) =>
       new Gauge({

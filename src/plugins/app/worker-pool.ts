@@ -10,6 +10,7 @@ import type { Config } from '../../config.js';
 import { CompactorError } from '../../errors.js';
 import type { OperationUrl } from '../../service/operations.js';
 import { serveSettled } from '../../service/settle.js';
+import { serveWeigh } from '../../service/weigh-port.js';
 import { serveStore } from '../../store/remote.js';
 import type { PreparedContext } from '../../strategies/types.js';
 import type { Task, TaskResult, WorkerInit } from '../../worker.js';
@@ -142,9 +143,15 @@ export class WorkerPool {
     return this.pool;
   }
 
+  /** Whether the pool has threads at all (`COMPACTOR_WORKERS` above 0). */
+  get available(): boolean {
+    return this.options.workers > 0;
+  }
+
   /**
    * Runs one request on the pool; the body is moved to the worker, not copied. `keyDigest`: the
    * caller's, where it is not the request's validated key (a proxied request's credential).
+   * `weigh`: where the worker's `Call.weigh` is counted (an MCP read's originals).
    */
   async run(
     url: OperationUrl,
@@ -152,6 +159,7 @@ export class WorkerPool {
     request: FastifyRequest,
     prepared?: PreparedContext,
     keyDigest?: Uint8Array | null,
+    weigh?: (chars: number) => void,
   ): Promise<TaskResult> {
     const pool = this.pool ?? this.start();
     const bytes = new Uint8Array(body.buffer, body.byteOffset, body.byteLength);
@@ -179,6 +187,12 @@ export class WorkerPool {
       task.settledPort = waits.port2;
       transferList.push(waits.port2);
     }
+    const weighs = weigh && new MessageChannel();
+    if (weighs) {
+      serveWeigh(weighs.port1, weigh);
+      task.weighPort = weighs.port2;
+      transferList.push(weighs.port2);
+    }
     // The body's memory moves to the worker: its length is read now, while it is still here.
     const length = body.byteLength;
     if (this.pendingBytes === 0) {
@@ -190,7 +204,9 @@ export class WorkerPool {
       const result = (await pool.run(task, { transferList })) as TaskResult;
       this.evicted += result.evicted;
       // Throughput: bytes finished over the time the pool has been busy (tasks on one worker
-      // interleave, so a task's own duration says little about the pool's speed).
+      // interleave, so a task's own duration says little about the pool's speed). An MCP read
+      // (a few bytes of arguments, megabytes read from the store) says nothing of it.
+      if (weigh) return result;
       this.doneSinceBusy += length;
       const span = performance.now() - this.busySince;
       if (span >= 20) this.bytesPerMs = this.doneSinceBusy / span;
@@ -199,6 +215,7 @@ export class WorkerPool {
       this.pendingBytes -= length;
       channel?.port1.close();
       waits?.port1.close();
+      weighs?.port1.close();
     }
   }
 
