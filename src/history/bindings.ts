@@ -1,5 +1,5 @@
 import { derived } from '../tokens/derived.js';
-import { sha256Hex } from './address.js';
+import { LOOKUP_MAX_CHARS, sha256Hex } from './address.js';
 import type { FormatAdapter } from './format.js';
 import { clearableArg } from './vocabulary.js';
 
@@ -17,8 +17,10 @@ export type Binding = string;
 function callIdentity(id: string, name: string | null, args: Record<string, unknown> | undefined): string {
   const kept = args === undefined ? undefined : Object.entries(args).filter(([k, v]) => !clearableArg(name ?? '', k, v));
   const json = kept === undefined ? '' : JSON.stringify(kept);
-  // The same arguments on every later call of a conversation: their digest is found, not recomputed.
-  const digest = derived.get(`args\0${json}`, () => sha256Hex(json).slice(0, 32));
+  // The same arguments on every later call of a conversation: a short text's digest is found, a
+  // long one's computed (cheaper than finding it, `LOOKUP_MAX_CHARS`).
+  const make = () => sha256Hex(json).slice(0, 32);
+  const digest = json.length <= LOOKUP_MAX_CHARS ? derived.get(`args\0${json}`, make) : make();
   return JSON.stringify([id, name, digest]);
 }
 
