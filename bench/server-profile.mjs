@@ -43,10 +43,16 @@ if (mode === 'grow') {
   const ends = Array.from({ length: 100 }, (_, i) => messages.length - 2 * (99 - i));
   const before = cpuMs(server.pid);
   for (const end of ends) {
-    const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ ...BODIES[name], messages: messages.slice(0, end) }) });
+    const res = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ ...BODIES[name], messages: messages.slice(0, end) }),
+    });
     await res.arrayBuffer();
   }
-  console.log(`${name}: ${((cpuMs(server.pid) - before) / 100).toFixed(2)} ms CPU per call over a growing conversation (profiling on)`);
+  console.log(
+    `${name}: ${((cpuMs(server.pid) - before) / 100).toFixed(2)} ms CPU per call over a growing conversation (profiling on)`,
+  );
 } else {
   await cpuPerRequest(autocannon, server, url, json, 50, 4);
   const { ms } = await cpuPerRequest(autocannon, server, url, json, Number(amount), 4);
