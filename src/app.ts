@@ -105,8 +105,9 @@ function handleBodies(app: FastifyInstance): void {
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
     const bytes = body as Buffer;
-    // By weight, not bytes: 250 kB of tiny messages is 8,000 of them to parse, check and rewrite.
-    if (app.workerPool.takes(request, bytes.length)) {
+    // By weight, not bytes: 250 kB of tiny messages is 8,000 of them to parse, check and rewrite;
+    // while every worker is busy the main thread takes one such body on itself (`spares`).
+    if (app.workerPool.takes(request, bytes.length) && !app.workerPool.spares(request, bytes.length)) {
       done(null, new RawBody(bytes));
       return;
     }

@@ -89,7 +89,8 @@ let reportedEvictions = 0;
 
 /** Evictions this thread's store made since the last report (the main thread's metrics add them up). */
 function newEvictions(): number {
-  const total = ownStore?.usage()?.evicted ?? 0;
+  // Counted by this connection: no query of the store's total after every task.
+  const total = ownStore?.evictions?.() ?? ownStore?.usage()?.evicted ?? 0;
   const fresh = total - reportedEvictions;
   reportedEvictions = total;
   return fresh;

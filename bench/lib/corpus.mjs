@@ -1,0 +1,1 @@
+Checked 551 files in 1120ms. No fixes applied.

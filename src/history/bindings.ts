@@ -1,5 +1,5 @@
 import { derived } from '../tokens/derived.js';
-import { sha256Hex } from './address.js';
+import { LOOKUP_MAX_CHARS, sha256Hex } from './address.js';
 import type { FormatAdapter } from './format.js';
 import { clearableArg } from './vocabulary.js';
 
@@ -13,12 +13,35 @@ import { clearableArg } from './vocabulary.js';
  */
 export type Binding = string;
 
+/**
+ * Argument digests by the arguments object and tool: parsed arguments are one frozen object per
+ * text (`parseArgs` keeps them), so a conversation's calls come back as the same objects on every
+ * later call, and their digest is found without reading them again (a WeakMap: it goes with them).
+ */
+const argDigests = new WeakMap<object, Map<string | null, string>>();
+
+/** The digest of a call's arguments, those `clear_tool_inputs` may clear left out. */
+function argsDigest(name: string | null, args: Record<string, unknown>): string {
+  const known = argDigests.get(args)?.get(name);
+  if (known !== undefined) return known;
+  const kept = Object.entries(args).filter(([k, v]) => !clearableArg(name ?? '', k, v));
+  const json = JSON.stringify(kept);
+  // The same arguments in another object (a format whose arguments are objects in the message): a
+  // short text's digest is found, a long one's computed (cheaper than finding it, `LOOKUP_MAX_CHARS`).
+  const make = () => sha256Hex(json).slice(0, 32);
+  const digest = json.length <= LOOKUP_MAX_CHARS ? derived.get(`args\0${json}`, make) : make();
+  // Kept only for a frozen object (`parseArgs`'s), which no reader can change after.
+  if (Object.isFrozen(args)) {
+    const byName = argDigests.get(args) ?? new Map<string | null, string>();
+    byName.set(name, digest);
+    argDigests.set(args, byName);
+  }
+  return digest;
+}
+
 /** A call's identity before its rank: id, tool and arguments (undefined for a custom tool's input). */
 function callIdentity(id: string, name: string | null, args: Record<string, unknown> | undefined): string {
-  const kept = args === undefined ? undefined : Object.entries(args).filter(([k, v]) => !clearableArg(name ?? '', k, v));
-  const json = kept === undefined ? '' : JSON.stringify(kept);
-  // The same arguments on every later call of a conversation: their digest is found, not recomputed.
-  const digest = derived.get(`args\0${json}`, () => sha256Hex(json).slice(0, 32));
+  const digest = args === undefined ? derived.get('args\0', () => sha256Hex('').slice(0, 32)) : argsDigest(name, args);
   return JSON.stringify([id, name, digest]);
 }
 

@@ -1,6 +1,6 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { derived } from '../tokens/derived.js';
-import { keyTag } from './address.js';
+import { keyTag, LOOKUP_MAX_CHARS } from './address.js';
 
 /**
  * The markers a later call honours, written and verified in one place: the first line of a rolling
@@ -183,11 +183,12 @@ export function withoutMacs(text: string): string {
 export function markers(secret: string, scope: string, recallTool?: string): Markers {
   const key = createHmac('sha256', secret).update(`compactor-marker\0${scope}`).digest();
   const keyName = keyTag(key);
-  // A marker verified on one call is verified again on every later one: its MAC is found under this caller's key.
-  const mac = (kind: string, claims: string, body: string) =>
-    derived.get(`mac\0${keyName}\0${kind}\0${claims}\0${body}`, () =>
-      createHmac('sha256', key).update(`${kind}\0${claims}\0`).update(body).digest('hex').slice(0, 16),
-    );
+  // A marker verified on one call is verified again on every later one: the MAC of a short text
+  // is found under this caller's key, a long one's computed (cheaper than finding it, `LOOKUP_MAX_CHARS`).
+  const mac = (kind: string, claims: string, body: string) => {
+    const make = () => createHmac('sha256', key).update(`${kind}\0${claims}\0`).update(body).digest('hex').slice(0, 16);
+    return body.length <= LOOKUP_MAX_CHARS ? derived.get(`mac\0${keyName}\0${kind}\0${claims}\0${body}`, make) : make();
+  };
   const verified = (kind: string, claims: string, body: string, given: string) =>
     timingSafeEqual(Buffer.from(mac(kind, claims, body)), Buffer.from(given));
   const idOf = (id: string | null) => id ?? 'none';

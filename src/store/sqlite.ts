@@ -46,6 +46,8 @@ export class SqliteStore implements ArtifactStore {
   private readonly sql: Statements;
   private readonly maxBytes: number;
   private nextPurge = 0;
+  /** The statements with an `IN` list, by their SQL (one per list length in use): compiled once, not on every put and read. */
+  private readonly listed = new Map<string, Database.Statement>();
   private bytes = 0;
   private evicted = 0;
 
@@ -80,6 +82,18 @@ export class SqliteStore implements ArtifactStore {
     }
   }
 
+  /** A statement whose SQL depends on a list's length, compiled on first use and kept (64 at most). */
+  private listStatement(sql: string): Database.Statement {
+    let statement = this.listed.get(sql);
+    if (!statement) {
+      // Bounded: a burst of many list lengths starts the set afresh rather than holding them all.
+      if (this.listed.size >= 64) this.listed.clear();
+      statement = this.db.prepare(sql);
+      this.listed.set(sql, statement);
+    }
+    return statement;
+  }
+
   /** Inside a transaction: the least recently used rows evicted until under the cap (`evictLeastUsed`). */
   private evict(spare: ReadonlySet<string>, now: number): number {
     return this.maxBytes > 0 ? evictLeastUsed(this.sql, this.readTotal(), this.maxBytes, spare, now) : 0;
@@ -106,9 +120,9 @@ export class SqliteStore implements ArtifactStore {
       const fresh = new Set<string>();
       for (let i = 0; i < artifacts.length; i += CHUNK) {
         const chunk = artifacts.slice(i, i + CHUNK).map((a) => a.id);
-        const rows = this.db
-          .prepare(`SELECT id FROM scoped_artifacts WHERE scope = ? AND expires_at > ? AND id IN (${placeholders(chunk.length)})`)
-          .all(scope, now + (ttlSeconds * 1000) / 2, ...chunk) as { id: string }[];
+        const rows = this.listStatement(
+          `SELECT id FROM scoped_artifacts WHERE scope = ? AND expires_at > ? AND id IN (${placeholders(chunk.length)})`,
+        ).all(scope, now + (ttlSeconds * 1000) / 2, ...chunk) as { id: string }[];
         for (const row of rows) fresh.add(row.id);
       }
       const evicted = this.db.transaction(() => {
@@ -139,12 +153,10 @@ export class SqliteStore implements ArtifactStore {
     try {
       for (let i = 0; i < ids.length; i += CHUNK) {
         const chunk = ids.slice(i, i + CHUNK);
-        const rows = this.db
-          .prepare(
-            `SELECT id, kind, tool_name, content, sha256, created_at, expires_at FROM scoped_artifacts
+        const rows = this.listStatement(
+          `SELECT id, kind, tool_name, content, sha256, created_at, expires_at FROM scoped_artifacts
              WHERE scope = ? AND expires_at > ? AND id IN (${placeholders(chunk.length)})`,
-          )
-          .all(scope, now, ...chunk) as Artifact[];
+        ).all(scope, now, ...chunk) as Artifact[];
         for (const row of rows) out.set(row.id, row);
       }
     } catch (error) {
@@ -266,6 +278,10 @@ export class SqliteStore implements ArtifactStore {
     } catch (error) {
       throw classifySqlite('probe', error);
     }
+  }
+
+  evictions(): number {
+    return this.evicted;
   }
 
   /**

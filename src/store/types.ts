@@ -114,6 +114,8 @@ export interface ArtifactStore {
   probe(now: number): Promise<void>;
   /** Content bytes held, the cap and this object's evictions; null where another thread's store counts (a worker's remote store). */
   usage(): StoreUsage | null;
+  /** This object's evictions alone, where `usage` would ask the store for its bytes (a worker reports them after every task). */
+  evictions?(): number;
   close(): Promise<void>;
 }
 

@@ -181,8 +181,9 @@ export class TokenCounter {
 
   /** Tokens of a text under a profile, through the same cache (a tool result counted again on a later call is a hit). */
   countTextCached(profile: ModelProfile, text: string): number {
-    if (!this.cache || text.length < 48) return countText(profile, text);
-    const key = this.key(`${profile.id}|text|`, hash('sha1', text, 'base64'));
+    if (!this.cache || text.length === 0) return countText(profile, text);
+    // Short texts are their own key (as in `countMessage`): tokenizing one costs more than the lookup.
+    const key = this.key(`${profile.id}|text|`, text.length < 48 ? `=${text}` : hash('sha1', text, 'base64'));
     const cached = this.cache.get(key);
     if (cached !== undefined) {
       this.hits++;

@@ -5,7 +5,7 @@ import type { FastifyInstance } from 'fastify';
 import t, { type Test } from 'tap';
 import { build, fakeLlm } from '../support/app.js';
 import { loadCorpus } from '../support/corpus.js';
-import { FakeOpenAI } from '../support/fake-openai.js';
+import { FakeOpenAI, gate } from '../support/fake-openai.js';
 
 // Requests whose body reaches COMPACTOR_WORKER_MIN_BYTES run on a worker thread: parsed, validated,
 // run and serialized there. Every answer must be the one the main thread gives for the same request.
@@ -219,4 +219,66 @@ t.test('a body light in bytes but heavy in messages is never parsed on the main 
   const few = await app.inject({ method: 'POST', url: '/v1/tokens', payload: { messages: messages.slice(0, 10) } });
   t.equal(few.statusCode, 200);
   t.equal(sent.length, 1, 'a small light body stays on the main thread');
+});
+
+t.test('while the one worker is busy, the main thread runs a heavy body itself, up to its bound', async (t) => {
+  const server = await fakeLlm(t);
+  const held = gate(t);
+  let arrived = (): void => {};
+  const onWorker = new Promise<void>((resolve) => {
+    arrived = resolve;
+  });
+  // The summary the worker asks for is held until the test opens the gate: the worker stays busy.
+  server.fallback = () => {
+    arrived();
+    return { content: '## Goal and constraints\nFix the bug.', until: held.until };
+  };
+  const app = await build(t, {
+    COMPACTOR_STORE_URL: 'memory:',
+    COMPACTOR_WORKERS: '1',
+    COMPACTOR_WORKER_MIN_BYTES: '4000',
+    OPENAI_BASE_URL: server.url,
+    OPENAI_API_KEY: 'sk-test',
+    COMPACTOR_SUMMARIZER_MODEL: 'summarizer-small',
+  });
+  const sent: number[] = [];
+  const run = app.workerPool.run.bind(app.workerPool);
+  app.workerPool.run = (...args: Parameters<typeof run>) => {
+    sent.push(args[1].byteLength);
+    return run(...args);
+  };
+  const history = (n: number) =>
+    Array.from({ length: n }, (_, i) => ({ role: i % 2 ? 'assistant' : 'user', content: `message ${i} ${'x'.repeat(120)}` }));
+  const busy = app.inject({
+    method: 'POST',
+    url: '/v1/summarize',
+    payload: { messages: history(40), keep: { messages: 4 }, on_failure: 'error' },
+  });
+  await onWorker;
+  t.equal(sent.length, 1, 'the first heavy body went to the idle worker, which waits on the summarizer');
+  // Heavy enough for a worker (over 4,000 bytes of weight), light enough for the main thread to spare (under 16,000).
+  const spared = await app.inject({
+    method: 'POST',
+    url: '/v1/window',
+    payload: { messages: history(40), keep: { messages: 4 } },
+  });
+  t.equal(spared.statusCode, 200);
+  t.equal(sent.length, 1, 'the second ran on the main thread while the worker was busy');
+  const heavy = await app.inject({
+    method: 'POST',
+    url: '/v1/window',
+    payload: { messages: history(200), keep: { messages: 4 } },
+  });
+  t.equal(heavy.statusCode, 200);
+  t.equal(sent.length, 2, 'a body over the bound goes to the worker all the same');
+  t.ok((sent[1] ?? 0) > 16_000, `${sent[1]} bytes`);
+  held.open();
+  t.equal((await busy).statusCode, 200, 'the held request answers once its summary arrives');
+  const after = await app.inject({
+    method: 'POST',
+    url: '/v1/window',
+    payload: { messages: history(40), keep: { messages: 4 } },
+  });
+  t.equal(after.statusCode, 200);
+  t.equal(sent.length, 3, 'with the worker idle again, a heavy body goes to it');
 });

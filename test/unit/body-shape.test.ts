@@ -46,6 +46,9 @@ const tricky = [
   '{"role":"user"}',
   'ünïcödé 日本語 🎉',
   '\u0000\n\t',
+  // Runs of backslashes before a quote, odd and even once escaped (the scanner skips string contents to the next quote).
+  '\\"\\\\"\\\\\\"]',
+  'x\\\\\\\\',
 ];
 
 t.test('objects, arrays and the largest top-level array are counted as the parser sees them, at any chunk size', async (t) => {

@@ -1,7 +1,7 @@
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { MessageChannel } from 'node:worker_threads';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import pTimeout from 'p-timeout';
 import { Piscina } from 'piscina';
@@ -15,6 +15,7 @@ import { serveStore } from '../../store/remote.js';
 import type { PreparedContext } from '../../strategies/types.js';
 import type { Task, TaskResult, WorkerInit } from '../../worker.js';
 import { weightOf } from '../load/admission.js';
+import { isApiRequest } from './guard.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -29,6 +30,13 @@ declare module 'fastify' {
 export function workerCount(setting: number | 'auto', cores: number = availableParallelism()): number {
   return setting === 'auto' ? Math.min(4, Math.max(1, cores - 1)) : setting;
 }
+
+/**
+ * How heavy a body the main thread takes on while every worker is busy (`WorkerPool.spares`), as a
+ * multiple of `COMPACTOR_WORKER_MIN_BYTES`: at the default, 1 MiB of weight, tens of milliseconds of
+ * the event loop at most, where liveness allows 100.
+ */
+export const SPARE_MAX_FACTOR = 4;
 
 /** A request body left unparsed on the main thread: a worker parses, validates and runs it. */
 export class RawBody {
@@ -71,8 +79,13 @@ export class WorkerPool {
   /** Whether the warm-up failed (readiness says so). */
   failed = false;
   private closing = false;
-  /** Body bytes of the tasks on the pool (running or waiting). */
+  /** Body bytes of the tasks on the pool (running or waiting), and how many tasks. */
   private pendingBytes = 0;
+  private pendingTasks = 0;
+  /** Requests of a worker's weight the main thread runs itself (`spares`): one at a time. */
+  private sparing = 0;
+  /** Each admitted request's reply, while it is open: a spared request gives its turn back when it closes. */
+  readonly replies = new WeakMap<FastifyRequest, FastifyReply>();
   /** Artifacts the workers' own store connections evicted (the main thread's metrics add them). */
   evicted = 0;
   /**
@@ -122,6 +135,25 @@ export class WorkerPool {
    */
   takes(request: FastifyRequest, bytes: number): boolean {
     return this.accepts(Math.max(bytes, weightOf(request)));
+  }
+
+  /**
+   * Whether a `/v1` body that `takes` gives a worker runs on the main thread instead: when every
+   * worker already has a task and the main thread runs no other such request, for a body of at most
+   * `SPARE_MAX_FACTOR` times the threshold. With one worker (two cores) the worker was the bottleneck
+   * while the main thread idled (issue 40): the main thread now takes every other heavy request
+   * while it waits. Given back when its answer is sent or its client leaves.
+   */
+  spares(request: FastifyRequest, bytes: number): boolean {
+    const weight = Math.max(bytes, weightOf(request));
+    const reply = this.replies.get(request);
+    if (!reply || this.sparing > 0 || this.pendingTasks < this.options.workers) return false;
+    if (weight > SPARE_MAX_FACTOR * this.options.minBytes) return false;
+    this.sparing++;
+    reply.raw.once('close', () => {
+      this.sparing--;
+    });
+    return true;
   }
 
   private start(): Piscina {
@@ -200,6 +232,7 @@ export class WorkerPool {
       this.doneSinceBusy = 0;
     }
     this.pendingBytes += length;
+    this.pendingTasks++;
     try {
       const result = (await pool.run(task, { transferList })) as TaskResult;
       this.evicted += result.evicted;
@@ -213,6 +246,7 @@ export class WorkerPool {
       return result;
     } finally {
       this.pendingBytes -= length;
+      this.pendingTasks--;
       channel?.port1.close();
       waits?.port1.close();
       weighs?.port1.close();
@@ -294,6 +328,10 @@ export default fp<WorkerPoolOptions>(
       collect() {
         this.set(pool.pending);
       },
+    });
+    // The reply of each admitted request, for the main thread to give back a turn it took (`spares`).
+    app.addHook('onRequest', async (request, reply) => {
+      if (isApiRequest(request)) pool.replies.set(request, reply);
     });
     app.addHook('onClose', async () => pool.close());
   },

@@ -75,7 +75,8 @@ type Output = Pick<Pipeline, 'view' | 'occupancy'>;
 async function compacted(r: FitRequest, { view, occupancy }: Output, compaction?: Measured<unknown>) {
   const out = compaction?.result ?? (await compactStrategy.run(view, fitCompactOptions(r.o, r.target), r.ctx));
   if (!out.plan || out.reason) return { view, early: [] };
-  const applied = applyPlan(view, out.plan, r.count);
+  // The compaction planned over `out` was applied to it when it was measured: not again.
+  const applied = compaction?.applied ?? applyPlan(view, out.plan, r.count);
   const early = out.plan.artifacts
     .filter((a) => a.store === 'server')
     .map((a) => ({ id: a.id, kind: a.kind, tool_name: a.tool_name, sha256: a.sha256, content: a.json }));

@@ -13,35 +13,24 @@ export interface RangeArtifact {
   id: string | null;
   /** What the plan offloads (none with `store: none`). */
   specs: OriginalSpec[];
-}
-
-/** A number for each message object seen (by identity), so that a range can be named without reading it. */
-const objectNumbers = new WeakMap<object, number>();
-let nextNumber = 0;
-
-function numberOf(message: unknown): number | undefined {
-  if (typeof message !== 'object' || message === null) return undefined;
-  let n = objectNumbers.get(message);
-  if (n === undefined) {
-    n = nextNumber++;
-    objectNumbers.set(message, n);
-  }
-  return n;
+  /** The range's id under the caller's key whatever `store` says: what keys this caller's values derived from the range. */
+  own: string;
 }
 
 /** The kinds of a range artifact (`history/artifact-kinds.ts`): a summary's, a section summary's, fit's window's. */
 export type RangeKind = Extract<OriginalKind, 'summary_range' | 'section_range' | 'window_range'>;
 
 /**
- * The range artifacts one caller's request built, by the identity of their messages: a call
- * prices a summary in a dry run, then makes it, then plans the next prepared range over the same
- * messages, and each would stringify and hash the whole range again (about 270 messages on the
- * load benchmark's history, four times per fit call). Keyed by the caller's addresser, so never
- * shared between callers; the service makes one per request, so the memo goes with the request (a
- * library user's default caller keeps its first 16 ranges, found again only for the same objects).
+ * The range artifacts one caller's request built, by the history they were built over (its message
+ * array: fit's views are shared, `viewOf`) and the range: a call prices a summary in a dry run,
+ * then makes it, then plans the next prepared range over the same messages, and each would
+ * stringify and hash the whole range again (about 270 messages on the load benchmark's history,
+ * four times per fit call). Keyed by the caller's addresser, so never shared between callers; the
+ * service makes one per request, so the memo goes with the request (a library user's default
+ * caller keeps its first 16 ranges per history, found again only for the same array).
  */
-const builtRanges = new WeakMap<Addresser, Map<string, RangeArtifact>>();
-const RANGES_PER_REQUEST = 16;
+const builtRanges = new WeakMap<Addresser, WeakMap<readonly unknown[], Map<string, RangeArtifact>>>();
+const RANGES_PER_HISTORY = 16;
 
 /** The originals of `indexes` (after an earlier summary `previousId`) as one artifact, following `store`. */
 export function rangeArtifact(
@@ -53,17 +42,22 @@ export function rangeArtifact(
   address: Addresser,
 ): RangeArtifact {
   const tokens = indexes.reduce((n, i) => n + (h.counts[i] as number), 0);
-  const numbers = indexes.map((i) => numberOf(h.messages[i]));
-  const key = numbers.includes(undefined) ? undefined : JSON.stringify([kind, store, previousId, tokens, indexes[0], numbers]);
-  const memo = builtRanges.get(address) ?? new Map<string, RangeArtifact>();
-  const known = key === undefined ? undefined : memo.get(key);
+  const key = `${kind}\0${store}\0${previousId}\0${tokens}\0${indexes.join(',')}`;
+  let byHistory = builtRanges.get(address);
+  if (!byHistory) {
+    byHistory = new WeakMap();
+    builtRanges.set(address, byHistory);
+  }
+  let memo = byHistory.get(h.messages);
+  if (!memo) {
+    memo = new Map();
+    byHistory.set(h.messages, memo);
+  }
+  const known = memo.get(key);
   // A copy of what the plan takes (a plan's artifact list is its own to extend).
   if (known) return { ...known, specs: known.specs.map((spec) => ({ ...spec })) };
   const built = buildRange(kind, h, indexes, previousId, store, address, tokens);
-  if (key !== undefined && memo.size < RANGES_PER_REQUEST) {
-    memo.set(key, built);
-    builtRanges.set(address, memo);
-  }
+  if (memo.size < RANGES_PER_HISTORY) memo.set(key, built);
   return built;
 }
 
@@ -93,5 +87,5 @@ function buildRange(
     message_index: indexes[0] as number,
     store,
   };
-  return { json, sha256, id: store === 'none' ? null : id, specs: store === 'none' ? [] : [spec] };
+  return { json, sha256, id: store === 'none' ? null : id, specs: store === 'none' ? [] : [spec], own: id };
 }

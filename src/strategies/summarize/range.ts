@@ -56,6 +56,13 @@ function toolName(h: PreparedHistory, callId: string, at: number): string {
   return found < 0 ? 'tool' : (entry.names[found] as string);
 }
 
+/** The tools the results of a range answer, in order (what `rangeEntries` names them by: a call may lie before the range). */
+export function rangeToolNames(h: PreparedHistory, indexes: readonly number[]): string[] {
+  const names: string[] = [];
+  for (const i of indexes) for (const r of h.format.resultSites(h.messages[i])) names.push(toolName(h, r.callId, i));
+  return names;
+}
+
 /**
  * The messages of a range as transcript entries for the summarizers: each message's prose, its
  * tool calls with their arguments, each tool result as its own entry with the tool's name and

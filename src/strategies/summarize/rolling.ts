@@ -11,6 +11,7 @@ import { billed, cachedSummary, summaryKey } from './cache.js';
 import { dryRunResult } from './dry.js';
 import { onFailure } from './failure.js';
 import type { SummarizeExtra, SummarizeOptions, SummaryReport } from './options.js';
+import { plannedSummary } from './plan-memo.js';
 import { type RangeArtifact, rangeArtifact, rangeOriginals, summaryRequest } from './range.js';
 import { planRolling, type RollingPlan } from './rolling-plan.js';
 
@@ -191,8 +192,7 @@ export async function rolling(
       ranged.id,
     );
   // A dry run only plans the calls: their inputs are the range, not the facts or the trail.
-  if (ctx.dryRun)
-    return dryRolling(h, o, ctx, p, ranged, summarizer.plan(summaryRequest(h, range, previous, o, undefined, true)), warnings);
+  if (ctx.dryRun) return dryRolling(h, o, ctx, p, ranged, plannedSummary(summarizer, h, range, previous, o, ranged), warnings);
 
   // 4. The summary: from the cache, or from the summarizer (following on_failure when it fails).
   let got: Written;

@@ -1,0 +1,140 @@
+import t from 'tap';
+import { PriceTable } from '../../src/cost/prices.js';
+import { addresser } from '../../src/history/address.js';
+import { markers } from '../../src/history/markers.js';
+import { applyPlan } from '../../src/history/plan/apply.js';
+import { viewOf } from '../../src/history/plan/view.js';
+import type { Caller } from '../../src/service/artifacts.js';
+import { Compactor } from '../../src/service/compactor.js';
+import { prepareRequest } from '../../src/service/request-history.js';
+import { MemoryStore } from '../../src/store/memory.js';
+import { compactStrategy } from '../../src/strategies/compact.js';
+import { CompactOptions } from '../../src/strategies/compact-options.js';
+import { FitOptions, fitStrategy } from '../../src/strategies/fit/index.js';
+import { SummarizeOptions, summarizeStrategy } from '../../src/strategies/summarize/index.js';
+import { ExtractiveSummarizer } from '../../src/summarizers/extractive.js';
+import type { SummaryPlan, SummaryRequest } from '../../src/summarizers/types.js';
+import { TokenCounter } from '../../src/tokens/counter.js';
+
+/**
+ * What one call computes over the whole history, counted: each summarized range is stringified and
+ * hashed once per call, a fit's views are made once, and a dry run's summary plan is made once per
+ * range across calls (a later call with the same range finds it).
+ */
+
+const SECRET = 'call-work-secret-0123456789abcdef';
+
+/** The extractive summarizer, counting the plans it is asked for (and what each read). */
+class CountingSummarizer extends ExtractiveSummarizer {
+  plans: number[] = [];
+  override plan(request?: SummaryRequest): SummaryPlan {
+    this.plans.push(request?.entries.length ?? -1);
+    return super.plan();
+  }
+}
+
+/** A conversation of tool calls and results (results large enough to compact and summarize). */
+function history(calls: number): unknown[] {
+  const messages: unknown[] = [
+    { role: 'system', content: 'You are a coding agent.' },
+    { role: 'user', content: 'Fix the failing test in src/app.ts.' },
+  ];
+  for (let i = 0; i < calls; i++) {
+    const id = `call_${i}`;
+    messages.push({
+      role: 'assistant',
+      content: `Step ${i}: reading the next file.`,
+      tool_calls: [
+        { id, type: 'function', function: { name: 'bash', arguments: JSON.stringify({ command: `cat src/file${i}.ts` }) } },
+      ],
+    });
+    messages.push({
+      role: 'tool',
+      tool_call_id: id,
+      content: `file ${i}:\n${`export const v${i} = compute(${i});\n`.repeat(40)}`,
+    });
+  }
+  return messages;
+}
+const fresh = (n: number) => JSON.parse(JSON.stringify(history(n))) as unknown[];
+
+/** A caller whose addresser counts the range payloads it names (by their JSON). */
+function countingCaller(scope: string): Caller & { ranges: string[] } {
+  const address = addresser(SECRET, scope);
+  const ranges: string[] = [];
+  return {
+    scope,
+    markers: markers(SECRET, scope),
+    ranges,
+    address: (json) => {
+      if (json.startsWith('{"messages":[')) ranges.push(json);
+      return address(json);
+    },
+  };
+}
+
+t.test('a fit call stringifies and hashes each summarized range once', async (t) => {
+  // Without prepared summaries, and with (the next range is planned too, over the same views).
+  for (const prepared of [undefined, { entries: [], byDefault: true, settled: async () => false }]) {
+    const summarizer = new CountingSummarizer();
+    const compactor = new Compactor(new TokenCounter(10_000), { store: new MemoryStore(), secret: SECRET, summarizer });
+    const o = FitOptions.parse({ target_tokens: 2000 });
+    const caller = countingCaller('fit');
+    const out = await compactor.run(fitStrategy, { messages: fresh(30), model: 'gpt-4o' }, o, { caller, prepared });
+    const name = prepared ? 'preparing' : 'not preparing';
+    if (prepared) t.ok(out.extra.prepared?.id, 'preparing: the next range asked for');
+    else
+      t.ok(
+        out.extra.stages.some((s) => s.strategy === 'summarize' && s.applied),
+        'not preparing: a summary was made',
+      );
+    t.ok(caller.ranges.length > 0, `${name}: ranges were named`);
+    t.equal(new Set(caller.ranges).size, caller.ranges.length, `${name}: no range named twice (${caller.ranges.length} named)`);
+    t.ok(
+      summarizer.plans.length > 0 && summarizer.plans.every((n) => n > 0),
+      `${name}: the cost planner planned the summary from the range`,
+    );
+  }
+});
+
+t.test('a dry run plans a range once; a later call over the same range finds the plan', async (t) => {
+  const summarizer = new CountingSummarizer();
+  const compactor = new Compactor(new TokenCounter(10_000), { store: new MemoryStore(), secret: SECRET, summarizer });
+  const o = SummarizeOptions.parse({ keep: { messages: 6 } });
+  const run = (messages: unknown[], options = o, scope = 'a') =>
+    compactor.run(summarizeStrategy, { messages, model: 'gpt-4o', dry_run: true }, options, { caller: countingCaller(scope) });
+  const first = await run(fresh(20));
+  t.equal(summarizer.plans.length, 1, 'planned');
+  t.ok((summarizer.plans[0] ?? 0) > 0, 'from the range read as entries');
+  const again = await run(fresh(20));
+  t.equal(summarizer.plans.length, 1, 'the same range again: not planned again');
+  t.same(again.extra, first.extra, 'the same plan answered');
+  t.same(again.tokens, first.tokens);
+  await run(fresh(21));
+  t.equal(summarizer.plans.length, 2, 'a longer history, another range: planned');
+  await run(fresh(20), SummarizeOptions.parse({ keep: { messages: 6 }, summarizer: { max_tokens: 300 } }));
+  t.equal(summarizer.plans.length, 3, 'other summarizer options: planned');
+  await run(fresh(20), o, 'b');
+  t.equal(summarizer.plans.length, 4, 'another caller: planned (no plan is shared between callers)');
+  // The plan answered is the caller's own: changing it changes nothing kept.
+  const mine = (await run(fresh(20))).extra.plan;
+  mine?.calls.push({ purpose: 'summary', input_tokens: 1 });
+  t.same((await run(fresh(20))).extra.plan, first.extra.plan, 'a copy each time');
+});
+
+t.test('a view of an applied plan is made once and shared', async (t) => {
+  const counter = new TokenCounter(10_000);
+  const h = prepareRequest({ messages: fresh(12), model: 'gpt-4o' }, counter);
+  const caller = countingCaller('view');
+  const cost = { table: new PriceTable(), fixed: 0, markers: caller.markers };
+  const ctx = { counter, profile: h.profile, address: caller.address, markers: caller.markers, cost };
+  const out = compactStrategy.run(h, CompactOptions.parse({ keep_tool_uses: 2, min_tokens: 10 }), ctx);
+  const plan = (await out).plan;
+  if (!plan) throw new Error('nothing compacted');
+  const applied = applyPlan(h, plan, (m) => counter.countMessage(h.format, h.profile, m));
+  const view = viewOf(h, applied, 1000);
+  t.equal(viewOf(h, applied, 1000), view, 'the same applied plan and occupancy: the same view');
+  t.not(viewOf(h, applied, 999), view, 'another occupancy: another view');
+  t.equal(viewOf(h, applied, 999).occupancy, 999);
+  t.equal(view.messages, applied.messages);
+});
