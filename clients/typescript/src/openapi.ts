@@ -135,8 +135,8 @@ export interface paths {
                          *       "applied": true,
                          *       "tokens": {
                          *         "before": 1167,
-                         *         "after": 269,
-                         *         "saved": 898,
+                         *         "after": 271,
+                         *         "saved": 896,
                          *         "counting": "usage+exact",
                          *         "tokenizer": "o200k_base"
                          *       },
@@ -495,8 +495,8 @@ export interface paths {
                          *       },
                          *       "tokens": {
                          *         "before": 1167,
-                         *         "after": 611,
-                         *         "saved": 556,
+                         *         "after": 612,
+                         *         "saved": 555,
                          *         "counting": "usage+exact",
                          *         "tokenizer": "o200k_base"
                          *       },
@@ -945,8 +945,8 @@ export interface paths {
                          *       },
                          *       "tokens": {
                          *         "before": 1167,
-                         *         "after": 578,
-                         *         "saved": 589,
+                         *         "after": 580,
+                         *         "saved": 587,
                          *         "counting": "usage+exact",
                          *         "tokenizer": "o200k_base"
                          *       },
@@ -1428,8 +1428,8 @@ export interface paths {
                          *       "call_again_at": 800,
                          *       "tokens": {
                          *         "before": 1167,
-                         *         "after": 611,
-                         *         "saved": 556,
+                         *         "after": 612,
+                         *         "saved": 555,
                          *         "counting": "usage+exact",
                          *         "tokenizer": "o200k_base"
                          *       },
@@ -1448,7 +1448,7 @@ export interface paths {
                          *         {
                          *           "strategy": "compact",
                          *           "applied": true,
-                         *           "tokens_after": 611,
+                         *           "tokens_after": 612,
                          *           "usage": {
                          *             "input_tokens": 0,
                          *             "output_tokens": 0,
@@ -2666,7 +2666,7 @@ export interface paths {
                          *           "model": "gpt-4.1",
                          *           "totals": {
                          *             "calls": 1,
-                         *             "tokens_saved": 556,
+                         *             "tokens_saved": 555,
                          *             "prefix_breaks": 1,
                          *             "outcomes": {
                          *               "reduced": 1
@@ -2872,7 +2872,7 @@ export interface paths {
                          *       "model": "gpt-4.1",
                          *       "totals": {
                          *         "calls": 1,
-                         *         "tokens_saved": 556,
+                         *         "tokens_saved": 555,
                          *         "prefix_breaks": 1,
                          *         "outcomes": {
                          *           "reduced": 1
@@ -2887,7 +2887,7 @@ export interface paths {
                          *       },
                          *       "calls": [
                          *         {
-                         *           "id": "mx5qdzp7-e4c9a292d6",
+                         *           "id": "mx5qdzp7-9f5cb0d2ae",
                          *           "at": "2026-12-02T06:14:40.891Z",
                          *           "via": "fit",
                          *           "provider": "openai-chat",
@@ -2896,8 +2896,8 @@ export interface paths {
                          *           "reason": null,
                          *           "tokens": {
                          *             "client": 1167,
-                         *             "forwarded": 611,
-                         *             "saved": 556,
+                         *             "forwarded": 612,
+                         *             "saved": 555,
                          *             "window": 1047576
                          *           },
                          *           "prefix": {
@@ -2914,7 +2914,7 @@ export interface paths {
                          *             "straight_usd": 0.0006795,
                          *             "source": "estimate"
                          *           },
-                         *           "ms_before_forwarding": 5.7,
+                         *           "ms_before_forwarding": 2.3,
                          *           "artifacts": [
                          *             {
                          *               "id": "art_4eae17e1abac1dda41de0181",
