@@ -181,6 +181,74 @@ t.test(
   },
 );
 
+/**
+ * Claude Code's history after its own compaction, as 2.1.332 sends it: its continuation message
+ * (the earlier summary, then the task), a pinned `system` message after it, the calls since, and a
+ * second pinned `system` message after the first call's result (its deferred tools). A summary ends
+ * at a pinned instruction, so a rolling summary of this history as sent had nothing before the
+ * second one to cover (`instruction_kept`) and the second compaction passed `none-ready`.
+ */
+function afterOwnCompaction(c: Captured): { turn: Record<string, unknown>; compaction: Record<string, unknown> } {
+  const call = (n: number): [Record<string, unknown>, { role: string; content: unknown[] }] => [
+    {
+      role: 'assistant',
+      content: [
+        { type: 'text', text: `Running step ${n}.` },
+        { type: 'tool_use', id: `toolu_${n}`, name: 'Bash', input: { command: `seq 1 ${3000 + n}` } },
+      ],
+    },
+    { role: 'user', content: [{ type: 'tool_result', tool_use_id: `toolu_${n}`, content: 'numbers '.repeat(300) }] },
+  ];
+  const [call2, result2] = call(2);
+  const history = [
+    { role: 'user', content: `This session is being continued from a previous conversation. Summary: ${TASK}` },
+    { role: 'system', content: "Today's date is 2026-12-07." },
+    call2,
+    {
+      ...result2,
+      content: [...result2.content, { type: 'text', text: '<system-reminder>\nBe brief.\n</system-reminder>' }],
+    },
+    { role: 'system', content: 'The following deferred tools are now available via ToolSearch.' },
+    ...call(3),
+    ...call(4),
+    ...call(5),
+  ] as Record<string, unknown>[];
+  const messages = c.body.messages as { content: unknown[] }[];
+  const instruction = messages[messages.length - 1]?.content.at(-1);
+  const last = history.at(-1) as Record<string, unknown>;
+  const asked = [...history.slice(0, -1), { ...last, content: [...(last.content as unknown[]), instruction] }];
+  return { turn: { ...c.body, messages: history }, compaction: { ...c.body, messages: asked } };
+}
+
+t.test(
+  'Claude Code: its second compaction, after the pinned system messages it writes after its first, is answered',
+  async (t) => {
+    const s = await stand(t);
+    const c = fixture('claude-code-auto');
+    const { turn, compaction } = afterOwnCompaction(c);
+    await (await send(s, c, turn)).text();
+    await ready(s);
+    const sentBefore = s.fake.modelRequests().length;
+    const res = await send(s, c, compaction);
+    const text = await res.text();
+    t.equal(res.headers.get('x-compactor'), 'compaction-answered', 'answered, not passed none-ready');
+    t.equal(s.fake.modelRequests().length - sentBefore, 0, 'the provider never received it');
+    t.match(text, /task 7f3a/, 'the task (the continuation message kept before the summary) is quoted');
+    t.match(text, /Running step 5\./, 'the newest call, after the summarized range, is in the digest');
+    const id = /Compactor's artifact (art_[0-9a-f]{24})/.exec(text)?.[1];
+    t.ok(id, 'the recall pointer names the artifact of the summarized range');
+    const view = await s.app.inject({ method: 'GET', url: `/v1/artifacts/${id}` });
+    const range = (view.json() as { content: { messages: { role: string }[] } }).content.messages;
+    const history = turn.messages as unknown[];
+    // The calls before the newest, as sent, without the pinned instruction between them.
+    t.same(
+      range.map((m) => JSON.stringify(m)),
+      [2, 3, 5, 6, 7, 8].map((i) => JSON.stringify(history[i])),
+      'the range is steps 2 to 4 byte-exact, the pinned system message left out of it',
+    );
+  },
+);
+
 t.test('Codex, local form: answered with an ordinary assistant message', async (t) => {
   const s = await stand(t);
   const { res, text, upstream } = await compactAfterTurn(s, fixture('codex-local'));

@@ -96,7 +96,7 @@ export async function compactionStep(
     const prepared = {
       summary: ready.text,
       artifactId: ready.artifactId,
-      after: afterDigest([...ready.head.map((i) => summarised[i]), ...summarised.slice(ready.coveredTo)]),
+      after: afterDigest([...ready.outside.map((i) => summarised[i]), ...summarised.slice(ready.coveredTo)]),
       recallTool: offersRecall(deps.reducible, body),
     };
     return { prepared, writtenBy: ready.writtenBy };
