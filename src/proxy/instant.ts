@@ -53,7 +53,7 @@ export async function instantStep(
   reducible: Reducible,
   request: FastifyRequest,
   reply: FastifyReply,
-  at: { path: string; started: number; model: string | undefined; caller: Caller },
+  at: { path: string; started: number; model: string | undefined; caller: Caller; bytes?: number },
   json: Record<string, unknown>,
 ): Promise<FrontStep> {
   const { compactor } = ctx.app;
@@ -104,7 +104,7 @@ export async function instantStep(
   }
   if (!reducible.countOnly && setting !== false && request.headers[OPT_OUT_HEADER] === undefined) {
     const window = typeof options.context_window === 'number' ? options.context_window : undefined;
-    void rollOn(deps, out.body, share, window).catch((error: unknown) =>
+    void rollOn(deps, out.body, share, window, out.replaced > 0 ? undefined : at.bytes).catch((error: unknown) =>
       ctx.app.log.warn({ reason: error instanceof Error ? error.name : 'unknown' }, 'proxy: rolling summary not started'),
     );
   }

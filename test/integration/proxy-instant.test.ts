@@ -249,6 +249,37 @@ t.test(
   },
 );
 
+t.test('the rolling summary counts a history only until its first range starts', async (t) => {
+  const s = await stand(t);
+  const c = fixture('claude-code-turn');
+  let counted = 0;
+  const tokens = s.app.compactor.tokens.bind(s.app.compactor);
+  s.app.compactor.tokens = (req) => {
+    counted++;
+    return tokens(req);
+  };
+  const body = before(fixture('claude-code-auto'));
+  const history = body.messages as unknown[];
+  // Fewer bytes than the share of the window: not past it, and not counted.
+  const wide = { 'x-compactor-options': JSON.stringify({ context_window: 10_000_000, instant_compaction_share: 0.5 }) };
+  await (await send(s, c, body, wide)).text();
+  t.equal(counted, 0, 'a body smaller than the share of the window in bytes is not counted');
+  await (await send(s, c, body)).text();
+  await ready(s);
+  t.equal(counted, 1, 'counted once, and its range started');
+  const more = [
+    { role: 'assistant', content: [{ type: 'text', text: 'More numbers.' }] },
+    { role: 'user', content: 'Go on.' },
+  ];
+  await (await send(s, c, { ...body, messages: [...history, ...more] })).text();
+  const scope = s.app.compactor.caller(null).scope;
+  const deadline = Date.now() + 60_000;
+  while (Date.now() < deadline && (await s.app.preparer.context(scope)).entries.length < 2)
+    await new Promise((r) => setTimeout(r, 20));
+  t.equal((await s.app.preparer.context(scope)).entries.length, 2, 'the grown history starts the next range');
+  t.equal(counted, 1, 'without counting it again: it holds a range of its own, started past the share');
+});
+
 t.test('Codex, local form: answered with an ordinary assistant message', async (t) => {
   const s = await stand(t);
   const { res, text, upstream } = await compactAfterTurn(s, fixture('codex-local'));

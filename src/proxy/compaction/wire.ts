@@ -4,6 +4,7 @@ import type { ArtifactKind } from '../../history/artifact-kinds.js';
 import type { ArtifactService, Caller } from '../../service/artifacts.js';
 import type { Compactor } from '../../service/compactor.js';
 import type { PreparedSummaries } from '../../service/prepared-summaries.js';
+import { resolveModel } from '../../tokens/models.js';
 import type { Provider, Reducible } from '../providers.js';
 import { afterDigest } from './after.js';
 import type { RecognizedCompaction } from './recognize.js';
@@ -136,26 +137,39 @@ export async function unsealed(
   return { body: out.body as Record<string, unknown>, replaced: out.replaced + out.missing };
 }
 
-/** Starts or extends the conversation's rolling prepared summary once it is past `share` of its window. Never rejects. */
+/**
+ * Starts or extends the conversation's rolling prepared summary once it is past `share` of its
+ * window. Counting the history is the costly part, so it is avoided where the answer is known: a
+ * body of fewer bytes than `share` of the window is not past it (a token is at least a byte, the
+ * JSON around the text only adds bytes; an image named by reference weighs more than its bytes, and
+ * such a conversation starts its summary a little later), and a history that holds a prepared range
+ * of its own was past it already (`keepRolling`). Never rejects.
+ */
 export async function rollOn(
   deps: Pick<InstantDeps, 'compactor' | 'preparer' | 'caller' | 'provider' | 'reducible' | 'headers'>,
   body: Record<string, unknown>,
   share: number,
   contextWindow: number | undefined,
+  bytes?: number,
 ): Promise<void> {
   const history = body[deps.reducible.history];
   if (!Array.isArray(history) || history.length < 2) return;
-  const tools = deps.reducible.toolsOf(body);
-  const system = deps.reducible.systemOf(body);
-  const counted = deps.compactor.tokens({
-    messages: history,
-    format: deps.reducible.format,
-    ...(typeof body.model === 'string' ? { model: body.model } : {}),
-    ...(typeof system === 'string' ? { system } : {}),
-    ...(Array.isArray(tools) ? { tools } : {}),
-    ...(contextWindow ? { context_window: contextWindow } : {}),
-  });
-  const window = counted.context_window;
-  if (!window || counted.occupancy < share * window) return;
-  await keepRolling(deps, rollingConversation(deps.provider, deps.reducible, body, history, deps.headers));
+  const model = typeof body.model === 'string' ? body.model : undefined;
+  const known = resolveModel(model, contextWindow).contextWindow;
+  if (known && bytes !== undefined && bytes < share * known) return;
+  const pastShare = () => {
+    const tools = deps.reducible.toolsOf(body);
+    const system = deps.reducible.systemOf(body);
+    const counted = deps.compactor.tokens({
+      messages: history,
+      format: deps.reducible.format,
+      ...(model ? { model } : {}),
+      ...(typeof system === 'string' ? { system } : {}),
+      ...(Array.isArray(tools) ? { tools } : {}),
+      ...(contextWindow ? { context_window: contextWindow } : {}),
+    });
+    const window = counted.context_window;
+    return window !== null && window > 0 && counted.occupancy >= share * window;
+  };
+  await keepRolling(deps, rollingConversation(deps.provider, deps.reducible, body, history, deps.headers), pastShare);
 }
