@@ -9,6 +9,7 @@ import { requestOptions } from './options.js';
 import { type CallOutcome, countOutcome, outcomeHeaders, outcomeOf } from './outcome.js';
 import type { Provider, Reducible } from './providers.js';
 import { recordCall } from './record.js';
+import { windowKey } from './window.js';
 
 /**
  * Instant compaction at the proxy's front door (one step after the body is parsed, before
@@ -53,7 +54,7 @@ export async function instantStep(
   reducible: Reducible,
   request: FastifyRequest,
   reply: FastifyReply,
-  at: { path: string; started: number; model: string | undefined; caller: Caller; bytes?: number },
+  at: { path: string; started: number; model: string | undefined; caller: Caller; owner: string; bytes?: number },
   json: Record<string, unknown>,
 ): Promise<FrontStep> {
   const { compactor } = ctx.app;
@@ -103,7 +104,11 @@ export async function instantStep(
     return { kind: 'answered', sent };
   }
   if (!reducible.countOnly && setting !== false && request.headers[OPT_OUT_HEADER] === undefined) {
-    const window = typeof options.context_window === 'number' ? options.context_window : undefined;
+    // The window the reduction fits the call to: the options', the provider's learned one, the table's, else the default.
+    const window =
+      typeof options.context_window === 'number'
+        ? options.context_window
+        : ctx.windows.windowFor(windowKey(at.owner, provider.name, at.model), at.model, options);
     void rollOn(deps, out.body, share, window, out.replaced > 0 ? undefined : at.bytes).catch((error: unknown) =>
       ctx.app.log.warn({ reason: error instanceof Error ? error.name : 'unknown' }, 'proxy: rolling summary not started'),
     );

@@ -290,6 +290,23 @@ t.test('Codex, local form: answered with an ordinary assistant message', async (
   t.notMatch(text, /"type":"compaction"/);
 });
 
+t.test(
+  "Codex's default model, which the model table does not know: its rolling summary measured against the proxy's window",
+  async (t) => {
+    // As the README configures Codex: no model line (gpt-6.2-sol), no window in the options; the
+    // proxy fits it to COMPACTOR_DEFAULT_CONTEXT_WINDOW, and so does its rolling summary.
+    const s = await stand(t, { COMPACTOR_DEFAULT_CONTEXT_WINDOW: '2000' });
+    const options = { 'x-compactor-options': JSON.stringify({ instant_compaction_share: 0.1 }) };
+    const c = fixture('codex-local-sol');
+    await (await send(s, c, before(c), options)).text();
+    await ready(s);
+    const res = await send(s, c, c.body, options);
+    await res.text();
+    t.equal(res.headers.get('x-compactor'), 'compaction-answered');
+    t.equal(s.fake.modelRequests().length, 1, 'the provider received the turn only');
+  },
+);
+
 t.test('Codex, trigger form: one sealed compaction item, replaced by its summary on the next request', async (t) => {
   const s = await stand(t);
   const c = fixture('codex-trigger');
