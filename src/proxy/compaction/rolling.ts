@@ -78,7 +78,7 @@ function pinnedPastHead(format: Reducible['format'], messages: readonly unknown[
 /**
  * The `/v1/summarize` body whose summary covers the first `to` messages: cache markers left out
  * (they move every call). The task (the first user message and what is pinned with it) stays before
- * the summary, as a rolling summary keeps it: the answer quotes it (`ReadySummary.outside`). The
+ * the summary, as a rolling summary keeps it: the answer quotes it (`ReadySummary.head`). The
  * agent's pinned instructions past the head are left out of the body: a summary ends at a pinned
  * instruction (it stays where it stands), and Claude Code pins one after its first user message and
  * after each of its compactions, so a range holding one would give no summary at all; the answer
@@ -141,11 +141,10 @@ export async function keepRolling(
 /** A ready prepared summary the history still holds, read from the summary cache. */
 export interface ReadySummary {
   readonly entry: PreparedEntry & { usage?: { input_tokens: number; output_tokens: number } };
-  /**
-   * The messages before `coveredTo` the summary does not stand for, by index, in order: the task kept
-   * before it (or joined to it), and the pinned instructions left out of its range (`rollingBody`).
-   */
-  readonly outside: readonly number[];
+  /** The messages kept before the summary or joined to it (the task, as a rolling summary keeps it), by index. */
+  readonly head: readonly number[];
+  /** The pinned instructions before `coveredTo` left out of the summary's range (`rollingBody`), by index, in order. */
+  readonly pinned: readonly number[];
   /** Where the summary's range really ends (a turn in flight at `entry.to` is kept, not summarized). */
   readonly coveredTo: number;
   readonly text: string;
@@ -203,11 +202,12 @@ async function readOne(
   for (const i of sources.slice(summary.message_index + 1)) if (i >= 0 && i < coveredTo) coveredTo = i;
   // The pinned instructions the body left out, below the range's end: outside the summary too.
   const inBody = new Set(of);
-  const outside = new Set(head);
-  for (let i = 0; i < coveredTo; i++) if (!inBody.has(i)) outside.add(i);
+  const pinned: number[] = [];
+  for (let i = 0; i < coveredTo; i++) if (!inBody.has(i)) pinned.push(i);
   return {
     entry,
-    outside: [...outside].sort((a, b) => a - b),
+    head,
+    pinned,
     coveredTo,
     text: summary.text,
     artifactId: /^art_/.test(summary.id) ? summary.id : null,

@@ -6,7 +6,7 @@ import type { Compactor } from '../../service/compactor.js';
 import type { PreparedSummaries } from '../../service/prepared-summaries.js';
 import { resolveModel } from '../../tokens/models.js';
 import type { Provider, Reducible } from '../providers.js';
-import { afterDigest } from './after.js';
+import { afterDigest, taskBlock } from './after.js';
 import type { RecognizedCompaction } from './recognize.js';
 import { keepRolling, type ReadySummary, readyRolling, rollingConversation } from './rolling.js';
 import { replaceSealed, type SealClaims, sealer } from './seal.js';
@@ -94,10 +94,12 @@ export async function compactionStep(
     const c = rollingConversation(deps.provider, deps.reducible, body, summarised, deps.headers);
     ready = await readyRolling(deps, c, AbortSignal.timeout(deps.readMs));
     if (!ready) return undefined;
+    const head = ready.head.map((i) => summarised[i]);
     const prepared = {
       summary: ready.text,
       artifactId: ready.artifactId,
-      after: afterDigest([...ready.outside.map((i) => summarised[i]), ...summarised.slice(ready.coveredTo)]),
+      task: taskBlock(head),
+      after: afterDigest([...ready.pinned.map((i) => summarised[i]), ...summarised.slice(ready.coveredTo)], head),
       recallTool: offersRecall(deps.reducible, body),
     };
     return { prepared, writtenBy: ready.writtenBy };
