@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import type { FastifyInstance } from 'fastify';
 import t, { type Test } from 'tap';
 import type { Config } from '../../src/config.js';
+import { rollingStep } from '../../src/proxy/compaction/rolling.js';
 import { SEAL_PREFIX } from '../../src/proxy/compaction/seal.js';
 import { buildWithLlm } from '../support/app.js';
 import { FakeProvider } from '../support/fake-provider.js';
@@ -267,10 +268,11 @@ t.test('the rolling summary counts a history only until its first range starts',
   await (await send(s, c, body)).text();
   await ready(s);
   t.equal(counted, 1, 'counted once, and its range started');
-  const more = [
-    { role: 'assistant', content: [{ type: 'text', text: 'More numbers.' }] },
+  // Grown by as many messages as the next range waits for.
+  const more = Array.from({ length: Math.ceil(rollingStep(history.length) / 2) }, (_, i) => [
+    { role: 'assistant', content: [{ type: 'text', text: `More numbers, ${i}.` }] },
     { role: 'user', content: 'Go on.' },
-  ];
+  ]).flat();
   await (await send(s, c, { ...body, messages: [...history, ...more] })).text();
   const scope = s.app.compactor.caller(null).scope;
   const deadline = Date.now() + 60_000;

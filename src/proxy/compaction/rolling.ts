@@ -37,6 +37,18 @@ export interface RollingDeps {
 /** Fewest new messages since the newest prepared range before another is started. */
 export const ROLLING_STEP = 2;
 
+/**
+ * And the least growth, as a share of the messages the newest range covers: each range is
+ * summarized whole (a summarizer call of about a thousand output tokens), so one per call would
+ * cost several times the agent's own compaction (issue 38's bench: 23 summaries in a 60-call
+ * session, 1.5× its bill); what a compaction request finds after the newest range is in its
+ * deterministic digest.
+ */
+export const ROLLING_GROWTH = 0.25;
+
+/** Messages the history must have grown by since a range of `to` messages before the next is started. */
+export const rollingStep = (to: number): number => Math.max(ROLLING_STEP, Math.ceil(to * ROLLING_GROWTH));
+
 /** The range id of the first `to` messages of a conversation. */
 const rangeId = (c: RollingConversation, to: number) => `instant-${(c.hashes[to] ?? '').slice(0, 48)}`;
 
@@ -113,7 +125,7 @@ export const READ_TRIES = 3;
 
 /**
  * Starts a prepared summary of the whole history when none of this conversation is being made and
- * the newest one is `ROLLING_STEP` messages behind or more. `pastShare` is asked only while the
+ * the newest one is `rollingStep` messages behind or more. `pastShare` is asked only while the
  * history holds no prepared range of its own: one that it holds was started past the share, and the
  * history has only grown since (after the agent's own compaction it holds none, and is asked again),
  * so a conversation is counted only until its first range starts. Never rejects (the request goes on).
@@ -132,7 +144,7 @@ export async function keepRolling(
   // Only a range this history still holds counts: after the agent's own compaction its history is
   // shorter than the range summarized before it (Codex's second compaction would find none).
   const newest = heldBy(mine, c)[0];
-  if (newest ? n - newest.to < ROLLING_STEP : !(await pastShare())) return false;
+  if (newest ? n - newest.to < rollingStep(newest.to) : !(await pastShare())) return false;
   const prepare = { id: rangeId(c, n), prefix: c.key, from: 0, to: n, body: rollingBody(c, n).body };
   await deps.preparer.after(deps.caller.scope, { prepare });
   return true;
