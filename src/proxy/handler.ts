@@ -93,7 +93,7 @@ export async function handle(ctx: ProxyContext, provider: Provider, request: Fas
   if (!json) return send(raw, undefined, 'not_json');
   const model = modelOf(reducible, json);
   // Instant compaction: an agent's own compaction request answered, or passed on byte-identical (never reduced).
-  const at = { path, started, model, caller: who.caller, owner: who.owner.scope, bytes: raw.length };
+  const at = { path, started, model, caller: who.caller, owner: who.owner.scope };
   const instant = await instantStep(ctx, provider, reducible, request, reply, at, json);
   if (instant.kind === 'answered') return instant.sent;
   if (instant.kind === 'passed') return send(instant.body ?? raw, undefined, undefined, model, instant.compaction);
@@ -106,6 +106,8 @@ export async function handle(ctx: ProxyContext, provider: Provider, request: Fas
     return send(given, undefined, reasonOf(error), model);
   }
   const { reduction, late } = reduced;
+  // Fit measured the call as it goes upstream (what the agent compacts by): the rolling summary reads that.
+  instant.roll?.(reduction.action === 'reduced' ? reduction.tokens.after : reduction.tokens.before);
   if (!reducible.countOnly) rememberState(ctx, who, reduction);
   const sent = reduction.history ? Buffer.from(JSON.stringify({ ...body, [reducible.history]: reduction.history })) : given;
   await send(sent, reduction, late, model);

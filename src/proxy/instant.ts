@@ -16,7 +16,7 @@ import { windowKey } from './window.js';
  * reduction): an agent's own compaction request answered from the conversation's prepared summary
  * (nothing forwarded), or passed on byte-identical (never reduced); any other request gets its
  * sealed `compaction` items put back as their summary text, and its conversation's rolling
- * prepared summary kept. The opt-out header never reaches the provider (headers.ts drops it with
+ * prepared summary kept once fit has measured it (`roll`). The opt-out header never reaches the provider (headers.ts drops it with
  * the other `x-compactor-*` headers).
  */
 
@@ -31,7 +31,16 @@ export type FrontStep =
    */
   | { readonly kind: 'passed'; readonly compaction: NonNullable<CallOutcome['compaction']>; readonly body?: Buffer }
   /** Not a compaction request: go on with `body` (its sealed items replaced: `changed`). */
-  | { readonly kind: 'go-on'; readonly body: Record<string, unknown>; readonly changed: boolean };
+  | {
+      readonly kind: 'go-on';
+      readonly body: Record<string, unknown>;
+      readonly changed: boolean;
+      /**
+       * Keeps the conversation's rolling prepared summary, given the occupancy fit measured of the
+       * call as it goes upstream (0: unknown, nothing done); absent where instant compaction is off.
+       */
+      readonly roll?: (occupancy: number) => void;
+    };
 
 /** The request's proxy options (a bad `x-compactor-options` is the reduction's to refuse: the configured ones here). */
 function optionsOf(ctx: ProxyContext, request: FastifyRequest): Record<string, unknown> {
@@ -54,7 +63,7 @@ export async function instantStep(
   reducible: Reducible,
   request: FastifyRequest,
   reply: FastifyReply,
-  at: { path: string; started: number; model: string | undefined; caller: Caller; owner: string; bytes?: number },
+  at: { path: string; started: number; model: string | undefined; caller: Caller; owner: string },
   json: Record<string, unknown>,
 ): Promise<FrontStep> {
   const { compactor } = ctx.app;
@@ -103,17 +112,21 @@ export async function instantStep(
       .send(answer.body);
     return { kind: 'answered', sent };
   }
-  if (!reducible.countOnly && setting !== false && request.headers[OPT_OUT_HEADER] === undefined) {
-    // The window the reduction fits the call to: the options', the provider's learned one, the table's, else the default.
-    const window =
-      typeof options.context_window === 'number'
-        ? options.context_window
-        : ctx.windows.windowFor(windowKey(at.owner, provider.name, at.model), at.model, options);
-    void rollOn(deps, out.body, share, window, out.replaced > 0 ? undefined : at.bytes).catch((error: unknown) =>
+  const changed = out.replaced > 0;
+  if (reducible.countOnly || setting === false || request.headers[OPT_OUT_HEADER] !== undefined)
+    return { kind: 'go-on', body: out.body, changed };
+  // The window the reduction fits the call to: the options', the provider's learned one, the table's, else the default.
+  const window =
+    typeof options.context_window === 'number'
+      ? options.context_window
+      : ctx.windows.windowFor(windowKey(at.owner, provider.name, at.model), at.model, options);
+  const roll = (occupancy: number) => {
+    if (occupancy <= 0) return;
+    void rollOn(deps, out.body, share, window, occupancy).catch((error: unknown) =>
       ctx.app.log.warn({ reason: error instanceof Error ? error.name : 'unknown' }, 'proxy: rolling summary not started'),
     );
-  }
-  return { kind: 'go-on', body: out.body, changed: out.replaced > 0 };
+  };
+  return { kind: 'go-on', body: out.body, changed, roll };
 }
 
 /** The conversation's short id (`x-compactor-conversation`), as a reduction of the same history names it. */

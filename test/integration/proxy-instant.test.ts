@@ -250,7 +250,7 @@ t.test(
   },
 );
 
-t.test('the rolling summary counts a history only until its first range starts', async (t) => {
+t.test('the rolling summary reads the occupancy fit measured of the call as it goes upstream: it counts nothing', async (t) => {
   const s = await stand(t);
   const c = fixture('claude-code-turn');
   let counted = 0;
@@ -261,13 +261,8 @@ t.test('the rolling summary counts a history only until its first range starts',
   };
   const body = before(fixture('claude-code-auto'));
   const history = body.messages as unknown[];
-  // Fewer bytes than the share of the window: not past it, and not counted.
-  const wide = { 'x-compactor-options': JSON.stringify({ context_window: 10_000_000, instant_compaction_share: 0.5 }) };
-  await (await send(s, c, body, wide)).text();
-  t.equal(counted, 0, 'a body smaller than the share of the window in bytes is not counted');
   await (await send(s, c, body)).text();
   await ready(s);
-  t.equal(counted, 1, 'counted once, and its range started');
   // Grown by as many messages as the next range waits for.
   const more = Array.from({ length: Math.ceil(rollingStep(history.length) / 2) }, (_, i) => [
     { role: 'assistant', content: [{ type: 'text', text: `More numbers, ${i}.` }] },
@@ -278,8 +273,38 @@ t.test('the rolling summary counts a history only until its first range starts',
   const deadline = Date.now() + 60_000;
   while (Date.now() < deadline && (await s.app.preparer.context(scope)).entries.length < 2)
     await new Promise((r) => setTimeout(r, 20));
-  t.equal((await s.app.preparer.context(scope)).entries.length, 2, 'the grown history starts the next range');
-  t.equal(counted, 1, 'without counting it again: it holds a range of its own, started past the share');
+  t.equal((await s.app.preparer.context(scope)).entries.length, 2, 'a range started, and the next one as the history grew');
+  t.equal(counted, 0, 'no history counted on the main thread for it');
+});
+
+t.test('a conversation the proxy keeps under the share gets no rolling summary: its agent does not compact there', async (t) => {
+  const s = await stand(t);
+  const c = fixture('claude-code-turn');
+  const turns = (who: string) =>
+    Array.from({ length: 20 }, (_, i) => [
+      { role: 'user', content: `${who}: go on with part ${i}.` },
+      { role: 'assistant', content: `Part ${i}: ${'numbers '.repeat(300)}` },
+    ]).flat();
+  const at = (options: Record<string, unknown>, session: string) => ({
+    'x-compactor-options': JSON.stringify({
+      context_window: 20_000,
+      instant_compaction_share: 0.3,
+      policy: 'tokens',
+      ...options,
+    }),
+    'x-claude-code-session-id': session,
+  });
+  const ask = { role: 'user', content: 'Report.' };
+  // Reduced to a tenth of the window: the call goes upstream far under the share, whatever the history sent.
+  const reduced = await send(s, c, { ...c.body, messages: [...turns('A'), ask] }, at({ target_fraction: 0.1 }, 'session-a'));
+  await reduced.text();
+  t.equal(reduced.headers.get('x-compactor')?.split(';')[0], 'reduced');
+  // Then one past the share, not reduced: its range is the only one made.
+  const whole = { target_fraction: 1, limit: { fraction: 1 } };
+  await (await send(s, c, { ...c.body, messages: [...turns('B'), ask] }, at(whole, 'session-b'))).text();
+  await ready(s);
+  const scope = s.app.compactor.caller(null).scope;
+  t.equal((await s.app.preparer.context(scope)).entries.length, 1, "the reduced conversation's summary was never started");
 });
 
 t.test('Codex, local form: answered with an ordinary assistant message', async (t) => {

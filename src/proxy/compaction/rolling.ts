@@ -125,16 +125,9 @@ export const READ_TRIES = 3;
 
 /**
  * Starts a prepared summary of the whole history when none of this conversation is being made and
- * the newest one is `rollingStep` messages behind or more. `pastShare` is asked only while the
- * history holds no prepared range of its own: one that it holds was started past the share, and the
- * history has only grown since (after the agent's own compaction it holds none, and is asked again),
- * so a conversation is counted only until its first range starts. Never rejects (the request goes on).
+ * the newest one is `rollingStep` messages behind or more. Never rejects (the request goes on).
  */
-export async function keepRolling(
-  deps: RollingDeps,
-  c: RollingConversation,
-  pastShare: () => boolean | Promise<boolean>,
-): Promise<boolean> {
+export async function keepRolling(deps: RollingDeps, c: RollingConversation): Promise<boolean> {
   const n = c.history.length;
   if (n < 2) return false;
   const context = await deps.preparer.context(deps.caller.scope);
@@ -144,7 +137,7 @@ export async function keepRolling(
   // Only a range this history still holds counts: after the agent's own compaction its history is
   // shorter than the range summarized before it (Codex's second compaction would find none).
   const newest = heldBy(mine, c)[0];
-  if (newest ? n - newest.to < rollingStep(newest.to) : !(await pastShare())) return false;
+  if (newest && n - newest.to < rollingStep(newest.to)) return false;
   const prepare = { id: rangeId(c, n), prefix: c.key, from: 0, to: n, body: rollingBody(c, n).body };
   await deps.preparer.after(deps.caller.scope, { prepare });
   return true;

@@ -140,38 +140,23 @@ export async function unsealed(
 }
 
 /**
- * Starts or extends the conversation's rolling prepared summary once it is past `share` of its
- * window. Counting the history is the costly part, so it is avoided where the answer is known: a
- * body of fewer bytes than `share` of the window is not past it (a token is at least a byte, the
- * JSON around the text only adds bytes; an image named by reference weighs more than its bytes, and
- * such a conversation starts its summary a little later), and a history that holds a prepared range
- * of its own was past it already (`keepRolling`). Never rejects.
+ * Starts or extends the conversation's rolling prepared summary once the call is past `share` of
+ * its window, as the provider sees it: `occupancy` is what fit measured of the history going
+ * upstream (after any reduction; the provider's usage where the conversation has one), what the
+ * agent reads in its usage and compacts by. A conversation the proxy keeps under the share never
+ * has one made (its agent does not compact there), and nothing is counted here. Never rejects.
  */
 export async function rollOn(
   deps: Pick<InstantDeps, 'compactor' | 'preparer' | 'caller' | 'provider' | 'reducible' | 'headers'>,
   body: Record<string, unknown>,
   share: number,
   contextWindow: number | undefined,
-  bytes?: number,
+  occupancy: number,
 ): Promise<void> {
   const history = body[deps.reducible.history];
   if (!Array.isArray(history) || history.length < 2) return;
   const model = typeof body.model === 'string' ? body.model : undefined;
-  const known = resolveModel(model, contextWindow).contextWindow;
-  if (known && bytes !== undefined && bytes < share * known) return;
-  const pastShare = () => {
-    const tools = deps.reducible.toolsOf(body);
-    const system = deps.reducible.systemOf(body);
-    const counted = deps.compactor.tokens({
-      messages: history,
-      format: deps.reducible.format,
-      ...(model ? { model } : {}),
-      ...(typeof system === 'string' ? { system } : {}),
-      ...(Array.isArray(tools) ? { tools } : {}),
-      ...(contextWindow ? { context_window: contextWindow } : {}),
-    });
-    const window = counted.context_window;
-    return window !== null && window > 0 && counted.occupancy >= share * window;
-  };
-  await keepRolling(deps, rollingConversation(deps.provider, deps.reducible, body, history, deps.headers), pastShare);
+  const window = resolveModel(model, contextWindow).contextWindow;
+  if (!window || occupancy < share * window) return;
+  await keepRolling(deps, rollingConversation(deps.provider, deps.reducible, body, history, deps.headers));
 }
