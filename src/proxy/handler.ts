@@ -106,8 +106,9 @@ export async function handle(ctx: ProxyContext, provider: Provider, request: Fas
     return send(given, undefined, reasonOf(error), model);
   }
   const { reduction, late } = reduced;
-  // Fit measured the call as it goes upstream (what the agent compacts by): the rolling summary reads that.
-  instant.roll?.(reduction.action === 'reduced' ? reduction.tokens.after : reduction.tokens.before);
+  // The agent compacts by its usage: the call as fit measured it going upstream. While the proxy
+  // reduces the conversation, the agent stays under its own limit: no summary is kept for it.
+  instant.roll?.(reduction.action === 'unchanged' ? reduction.tokens.before : 0);
   if (!reducible.countOnly) rememberState(ctx, who, reduction);
   const sent = reduction.history ? Buffer.from(JSON.stringify({ ...body, [reducible.history]: reduction.history })) : given;
   await send(sent, reduction, late, model);

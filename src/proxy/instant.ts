@@ -37,7 +37,8 @@ export type FrontStep =
       readonly changed: boolean;
       /**
        * Keeps the conversation's rolling prepared summary, given the occupancy fit measured of the
-       * call as it goes upstream (0: unknown, nothing done); absent where instant compaction is off.
+       * call as it goes upstream, unreduced (0: unknown, or reduced by the proxy: nothing done);
+       * absent where instant compaction is off.
        */
       readonly roll?: (occupancy: number) => void;
     };

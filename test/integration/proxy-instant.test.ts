@@ -227,10 +227,12 @@ t.test(
     const s = await stand(t);
     const c = fixture('claude-code-auto');
     const { turn, compaction } = afterOwnCompaction(c);
-    await (await send(s, c, turn)).text();
+    // A window the history is far under: the proxy does not reduce it (the agent compacts by itself).
+    const wide = { 'x-compactor-options': JSON.stringify({ context_window: 50_000, instant_compaction_share: 0.01 }) };
+    await (await send(s, c, turn, wide)).text();
     await ready(s);
     const sentBefore = s.fake.modelRequests().length;
-    const res = await send(s, c, compaction);
+    const res = await send(s, c, compaction, wide);
     const text = await res.text();
     t.equal(res.headers.get('x-compactor'), 'compaction-answered', 'answered, not passed none-ready');
     t.equal(s.fake.modelRequests().length - sentBefore, 0, 'the provider never received it');
@@ -277,13 +279,13 @@ t.test('the rolling summary reads the occupancy fit measured of the call as it g
   t.equal(counted, 0, 'no history counted on the main thread for it');
 });
 
-t.test('a conversation the proxy keeps under the share gets no rolling summary: its agent does not compact there', async (t) => {
+t.test('a conversation the proxy reduces gets no rolling summary: its agent stays under its own limit', async (t) => {
   const s = await stand(t);
   const c = fixture('claude-code-turn');
   const turns = (who: string) =>
     Array.from({ length: 20 }, (_, i) => [
       { role: 'user', content: `${who}: go on with part ${i}.` },
-      { role: 'assistant', content: `Part ${i}: ${'numbers '.repeat(300)}` },
+      { role: 'assistant', content: `Part ${i}: ${'numbers '.repeat(1000)}` },
     ]).flat();
   const at = (options: Record<string, unknown>, session: string) => ({
     'x-compactor-options': JSON.stringify({
@@ -295,12 +297,12 @@ t.test('a conversation the proxy keeps under the share gets no rolling summary: 
     'x-claude-code-session-id': session,
   });
   const ask = { role: 'user', content: 'Report.' };
-  // Reduced to a tenth of the window: the call goes upstream far under the share, whatever the history sent.
-  const reduced = await send(s, c, { ...c.body, messages: [...turns('A'), ask] }, at({ target_fraction: 0.1 }, 'session-a'));
+  // Reduced to half the window: the call may still go upstream past the share, but its agent reads the reduced usage.
+  const reduced = await send(s, c, { ...c.body, messages: [...turns('A'), ask] }, at({ target_fraction: 0.5 }, 'session-a'));
   await reduced.text();
   t.equal(reduced.headers.get('x-compactor')?.split(';')[0], 'reduced');
   // Then one past the share, not reduced: its range is the only one made.
-  const whole = { target_fraction: 1, limit: { fraction: 1 } };
+  const whole = { context_window: 100_000, instant_compaction_share: 0.1, target_fraction: 1, limit: { fraction: 1 } };
   await (await send(s, c, { ...c.body, messages: [...turns('B'), ask] }, at(whole, 'session-b'))).text();
   await ready(s);
   const scope = s.app.compactor.caller(null).scope;

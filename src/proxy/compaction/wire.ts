@@ -142,9 +142,10 @@ export async function unsealed(
 /**
  * Starts or extends the conversation's rolling prepared summary once the call is past `share` of
  * its window, as the provider sees it: `occupancy` is what fit measured of the history going
- * upstream (after any reduction; the provider's usage where the conversation has one), what the
- * agent reads in its usage and compacts by. A conversation the proxy keeps under the share never
- * has one made (its agent does not compact there), and nothing is counted here. Never rejects.
+ * upstream (the provider's usage where the conversation has one), what the agent reads in its
+ * usage and compacts by. The front door asks only while the proxy has not reduced the
+ * conversation: once it does, the agent stays under its own limit and its compaction does not come
+ * (a summary kept for it would be paid for nothing). Nothing is counted here. Never rejects.
  */
 export async function rollOn(
   deps: Pick<InstantDeps, 'compactor' | 'preparer' | 'caller' | 'provider' | 'reducible' | 'headers'>,
