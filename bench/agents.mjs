@@ -19,8 +19,16 @@
  *   --compact-at <share>  where the agents' own compaction starts, a share of the window (default 0.8;
  *                         through the proxy an agent sees the reduced requests' usage: lower it to make
  *                         it compact there too)
+ *   --call-ms <n>         the fake takes n ms to answer each of the agent's other calls (default 0; a
+ *                         model takes seconds: the summaries Compactor keeps are written between them)
+ *   --instant-share <x>   the proxy's `instant_compaction_share` in the proxied ways (default: the
+ *                         proxy's, 0.5): where the summary an agent's compaction request is answered
+ *                         from starts being kept (the fake answers in milliseconds, so the calls
+ *                         between that share and the agent's compaction go by faster than a summary)
  *   --agents a,b          default claude-code,codex
- *   --ways a,b            default straight,own,proxied,both
+ *   --ways a,b            default straight,own,proxied,both; `instant` (issue 38): the agent's own
+ *                         compaction through the proxy reducing nothing, so that only instant
+ *                         compaction answers its compaction requests (against `own`)
  *   --dist <path>         the build to start (default ./dist)
  *   --no-write            print only
  */
@@ -40,6 +48,8 @@ const { values } = parseArgs({
     calls: { type: 'string', default: '60' },
     'slow-compaction': { type: 'boolean', default: false },
     'compact-at': { type: 'string', default: String(COMPACT_AT) },
+    'instant-share': { type: 'string' },
+    'call-ms': { type: 'string', default: '0' },
     agents: { type: 'string', default: LONG_AGENTS.join(',') },
     ways: { type: 'string', default: WAYS.join(',') },
     dist: { type: 'string', default: join(ROOT, 'dist') },
@@ -49,6 +59,9 @@ const { values } = parseArgs({
 const calls = Number(values.calls);
 const compactionDelayMs = values['slow-compaction'] ? 20_000 : 0;
 const compactAt = Number(values['compact-at']);
+const callDelayMs = Number(values['call-ms']);
+const instantShare = values['instant-share'] === undefined ? undefined : Number(values['instant-share']);
+const proxyOptions = instantShare === undefined ? {} : { instant_compaction_share: instantShare };
 const agents = values.agents.split(',');
 const ways = values.ways.split(',');
 
@@ -64,13 +77,23 @@ const meta = {
   calls,
   compactionDelayMs,
   compactAt,
+  instantShare,
+  callDelayMs,
 };
 
 const sessions = [];
 for (const agent of agents) {
   for (const way of ways) {
     const started = Date.now();
-    const s = await runSession(agent, way, { calls, compactionDelayMs, compactAt, dist: values.dist, timeoutMs: 1_200_000 });
+    const s = await runSession(agent, way, {
+      calls,
+      compactionDelayMs,
+      callDelayMs,
+      compactAt,
+      proxyOptions,
+      dist: values.dist,
+      timeoutMs: 1_200_000,
+    });
     const f = s.figures;
     console.error(
       `${agent} ${way}: exit ${s.run.exitCode}${s.run.timedOut ? ' (timed out)' : ''}, ${f.upstream} upstream, bill ${f.bill.total}, ` +
@@ -137,32 +160,35 @@ function goalTable() {
 
 function compactionTable() {
   const rows = [
-    "| agent | way | compaction requests | reached the provider | through the relay p50 / max (ms) | the provider's answer p50 (ms) | outcomes |",
-    '| --- | --- | ---: | ---: | ---: | ---: | --- |',
+    "| agent | way | compaction requests | answered by Compactor | reached the provider | through the relay p50 / max (ms) | the provider's answer p50 (ms) | the agent waited on them in all (s) | bill / own's | outcomes |",
+    '| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |',
   ];
   for (const s of sessions) {
     const c = s.figures.compactions;
     if (c.length === 0) continue;
     const times = c.map((x) => x.durationMs).filter((x) => x !== undefined);
     const outcomes = [...new Set(c.map((x) => x.outcome ?? 'none'))].join(', ');
+    const answered = c.filter((x) => x.outcome === 'compaction-answered').length;
+    const waited = times.reduce((a, b) => a + b, 0) / 1000;
+    const own = find(s.agent, 'own')?.figures.bill.total;
     rows.push(
-      `| ${s.agent} | ${s.way} | ${c.length} | ${c.filter((x) => x.forwarded).length} | ${fmt(median(times))} / ${fmt(Math.max(...times))} | ${fmt(median(s.figures.providerCompactionMs))} | ${outcomes} |`,
+      `| ${s.agent} | ${s.way} | ${c.length} | ${answered} | ${c.filter((x) => x.forwarded).length} | ${fmt(median(times))} / ${fmt(Math.max(...times))} | ${fmt(median(s.figures.providerCompactionMs))} | ${waited.toFixed(1)} | ${s.way === 'own' ? '1.00' : ratio(s.figures.bill.total, own)} | ${outcomes} |`,
     );
   }
   return rows.length > 2 ? rows.join('\n') : 'No agent sent a compaction request of its own.';
 }
 
-const command = `npm run build && node --import ./test/support/ts-loader.mjs bench/agents.mjs --label ${values.label}${values['slow-compaction'] ? ' --slow-compaction' : ''}${calls !== 60 ? ` --calls ${calls}` : ''}${compactAt !== COMPACT_AT ? ` --compact-at ${compactAt}` : ''}`;
+const command = `npm run build && node --import ./test/support/ts-loader.mjs bench/agents.mjs --label ${values.label}${values['slow-compaction'] ? ' --slow-compaction' : ''}${calls !== 60 ? ` --calls ${calls}` : ''}${compactAt !== COMPACT_AT ? ` --compact-at ${compactAt}` : ''}${instantShare === undefined ? '' : ` --instant-share ${instantShare}`}${callDelayMs ? ` --call-ms ${callDelayMs}` : ''}${values.agents !== LONG_AGENTS.join(',') ? ` --agents ${values.agents}` : ''}${values.ways !== WAYS.join(',') ? ` --ways ${values.ways}` : ''}`;
 const section = `<!-- agents:${values.label} -->
 #### Run \`${values.label}\`: commit \`${meta.commit}\`${meta.src_dirty ? ' (src/ modified)' : ''}, ${meta.date.slice(0, 16).replace('T', ' ')} UTC
 
-**Command:** \`${command}\`. Node ${meta.node}, ${meta.nproc} cores (${meta.cpu}), ${meta.memGiB} GiB; load average ${meta.loadavg_start[0]} at the start, ${meta.loadavg_end[0]} at the end. ${calls} tool calls per session; windows: Claude Code ${fmt(WINDOW['claude-code'])}, Codex ${fmt(WINDOW.codex)}; the agents' own compaction at ${compactAt} of the window; the fake answers an agent's own compaction request in ${compactionDelayMs / 1000} s.
+**Command:** \`${command}\`. Node ${meta.node}, ${meta.nproc} cores (${meta.cpu}), ${meta.memGiB} GiB; load average ${meta.loadavg_start[0]} at the start, ${meta.loadavg_end[0]} at the end. ${calls} tool calls per session; windows: Claude Code ${fmt(WINDOW['claude-code'])}, Codex ${fmt(WINDOW.codex)}; the agents' own compaction at ${compactAt} of the window${instantShare === undefined ? '' : `; the proxy's instant compaction summary kept from ${instantShare} of it`}; the fake answers an agent's own compaction request in ${compactionDelayMs / 1000} s${callDelayMs ? ` and each other call in ${callDelayMs / 1000} s` : ''}.
 
 ${sessionTable()}
 
 ${goalTable()}
 
-The agents' own compaction requests (issue 38: through the proxy they should be answered in under 2 s, not reach the provider):
+The agents' own compaction requests (issue 38: through the proxy they should be answered in under 2 s by instant compaction, not reach the provider; _bill / own's_: the session's bill over the agent's own compaction's, same agent):
 
 ${compactionTable()}
 <!-- /agents:${values.label} -->`;

@@ -94,7 +94,8 @@ export async function handle(ctx: ProxyContext, provider: Provider, request: Fas
   if (!json) return send(raw, undefined, 'not_json');
   const model = modelOf(reducible, json);
   // Instant compaction: an agent's own compaction request answered, or passed on byte-identical (never reduced).
-  const instant = await instantStep(ctx, provider, reducible, request, reply, { path, started, model, caller: who.caller }, json);
+  const at = { path, started, model, caller: who.caller, owner: who.owner.scope };
+  const instant = await instantStep(ctx, provider, reducible, request, reply, at, json);
   if (instant.kind === 'answered') return instant.sent;
   if (instant.kind === 'passed') return send(instant.body ?? raw, undefined, undefined, model, instant.compaction);
   const body = instant.body;
@@ -106,9 +107,10 @@ export async function handle(ctx: ProxyContext, provider: Provider, request: Fas
     return send(given, undefined, reasonOf(error), model);
   }
   const { reduction, late } = reduced;
+  // The agent compacts by its usage: the call as fit measured it going upstream. While the proxy
+  // reduces the conversation, the agent stays under its own limit: no summary is kept for it.
+  instant.roll?.(reduction.action === 'unchanged' ? reduction.tokens.before : 0);
   if (!reducible.countOnly) rememberState(ctx, who, reduction);
-  // Fit counted what goes upstream (not when the budget cut it short: the next call will).
-  if (reduction.tokens.after > 0) instant.roll?.(reduction.tokens.after, reduction.window ?? undefined);
   const sent = reduction.history ? Buffer.from(JSON.stringify({ ...body, [reducible.history]: reduction.history })) : given;
   await send(sent, reduction, late, model);
   // Sent and answered: what was parsed and rewritten is no longer held.

@@ -11,13 +11,14 @@ import { type CallOutcome, countOutcome, outcomeHeaders, outcomeOf } from './out
 import type { Provider, Reducible } from './providers.js';
 import { recordCall } from './record.js';
 import type { Made } from './reduce.js';
+import { windowKey } from './window.js';
 
 /**
  * Instant compaction at the proxy's front door (one step after the body is parsed, before
  * reduction): an agent's own compaction request answered from the conversation's prepared summary
  * (nothing forwarded), or passed on byte-identical (never reduced); any other request gets its
  * sealed `compaction` items put back as their summary text, and its conversation's rolling
- * prepared summary kept. The opt-out header never reaches the provider (headers.ts drops it with
+ * prepared summary kept once fit has measured it (`roll`). The opt-out header never reaches the provider (headers.ts drops it with
  * the other `x-compactor-*` headers).
  */
 
@@ -37,11 +38,11 @@ export type FrontStep =
       readonly body: Record<string, unknown>;
       readonly changed: boolean;
       /**
-       * Keeps the conversation's rolling prepared summary, given the occupancy of what goes
-       * upstream (the reduction's count: what the agent's next usage will say, what its own
-       * compaction starts by) and the window it was fitted to. Absent when instant compaction is off.
+       * Keeps the conversation's rolling prepared summary, given the occupancy fit measured of the
+       * call as it goes upstream, unreduced (0: unknown, or reduced by the proxy: nothing done);
+       * absent where instant compaction is off.
        */
-      readonly roll?: (occupancy: number, window: number | undefined) => void;
+      readonly roll?: (occupancy: number) => void;
     };
 
 /** The request's proxy options (a bad `x-compactor-options` is the reduction's to refuse: the configured ones here). */
@@ -65,7 +66,7 @@ export async function instantStep(
   reducible: Reducible,
   request: FastifyRequest,
   reply: FastifyReply,
-  at: { path: string; started: number; model: string | undefined; caller: Caller },
+  at: { path: string; started: number; model: string | undefined; caller: Caller; owner: string },
   json: Record<string, unknown>,
 ): Promise<FrontStep> {
   const { compactor } = ctx.app;
@@ -117,8 +118,14 @@ export async function instantStep(
   const changed = out.replaced > 0;
   if (reducible.countOnly || setting === false || request.headers[OPT_OUT_HEADER] !== undefined)
     return { kind: 'go-on', body: out.body, changed };
-  const roll = (occupancy: number, window: number | undefined) => {
-    void rollOn(deps, out.body, share, occupancy, window).catch((error: unknown) =>
+  // The window the reduction fits the call to: the options', the provider's learned one, the table's, else the default.
+  const window =
+    typeof options.context_window === 'number'
+      ? options.context_window
+      : ctx.windows.windowFor(windowKey(at.owner, provider.name, at.model), at.model, options);
+  const roll = (occupancy: number) => {
+    if (occupancy <= 0) return;
+    void rollOn(deps, out.body, share, window, occupancy).catch((error: unknown) =>
       ctx.app.log.warn({ reason: error instanceof Error ? error.name : 'unknown' }, 'proxy: rolling summary not started'),
     );
   };

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import type { FastifyInstance } from 'fastify';
 import t, { type Test } from 'tap';
 import type { Config } from '../../src/config.js';
+import { rollingStep } from '../../src/proxy/compaction/rolling.js';
 import { SEAL_PREFIX } from '../../src/proxy/compaction/seal.js';
 import { buildWithLlm } from '../support/app.js';
 import { FakeProvider } from '../support/fake-provider.js';
@@ -194,6 +195,133 @@ t.test(
   },
 );
 
+/**
+ * Claude Code's history after its own compaction, as 2.1.332 sends it: its continuation message
+ * (the earlier summary, then the task), a pinned `system` message after it, the calls since, and a
+ * second pinned `system` message after the first call's result (its deferred tools). A summary ends
+ * at a pinned instruction, so a rolling summary of this history as sent had nothing before the
+ * second one to cover (`instruction_kept`) and the second compaction passed `none-ready`.
+ */
+function afterOwnCompaction(c: Captured): { turn: Record<string, unknown>; compaction: Record<string, unknown> } {
+  const call = (n: number): [Record<string, unknown>, { role: string; content: unknown[] }] => [
+    {
+      role: 'assistant',
+      content: [
+        { type: 'text', text: `Running step ${n}.` },
+        { type: 'tool_use', id: `toolu_${n}`, name: 'Bash', input: { command: `seq 1 ${3000 + n}` } },
+      ],
+    },
+    { role: 'user', content: [{ type: 'tool_result', tool_use_id: `toolu_${n}`, content: 'numbers '.repeat(300) }] },
+  ];
+  const [call2, result2] = call(2);
+  const history = [
+    { role: 'user', content: `This session is being continued from a previous conversation. Summary: ${TASK}` },
+    { role: 'system', content: "Today's date is 2026-12-07." },
+    call2,
+    {
+      ...result2,
+      content: [...result2.content, { type: 'text', text: '<system-reminder>\nBe brief.\n</system-reminder>' }],
+    },
+    { role: 'system', content: 'The following deferred tools are now available via ToolSearch.' },
+    ...call(3),
+    ...call(4),
+    ...call(5),
+  ] as Record<string, unknown>[];
+  const messages = c.body.messages as { content: unknown[] }[];
+  const instruction = messages[messages.length - 1]?.content.at(-1);
+  const last = history.at(-1) as Record<string, unknown>;
+  const asked = [...history.slice(0, -1), { ...last, content: [...(last.content as unknown[]), instruction] }];
+  return { turn: { ...c.body, messages: history }, compaction: { ...c.body, messages: asked } };
+}
+
+t.test(
+  'Claude Code: its second compaction, after the pinned system messages it writes after its first, is answered',
+  async (t) => {
+    const s = await stand(t);
+    const c = fixture('claude-code-auto');
+    const { turn, compaction } = afterOwnCompaction(c);
+    // A window the history is far under: the proxy does not reduce it (the agent compacts by itself).
+    const wide = { 'x-compactor-options': JSON.stringify({ context_window: 50_000, instant_compaction_share: 0.01 }) };
+    await (await send(s, c, turn, wide)).text();
+    await ready(s);
+    const sentBefore = s.fake.modelRequests().length;
+    const res = await send(s, c, compaction, wide);
+    const text = await res.text();
+    t.equal(res.headers.get('x-compactor'), 'compaction-answered', 'answered, not passed none-ready');
+    t.equal(s.fake.modelRequests().length - sentBefore, 0, 'the provider never received it');
+    t.match(text, /task 7f3a/, 'the task (the continuation message kept before the summary) is quoted');
+    t.match(text, /Running step 5\./, 'the newest call, after the summarized range, is in the digest');
+    const id = /Compactor's artifact (art_[0-9a-f]{24})/.exec(text)?.[1];
+    t.ok(id, 'the recall pointer names the artifact of the summarized range');
+    const view = await s.app.inject({ method: 'GET', url: `/v1/artifacts/${id}` });
+    const range = (view.json() as { content: { messages: { role: string }[] } }).content.messages;
+    const history = turn.messages as unknown[];
+    // The calls before the newest, as sent, without the pinned instruction between them.
+    t.same(
+      range.map((m) => JSON.stringify(m)),
+      [2, 3, 5, 6, 7, 8].map((i) => JSON.stringify(history[i])),
+      'the range is steps 2 to 4 byte-exact, the pinned system message left out of it',
+    );
+  },
+);
+
+t.test('the rolling summary reads the occupancy fit measured of the call as it goes upstream: it counts nothing', async (t) => {
+  const s = await stand(t);
+  const c = fixture('claude-code-turn');
+  let counted = 0;
+  const tokens = s.app.compactor.tokens.bind(s.app.compactor);
+  s.app.compactor.tokens = (req) => {
+    counted++;
+    return tokens(req);
+  };
+  const body = before(fixture('claude-code-auto'));
+  const history = body.messages as unknown[];
+  await (await send(s, c, body)).text();
+  await ready(s);
+  // Grown by as many messages as the next range waits for.
+  const more = Array.from({ length: Math.ceil(rollingStep(history.length) / 2) }, (_, i) => [
+    { role: 'assistant', content: [{ type: 'text', text: `More numbers, ${i}.` }] },
+    { role: 'user', content: 'Go on.' },
+  ]).flat();
+  await (await send(s, c, { ...body, messages: [...history, ...more] })).text();
+  const scope = s.app.compactor.caller(null).scope;
+  const deadline = Date.now() + 60_000;
+  while (Date.now() < deadline && (await s.app.preparer.context(scope)).entries.length < 2)
+    await new Promise((r) => setTimeout(r, 20));
+  t.equal((await s.app.preparer.context(scope)).entries.length, 2, 'a range started, and the next one as the history grew');
+  t.equal(counted, 0, 'no history counted on the main thread for it');
+});
+
+t.test('a conversation the proxy reduces gets no rolling summary: its agent stays under its own limit', async (t) => {
+  const s = await stand(t);
+  const c = fixture('claude-code-turn');
+  const turns = (who: string) =>
+    Array.from({ length: 20 }, (_, i) => [
+      { role: 'user', content: `${who}: go on with part ${i}.` },
+      { role: 'assistant', content: `Part ${i}: ${'numbers '.repeat(1000)}` },
+    ]).flat();
+  const at = (options: Record<string, unknown>, session: string) => ({
+    'x-compactor-options': JSON.stringify({
+      context_window: 20_000,
+      instant_compaction_share: 0.3,
+      policy: 'tokens',
+      ...options,
+    }),
+    'x-claude-code-session-id': session,
+  });
+  const ask = { role: 'user', content: 'Report.' };
+  // Reduced to half the window: the call may still go upstream past the share, but its agent reads the reduced usage.
+  const reduced = await send(s, c, { ...c.body, messages: [...turns('A'), ask] }, at({ target_fraction: 0.5 }, 'session-a'));
+  await reduced.text();
+  t.equal(reduced.headers.get('x-compactor')?.split(';')[0], 'reduced');
+  // Then one past the share, not reduced: its range is the only one made.
+  const whole = { context_window: 100_000, instant_compaction_share: 0.1, target_fraction: 1, limit: { fraction: 1 } };
+  await (await send(s, c, { ...c.body, messages: [...turns('B'), ask] }, at(whole, 'session-b'))).text();
+  await ready(s);
+  const scope = s.app.compactor.caller(null).scope;
+  t.equal((await s.app.preparer.context(scope)).entries.length, 1, "the reduced conversation's summary was never started");
+});
+
 t.test('Codex, local form: answered with an ordinary assistant message', async (t) => {
   const s = await stand(t);
   const { res, text, upstream } = await compactAfterTurn(s, fixture('codex-local'));
@@ -203,6 +331,23 @@ t.test('Codex, local form: answered with an ordinary assistant message', async (
   t.match(text, /"role":"assistant"/);
   t.notMatch(text, /"type":"compaction"/);
 });
+
+t.test(
+  "Codex's default model, which the model table does not know: its rolling summary measured against the proxy's window",
+  async (t) => {
+    // As the README configures Codex: no model line (gpt-6.2-sol), no window in the options; the
+    // proxy fits it to COMPACTOR_DEFAULT_CONTEXT_WINDOW, and so does its rolling summary.
+    const s = await stand(t, { COMPACTOR_DEFAULT_CONTEXT_WINDOW: '2000' });
+    const options = { 'x-compactor-options': JSON.stringify({ instant_compaction_share: 0.1 }) };
+    const c = fixture('codex-local-sol');
+    await (await send(s, c, before(c), options)).text();
+    await ready(s);
+    const res = await send(s, c, c.body, options);
+    await res.text();
+    t.equal(res.headers.get('x-compactor'), 'compaction-answered');
+    t.equal(s.fake.modelRequests().length, 1, 'the provider received the turn only');
+  },
+);
 
 t.test('Codex, trigger form: one sealed compaction item, replaced by its summary on the next request', async (t) => {
   const s = await stand(t);

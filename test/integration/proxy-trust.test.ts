@@ -168,7 +168,7 @@ t.test(
     );
     const load = results.filter((r) => r.x === 'bypass; reason=load').length;
     // Each weighs over 3 MiB: at most two fit in 8 MiB at once, and all six were in flight together.
-    t.ok(load >= n - 2, `${load} of ${n} forwarded unread for load (${results.map((r) => r.x).join(", ")})`);
+    t.ok(load >= n - 2, `${load} of ${n} forwarded unread for load (${results.map((r) => r.x).join(', ')})`);
     t.ok(load < n, 'those with room were handled as usual');
     const sent = fake.modelRequests().map((r) => r.raw.toString('utf8'));
     for (const [i, r] of results.entries()) {

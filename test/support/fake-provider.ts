@@ -250,6 +250,7 @@ function answerFor(request: ModelRequest, reply: Reply, usage: UsageFigures): An
       search: request.wire === 'openai-responses' && request.tools.some((t) => t.name === call.name && t.kind === 'tool_search'),
     })),
     usage,
+    ...(reply.compaction !== undefined ? { compaction: reply.compaction } : {}),
   };
 }
 

@@ -3,6 +3,7 @@ import { once } from 'node:events';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
+import { OPT_OUT_HEADER } from '../../src/proxy/compaction/step.js';
 import { CLIENTS } from './clients/catalog.js';
 import { installClient } from './clients/install.js';
 
@@ -24,7 +25,8 @@ export interface AgentRun {
   stderr: string;
 }
 
-const PROMPT = 'Run the shell commands you are asked for, then say what you found.';
+/** The task every run is given: the text a summary must keep. */
+export const PROMPT = 'Run the shell commands you are asked for, then say what you found.';
 
 function baseEnv(home: string): Record<string, string> {
   const dead = 'http://127.0.0.1:9';
@@ -47,10 +49,17 @@ function baseEnv(home: string): Record<string, string> {
   };
 }
 
+/** What a run may add: the per-request opt-out header on every model call (not with Codex's built-in provider, which sends none of its own). */
+export interface RunOptions {
+  optOut?: boolean;
+  timeoutMs?: number;
+}
+
 async function codexSetup(
   home: string,
   base: string,
   builtin: boolean,
+  optOut: boolean,
 ): Promise<{ args: string[]; env: Record<string, string> }> {
   const codexHome = join(home, '.codex');
   await mkdir(codexHome, { recursive: true });
@@ -71,7 +80,9 @@ async function codexSetup(
         `base_url = ${JSON.stringify(`${base}/v1`)}`,
         'env_key = "OPENAI_API_KEY"',
         'wire_api = "responses"',
+        ...(optOut ? [`http_headers = { "${OPT_OUT_HEADER}" = "off" }`] : []),
       ];
+  if (optOut && builtin) throw new Error("Codex's built-in provider sends no header of ours: opt out with the option");
   await writeFile(join(codexHome, 'config.toml'), `${[...root, ...provider].join('\n')}\n`);
   const key = 'sk-proj-fake-instant-compaction';
   return {
@@ -80,7 +91,7 @@ async function codexSetup(
   };
 }
 
-function claudeSetup(base: string): { args: string[]; env: Record<string, string> } {
+function claudeSetup(base: string, optOut: boolean): { args: string[]; env: Record<string, string> } {
   return {
     args: ['-p', PROMPT, '--allowedTools', 'Bash Read'],
     env: {
@@ -90,18 +101,21 @@ function claudeSetup(base: string): { args: string[]; env: Record<string, string
       DISABLE_AUTOUPDATER: '1',
       CLAUDE_CODE_AUTO_COMPACT_WINDOW: '200000',
       CLAUDE_AUTOCOMPACT_PCT_OVERRIDE: '50',
+      ...(optOut ? { ANTHROPIC_CUSTOM_HEADERS: `${OPT_OUT_HEADER}: off` } : {}),
     },
   };
 }
 
 /** Runs one agent against `base` (a front or a proxy) until it exits or `timeoutMs` passes (its process group is then killed). */
-export async function runInstantAgent(agent: InstantAgent, base: string, timeoutMs = 240_000): Promise<AgentRun> {
+export async function runInstantAgent(agent: InstantAgent, base: string, options: RunOptions = {}): Promise<AgentRun> {
+  const { optOut = false, timeoutMs = 240_000 } = options;
   const client = agent === 'claude-code' ? 'claude-code' : 'codex';
   const installed = await installClient(client, CLIENTS[client].pinned);
   const home = await mkdtemp(join(tmpdir(), 'compactor-instant-home-'));
   const cwd = await mkdtemp(join(tmpdir(), 'compactor-instant-work-'));
   try {
-    const setup = agent === 'claude-code' ? claudeSetup(base) : await codexSetup(home, base, agent === 'codex-trigger');
+    const setup =
+      agent === 'claude-code' ? claudeSetup(base, optOut) : await codexSetup(home, base, agent === 'codex-trigger', optOut);
     const child = spawn(installed.bin, setup.args, {
       cwd,
       env: { ...baseEnv(home), ...setup.env },

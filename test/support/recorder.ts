@@ -11,6 +11,8 @@ export interface Sent {
   readonly body: Buffer;
   status?: number;
   compactor?: string;
+  /** Milliseconds from the request's body read to its answer's last byte written (a figure, never asserted). */
+  ms?: number;
 }
 
 /**
@@ -30,6 +32,7 @@ export class Recorder {
       void (async () => {
         const chunks: Buffer[] = [];
         for await (const chunk of req) chunks.push(chunk as Buffer);
+        const read = performance.now();
         const entry: Sent = {
           method: req.method ?? 'GET',
           url: req.url ?? '/',
@@ -53,6 +56,7 @@ export class Recorder {
           res.writeHead(answer.statusCode, out);
           for await (const chunk of answer.body) res.write(chunk);
           res.end();
+          entry.ms = performance.now() - read;
         } catch {
           res.destroy();
         }

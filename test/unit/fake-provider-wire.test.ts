@@ -98,6 +98,28 @@ t.test('Responses stream: created … completed with cached tokens; a large text
   t.match(responsesWire.error(429, 'x'), { error: { message: 'x', type: 'requests', code: 'rate_limit_exceeded' } });
 });
 
+t.test(
+  "Responses: a compaction reply is exactly one compaction output item, streamed or not (Codex's built-in provider)",
+  async (t) => {
+    const a: Answer = { ...answer(undefined), compaction: 'opaque-1' };
+    const r = request({ model: 'm', input: [{ type: 'compaction_trigger' }] }, '/v1/responses');
+    const item = { id: 'cmp_fake_0', type: 'compaction', encrypted_content: 'opaque-1' };
+    t.same(responsesWire.json(a, r).output, [item]);
+    const events = datas(responsesWire.stream(a, r, 'sse'));
+    t.same(
+      events.map((e) => e.type),
+      [
+        'response.created',
+        'response.in_progress',
+        'response.output_item.added',
+        'response.output_item.done',
+        'response.completed',
+      ],
+    );
+    t.same((events[events.length - 1] as { response: JsonObject }).response.output, [item]);
+  },
+);
+
 t.test('Chat stream: the usage chunk only with stream_options.include_usage, then [DONE]', async (t) => {
   const without = parseSse(
     joined(chatWire.stream(answer('hello', [call]), request({ model: 'm', messages: [] }, '/v1/chat/completions'), 'sse')),

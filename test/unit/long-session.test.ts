@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { bypassReason, clientRecords, quantile, upstreamRecords } from '../support/long-session/analysis.js';
-import { claudeEnv, codexToml } from '../support/long-session/config.js';
+import { claudeEnv, codexToml, REDUCE_NOTHING } from '../support/long-session/config.js';
+import { serviceEnv } from '../support/long-session/driver.js';
 import { billOf, figuresOf } from '../support/long-session/figures.js';
 import { type RelayedCall, SEQ_HEADER } from '../support/long-session/relay.js';
 import { compactionSummary, isCompaction, longSession, stepCommand, TASK_TEXT } from '../support/long-session/scenario.js';
@@ -88,6 +89,40 @@ t.test('config: Codex as the README writes it, no model line; own compaction onl
   t.match(codexToml('http://x', 'own'), /model_context_window = 64000\nmodel_auto_compact_token_limit = 51200/);
   t.same(claudeEnv('straight'), { DISABLE_AUTO_COMPACT: '1' });
   t.same(claudeEnv('both'), { CLAUDE_CODE_AUTO_COMPACT_WINDOW: '100000', CLAUDE_AUTOCOMPACT_PCT_OVERRIDE: '80' });
+  t.same(claudeEnv('instant'), claudeEnv('own'), 'way instant: the agent compacts where it does on its own');
+  t.match(codexToml('http://x', 'instant'), /model_auto_compact_token_limit = 51200/);
+});
+
+t.test(
+  "serviceEnv: way instant reduces nothing (only instant compaction acts); extra proxy options over the way's",
+  async (t) => {
+    const options = (env: Record<string, string>) => JSON.parse(env.COMPACTOR_PROXY_OPTIONS ?? '{}') as Record<string, unknown>;
+    t.same(options(serviceEnv('claude-code', 'f', 's', '/nowhere', 'proxied')), { context_window: 100000 });
+    t.same(options(serviceEnv('claude-code', 'f', 's', '/nowhere', 'instant')), { context_window: 100000, ...REDUCE_NOTHING });
+    t.same(options(serviceEnv('codex', 'f', 's', '/nowhere', 'instant', { instant_compaction_share: 0.3 })), {
+      ...REDUCE_NOTHING,
+      instant_compaction_share: 0.3,
+    });
+    t.equal(serviceEnv('codex', 'f', 's', '/nowhere', 'proxied').COMPACTOR_PROXY_OPTIONS, undefined, 'Codex proxied: as before');
+  },
+);
+
+t.test('longSession: every answer but a compaction after callDelayMs, a compaction after compactionDelayMs', async (t) => {
+  const scenario = longSession({ calls: 1, callDelayMs: 40, compactionDelayMs: 900 });
+  const step = (await scenario(request({ model: 'm', messages: [user(TASK_TEXT)], tools: [bash] }))) as Reply;
+  t.equal(step.delayMs, 40);
+  const done = (await scenario(
+    request({ model: 'm', messages: [user(TASK_TEXT), use('a'), result('a')], tools: [bash] }),
+  )) as Reply;
+  t.equal(done.delayMs, 40, 'the final answer too');
+  const compaction = (await scenario(
+    request({ model: 'm', messages: [user(TASK_TEXT), user('create a detailed summary of the conversation')], tools: [bash] }),
+  )) as Reply;
+  t.equal(compaction.delayMs, 900);
+  t.equal(
+    ((await longSession()(request({ model: 'm', messages: [user(TASK_TEXT)], tools: [bash] }))) as Reply).delayMs,
+    undefined,
+  );
 });
 
 function recorded(

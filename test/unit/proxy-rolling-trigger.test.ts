@@ -37,20 +37,20 @@ t.test('the default share is ROLLING_SHARE', async (t) => {
 
 t.test('under the share of the window upstream: nothing is started, whatever the client holds', async (t) => {
   const { asked, deps: d } = deps();
-  await rollOn(d, { messages: history }, 0.6, 59_000, 100_000);
+  await rollOn(d, { messages: history }, 0.6, 100_000, 59_000);
   t.equal(asked.length, 0);
 });
 
 t.test('past it: the rolling summary of the whole client history is started', async (t) => {
   const { asked, deps: d } = deps();
-  await rollOn(d, { messages: history }, 0.6, 60_000, 100_000);
+  await rollOn(d, { messages: history }, 0.6, 100_000, 60_000);
   t.equal(asked.length, 1);
   t.match(asked[0], { prepare: { from: 0, to: history.length } });
 });
 
 t.test('no window known, or no history to summarize: nothing is started', async (t) => {
   const { asked, deps: d } = deps();
-  await rollOn(d, { messages: history }, 0.6, 90_000, undefined);
-  await rollOn(d, { messages: history.slice(0, 1) }, 0.6, 90_000, 100_000);
+  await rollOn(d, { messages: history }, 0.6, undefined, 90_000);
+  await rollOn(d, { messages: history.slice(0, 1) }, 0.6, 100_000, 90_000);
   t.equal(asked.length, 0);
 });

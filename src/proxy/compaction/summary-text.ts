@@ -2,9 +2,9 @@ import { TRAIL_HEADING } from '../../history/vocabulary.js';
 import { CLAUDE_CODE_SECTIONS } from './recognize.js';
 
 /**
- * The text an instant compaction answer holds, per agent: Compactor's prepared summary (its
- * sections, its artifact trail), then the deterministic digest of what came after the summarized
- * range, then where the summarized range can be read back. Pure and linear.
+ * The text an instant compaction answer holds, per agent: the task in the user's words, Compactor's
+ * prepared summary (its sections, its artifact trail), then the deterministic digest of what came
+ * after the summarized range, then where the summarized range can be read back. Pure and linear.
  */
 
 /** What the answer is made from. */
@@ -15,6 +15,8 @@ export interface PreparedCompaction {
   artifactId: string | null;
   /** A deterministic digest of the request's messages after the range (its trail, the user's words); empty when none. */
   after: string;
+  /** The task block (after.ts `taskBlock`): the user's words of the turn kept before the range; empty or absent when none. */
+  task?: string;
   /** Whether the request offers Compactor's `recall` tool (the pointer names it only then). */
   recallTool: boolean;
 }
@@ -76,6 +78,12 @@ export function claudeCodeSummaryText(p: PreparedCompaction): string {
     else if (target) mapped.set(target, mapped.has(target) ? `${mapped.get(target)}\n${s.body}` : s.body);
     else rest.push(`## ${s.title}`, s.body);
   }
+  // The task first, in the user's words, where Claude Code asks for the primary request.
+  const task = p.task?.trim();
+  if (task) {
+    const first = CLAUDE_CODE_SECTIONS[0] as string;
+    mapped.set(first, mapped.has(first) ? `${task}\n${mapped.get(first)}` : task);
+  }
   const numbered: string[] = [];
   CLAUDE_CODE_SECTIONS.forEach((title, i) => {
     const body = mapped.get(title);
@@ -98,7 +106,14 @@ export function claudeCodeSummaryText(p: PreparedCompaction): string {
   return lines.join('\n');
 }
 
-/** Codex's form (an assistant message, or what a sealed `compaction` item stands for): the summary as written, then the digest and the pointer. */
+/** Codex's form (an assistant message, or what a sealed `compaction` item stands for): the task, the summary as written, then the digest and the pointer. */
 export function codexSummaryText(p: PreparedCompaction): string {
-  return [p.summary.trim(), ...afterBlock(p.after), '', recallPointer(p.artifactId, p.recallTool)].join('\n');
+  const task = p.task?.trim();
+  return [
+    ...(task ? [task, ''] : []),
+    p.summary.trim(),
+    ...afterBlock(p.after),
+    '',
+    recallPointer(p.artifactId, p.recallTool),
+  ].join('\n');
 }

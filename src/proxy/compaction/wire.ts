@@ -4,8 +4,9 @@ import type { ArtifactKind } from '../../history/artifact-kinds.js';
 import type { ArtifactService, Caller } from '../../service/artifacts.js';
 import type { Compactor } from '../../service/compactor.js';
 import type { PreparedSummaries } from '../../service/prepared-summaries.js';
+import { resolveModel } from '../../tokens/models.js';
 import type { Provider, Reducible } from '../providers.js';
-import { afterDigest } from './after.js';
+import { afterDigest, taskBlock } from './after.js';
 import type { RecognizedCompaction } from './recognize.js';
 import { keepRolling, type ReadySummary, readyRolling, rollingConversation } from './rolling.js';
 import { replaceSealed, type SealClaims, sealer } from './seal.js';
@@ -34,13 +35,11 @@ export interface InstantDeps {
 }
 
 /**
- * Where the rolling prepared summary starts unless `instant_compaction_share` says: 0.6 of the
- * window, measured on what goes upstream (what the agent's usage reports, by which it compacts).
- * The proxy's own reductions pay from about a third of the window and keep most conversations under
- * it, and an agent kept there does not compact: a summary prepared for it is paid for nothing (at
- * 0.5, Codex's 64k-window session through the proxy paid four summaries, 1.16x its bill's 0.72x).
+ * Where the rolling prepared summary starts unless `instant_compaction_share` says: half the
+ * window, measured on the call as it goes upstream (what the agent's usage reports, by which it
+ * compacts), and only while the proxy has not reduced the conversation (the front door's `roll`).
  */
-export const ROLLING_SHARE = 0.6;
+export const ROLLING_SHARE = 0.5;
 
 /** `instant_compaction` and `instant_compaction_share` of the configured proxy options (request options over them). */
 export function instantOptions(options: Record<string, unknown>): { setting: InstantSetting; share: number } {
@@ -102,10 +101,12 @@ export async function compactionStep(
     const c = rollingConversation(deps.provider, deps.reducible, body, summarised, deps.headers);
     ready = await readyRolling(deps, c, AbortSignal.timeout(deps.readMs));
     if (!ready) return undefined;
+    const head = ready.head.map((i) => summarised[i]);
     const prepared = {
       summary: ready.text,
       artifactId: ready.artifactId,
-      after: afterDigest([...ready.head.map((i) => summarised[i]), ...summarised.slice(ready.coveredTo)]),
+      task: taskBlock(head),
+      after: afterDigest([...ready.pinned.map((i) => summarised[i]), ...summarised.slice(ready.coveredTo)], head),
       recallTool: offersRecall(deps.reducible, body),
     };
     return { prepared, writtenBy: ready.writtenBy };
@@ -146,21 +147,24 @@ export async function unsealed(
 }
 
 /**
- * Starts or extends the conversation's rolling prepared summary once what goes upstream is past
- * `share` of its window: the occupancy the agent's next usage reports, by which its own compaction
- * starts (through the proxy an agent whose history is kept small never compacts, and a summary
- * prepared for it would be paid for nothing). The occupancy is the reduction's own count: nothing
- * is counted again here. Never rejects.
+ * Starts or extends the conversation's rolling prepared summary once the call is past `share` of
+ * its window, as the provider sees it: `occupancy` is what fit measured of the history going
+ * upstream (the provider's usage where the conversation has one), what the agent reads in its
+ * usage and compacts by. The front door asks only while the proxy has not reduced the
+ * conversation: once it does, the agent stays under its own limit and its compaction does not come
+ * (a summary kept for it would be paid for nothing). Nothing is counted here. Never rejects.
  */
 export async function rollOn(
   deps: Pick<InstantDeps, 'compactor' | 'preparer' | 'caller' | 'provider' | 'reducible' | 'headers'>,
   body: Record<string, unknown>,
   share: number,
+  contextWindow: number | undefined,
   occupancy: number,
-  window: number | undefined,
 ): Promise<void> {
   const history = body[deps.reducible.history];
   if (!Array.isArray(history) || history.length < 2) return;
-  if (!window || !(occupancy >= share * window)) return;
+  const model = typeof body.model === 'string' ? body.model : undefined;
+  const window = resolveModel(model, contextWindow).contextWindow;
+  if (!window || occupancy < share * window) return;
   await keepRolling(deps, rollingConversation(deps.provider, deps.reducible, body, history, deps.headers));
 }

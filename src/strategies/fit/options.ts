@@ -111,7 +111,7 @@ export const ProxyOptions = FitOptions.partial().extend({
     .max(1)
     .optional()
     .describe(
-      "proxy: the share of the context window past which a conversation's summary is kept prepared, measured on what goes upstream (what the agent's usage reports); default 0.6",
+      "proxy: the share of the context window past which a conversation's summary is kept prepared, measured on what goes upstream (what the agent's usage reports), while the proxy has not reduced it; default 0.5",
     ),
 });
 

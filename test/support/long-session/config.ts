@@ -3,17 +3,29 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { ClientName } from '../clients/catalog.js';
 
-/** The ways a long session is run: straight to the provider or through Compactor, with the agent's own compaction or not. */
-export type Way = 'straight' | 'own' | 'proxied' | 'both';
+/**
+ * The ways a long session is run: straight to the provider or through Compactor, with the agent's
+ * own compaction or not. `instant` (issue 38): the agent's own compaction through Compactor's proxy
+ * reducing nothing, so that its compaction requests are answered by instant compaction at the same
+ * points as `own` and nothing else differs.
+ */
+export type Way = 'straight' | 'own' | 'proxied' | 'both' | 'instant';
 
-/** Every way, in the order they are run and reported. */
+/** The ways run by default, in the order they are run and reported (`instant` on request). */
 export const WAYS: readonly Way[] = ['straight', 'own', 'proxied', 'both'];
 
 /** Whether a way goes through Compactor's proxy. */
-export const throughProxy = (way: Way): boolean => way === 'proxied' || way === 'both';
+export const throughProxy = (way: Way): boolean => way === 'proxied' || way === 'both' || way === 'instant';
 
 /** Whether a way turns the agent's own auto-compaction on. */
-export const ownCompaction = (way: Way): boolean => way === 'own' || way === 'both';
+export const ownCompaction = (way: Way): boolean => way === 'own' || way === 'both' || way === 'instant';
+
+/**
+ * The proxy options that make Compactor reduce nothing (way `instant`): fit reduces only over its
+ * target under policy tokens, and the target is the whole window (the limit too: it may not be under
+ * the target), which the agent's own compaction keeps the session under.
+ */
+export const REDUCE_NOTHING = { policy: 'tokens', target_fraction: 1, limit: { fraction: 1 } } as const;
 
 /**
  * The context window each agent's sessions are measured against. Claude Code: 100,000, the least

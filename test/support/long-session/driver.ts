@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { type ClientRun, runClient } from '../clients/run.js';
 import { FakeProvider } from '../fake-provider.js';
 import { type ClientRecord, clientRecords, type UpstreamRecord, upstreamRecords } from './analysis.js';
-import { agentEnv, type LongAgent, PROXY_PREFIX, throughProxy, type Way, WINDOW } from './config.js';
+import { agentEnv, type LongAgent, PROXY_PREFIX, REDUCE_NOTHING, throughProxy, type Way, WINDOW } from './config.js';
 import { figuresOf, type SessionFigures } from './figures.js';
 import { Relay } from './relay.js';
 import { longSession, TASK_TEXT } from './scenario.js';
@@ -16,12 +16,16 @@ export interface SessionOptions {
   calls?: number;
   /** How long the provider takes to answer the agent's own compaction request (default 0; issue 38's bench: 20,000 ms). */
   compactionDelayMs?: number;
+  /** How long the provider takes to answer each of the agent's other calls (default 0: at once). */
+  callDelayMs?: number;
   /** How long each of Compactor's summarizer calls takes (default 1,500 ms). */
   summarizerDelayMs?: number;
   /** The build to start (default `<repo>/dist`). */
   dist?: string;
   /** Extra environment for Compactor (e.g. `COMPACTOR_PROXY_BUDGET_MS`). */
   serviceEnv?: Record<string, string>;
+  /** Extra `COMPACTOR_PROXY_OPTIONS` for a proxied way (e.g. `instant_compaction_share`), over the way's own. */
+  proxyOptions?: Record<string, unknown>;
   /**
    * The share of the window at which the agent's own compaction starts (default `COMPACT_AT`,
    * 0.8). Through the proxy an agent sees the usage of the reduced requests: set it low to make
@@ -51,9 +55,17 @@ export interface Session {
  * summarizer as its LLM, a memory store. Claude Code's model is in Compactor's table (200,000):
  * `context_window` in `COMPACTOR_PROXY_OPTIONS` sets the window measured against. Codex's default
  * model is not: nothing is set for it but `COMPACTOR_DEFAULT_CONTEXT_WINDOW`, where the build
- * knows that name (an older build refuses it at boot).
+ * knows that name (an older build refuses it at boot). Way `instant`: the proxy reduces nothing
+ * (`REDUCE_NOTHING`); only its instant compaction acts. `proxyOptions` go over those.
  */
-export function serviceEnv(agent: LongAgent, fake: string, summarizer: string, dist: string): Record<string, string> {
+export function serviceEnv(
+  agent: LongAgent,
+  fake: string,
+  summarizer: string,
+  dist: string,
+  way: Way = 'proxied',
+  proxyOptions: Record<string, unknown> = {},
+): Record<string, string> {
   const env: Record<string, string> = {
     COMPACTOR_STORE_URL: 'memory:',
     COMPACTOR_UPSTREAM_ANTHROPIC: fake,
@@ -62,8 +74,14 @@ export function serviceEnv(agent: LongAgent, fake: string, summarizer: string, d
     OPENAI_API_KEY: 'sk-fake-summarizer',
     COMPACTOR_SUMMARIZER_MODEL: 'fake-summarizer',
   };
-  if (agent === 'claude-code') env.COMPACTOR_PROXY_OPTIONS = JSON.stringify({ context_window: WINDOW[agent] });
-  else if (buildKnows(dist, 'COMPACTOR_DEFAULT_CONTEXT_WINDOW')) env.COMPACTOR_DEFAULT_CONTEXT_WINDOW = String(WINDOW[agent]);
+  const options = {
+    ...(agent === 'claude-code' ? { context_window: WINDOW[agent] } : {}),
+    ...(way === 'instant' ? REDUCE_NOTHING : {}),
+    ...proxyOptions,
+  };
+  if (Object.keys(options).length > 0) env.COMPACTOR_PROXY_OPTIONS = JSON.stringify(options);
+  if (agent !== 'claude-code' && buildKnows(dist, 'COMPACTOR_DEFAULT_CONTEXT_WINDOW'))
+    env.COMPACTOR_DEFAULT_CONTEXT_WINDOW = String(WINDOW[agent]);
   return env;
 }
 
@@ -83,7 +101,11 @@ function notesOf(log: string): string[] {
 export async function runSession(agent: LongAgent, way: Way, options: SessionOptions = {}): Promise<Session> {
   const dist = options.dist ?? join(ROOT, 'dist');
   const fake = await new FakeProvider({
-    scenario: longSession({ calls: options.calls ?? 60, compactionDelayMs: options.compactionDelayMs ?? 0 }),
+    scenario: longSession({
+      calls: options.calls ?? 60,
+      compactionDelayMs: options.compactionDelayMs ?? 0,
+      callDelayMs: options.callDelayMs ?? 0,
+    }),
   }).start();
   const summarizer = await new SlowSummarizer({ delayMs: options.summarizerDelayMs ?? 1500 }).start();
   let service: Service | undefined;
@@ -91,7 +113,10 @@ export async function runSession(agent: LongAgent, way: Way, options: SessionOpt
   let cleanup: string | undefined;
   try {
     if (throughProxy(way))
-      service = await startService({ ...serviceEnv(agent, fake.url, summarizer.url, dist), ...options.serviceEnv }, dist);
+      service = await startService(
+        { ...serviceEnv(agent, fake.url, summarizer.url, dist, way, options.proxyOptions), ...options.serviceEnv },
+        dist,
+      );
     relay = await new Relay(service ? service.base : fake.url).start();
     const baseUrl = `${relay.url}${service ? PROXY_PREFIX[agent] : ''}`;
     const setup = await agentEnv(agent, way, baseUrl, options.compactAt);

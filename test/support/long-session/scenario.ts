@@ -20,6 +20,8 @@ export interface LongSessionOptions {
   summaryChars?: number;
   /** How long an agent's own compaction request takes to answer, in ms (default 0; issue 38's bench: 20,000). */
   compactionDelayMs?: number;
+  /** How long every other call takes to answer, in ms (default 0), as a model takes seconds. */
+  callDelayMs?: number;
 }
 
 /** The texts of a request's last user item (Anthropic content blocks, Responses input items). */
@@ -102,22 +104,24 @@ export function compactionSummary(step: number, chars: number): string {
  * from the tool results still in the history: the agent's own compaction and Compactor's
  * reductions take them out. An agent's own compaction request is answered with a summary of
  * about 2,000 tokens (after `compactionDelayMs`); a request with no shell tool (a title) gets a
- * short text.
+ * short text. Every other answer comes after `callDelayMs`.
  */
 export function longSession(options: LongSessionOptions = {}): Scenario {
   const calls = options.calls ?? 60;
   const outputChars = options.outputChars ?? 10_000;
   const summaryChars = options.summaryChars ?? 8_000;
   const issued = new Map<string, number>();
+  const delayed = (reply: Reply): Reply => (options.callDelayMs ? { ...reply, delayMs: options.callDelayMs } : reply);
   return (request): Reply => {
     const known = issued.get(request.conversation) ?? 0;
     const step = Math.max(known, request.toolResults);
     const kind = callKind(request, calls, step);
     if (kind === 'compaction') return { text: compactionSummary(step, summaryChars), delayMs: options.compactionDelayMs ?? 0 };
-    if (kind === 'final') return { text: `Done: ran ${calls} listings; module_07 and module_42 export refund handlers.` };
+    if (kind === 'final')
+      return delayed({ text: `Done: ran ${calls} listings; module_07 and module_42 export refund handlers.` });
     const call = kind === 'step' ? runCall(request, stepCommand(step, outputChars), step) : undefined;
-    if (!call) return { text: 'Billing module survey' };
+    if (!call) return delayed({ text: 'Billing module survey' });
     issued.set(request.conversation, step + 1);
-    return { text: `Listing module ${step + 1}.`, toolCalls: [call] };
+    return delayed({ text: `Listing module ${step + 1}.`, toolCalls: [call] });
   };
 }

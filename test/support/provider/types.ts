@@ -76,6 +76,11 @@ export interface Reply {
   fault?: Fault;
   /** Replace the reported usage (default: counted, with the prompt-cache simulation). */
   usage?: Partial<UsageFigures>;
+  /**
+   * Responses: one `compaction` output item with this `encrypted_content` (the built-in provider's
+   * answer to Codex's `compaction_trigger`, which requires exactly one), after any text.
+   */
+  compaction?: string;
 }
 
 /** A scenario: decides the reply to each model request. */

@@ -73,6 +73,7 @@ function outputItems(a: Answer, marked: boolean): JsonObject[] {
           },
     );
   }
+  if (a.compaction !== undefined) items.push({ id: `cmp_${a.id}`, type: 'compaction', encrypted_content: a.compaction });
   return items;
 }
 
@@ -102,6 +103,8 @@ function* responsesStream(a: Answer): Generator<StreamEvent> {
       }
       yield whole('response.output_text.done', { item_id, output_index, content_index: 0, text: TEXT, logprobs: [] });
       yield whole('response.content_part.done', { item_id, output_index, content_index: 0, part: { ...part, text: TEXT } });
+    } else if (item.type === 'compaction') {
+      yield event('response.output_item.added', { output_index, item });
     } else if (item.type === 'tool_search_call') {
       yield event('response.output_item.added', { output_index, item: { ...item, status: 'in_progress' } });
     } else {

@@ -10,6 +10,8 @@ export interface Answer {
   /** `custom`: a Responses custom tool; `search`: a Responses client-run `tool_search` (a `tool_search_call` item). */
   toolCalls: { id: string; name: string; namespace?: string; input: JsonObject; custom: boolean; search?: boolean }[];
   usage: UsageFigures;
+  /** Responses: a `compaction` output item's `encrypted_content` (`Reply.compaction`). */
+  compaction?: string;
 }
 
 /**
