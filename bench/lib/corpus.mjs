@@ -1,1 +1,7 @@
-/root/.pyenv/libexec/pyenv-hooks: line 24: enable: cannot open shared object /root/.pyenv/libexec/pyenv-realpath.dylib: /root/.pyenv/libexec/pyenv-realpath.dylib: cannot open shared object file: No such file or directory
+// The corpus of real agent transcripts the benchmarks replay: the repository's own copy
+// (test/fixtures/corpus, written by scripts/fixtures.mjs), or another corpus of the same layout
+// where COMPACTOR_CORPUS_DIR points.
+import { fileURLToPath } from 'node:url';
+
+export const CORPUS_DIR =
+  process.env.COMPACTOR_CORPUS_DIR ?? fileURLToPath(new URL('../../test/fixtures/corpus', import.meta.url));
