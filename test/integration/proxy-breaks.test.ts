@@ -1,5 +1,5 @@
 import t, { type Test } from 'tap';
-import { PROXY_CALLS_BETWEEN_BREAKS } from '../../src/proxy/reduce.js';
+import { PROXY_CALLS_BETWEEN_BREAKS } from '../../src/proxy/fit-policy.js';
 import { build } from '../support/app.js';
 import { FakeProvider } from '../support/fake-provider.js';
 import { listen } from '../support/net.js';

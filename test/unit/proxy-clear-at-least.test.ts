@@ -1,6 +1,7 @@
 import t from 'tap';
 import type { ConversationState } from '../../src/proxy/conversation.js';
-import { type FitValue, PROXY_CALLS_BETWEEN_BREAKS, PROXY_CLEAR_AT_LEAST, tooSmall, tooSoon } from '../../src/proxy/reduce.js';
+import { PROXY_CALLS_BETWEEN_BREAKS, PROXY_CLEAR_AT_LEAST, tooSmall, tooSoon } from '../../src/proxy/fit-policy.js';
+import type { FitValue } from '../../src/proxy/reduce.js';
 
 const value = (saved: number, decision: string | undefined, target: number | null = 50_000): FitValue => ({
   messages: [],
