@@ -1,5 +1,6 @@
 import type { FastifyRequest } from 'fastify';
-import { failureError, type WorkerPool } from '../plugins/app/worker-pool.js';
+import type { WorkerPool } from '../plugins/app/worker-pool.js';
+import { failureError } from '../plugins/app/worker-task.js';
 import type { Caller } from '../service/artifacts.js';
 import type { Compactor } from '../service/compactor.js';
 import { OPERATIONS, type Outcome, type PreparedStore } from '../service/operations.js';

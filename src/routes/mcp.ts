@@ -7,7 +7,7 @@ import type { Config } from '../config.js';
 import { CompactorError } from '../errors.js';
 import { mcpServer, type RecallDeps } from '../mcp/server.js';
 import { bearerOf, keyCheck } from '../plugins/app/keys.js';
-import { failureError } from '../plugins/app/worker-pool.js';
+import { failureError } from '../plugins/app/worker-task.js';
 import { reserveMore } from '../plugins/load/admission.js';
 import type { Caller } from '../service/artifacts.js';
 import type { OperationUrl } from '../service/operations.js';

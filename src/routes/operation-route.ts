@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { z } from 'zod';
-import { failureError, RawBody } from '../plugins/app/worker-pool.js';
+import { failureError, RawBody } from '../plugins/app/worker-task.js';
 import { reserveMore } from '../plugins/load/admission.js';
 import { Problem } from '../schemas/common.js';
 import type { Operation, OperationUrl } from '../service/operations.js';

@@ -53,3 +53,27 @@ export function prepareStatements(db: Database.Database): Statements {
     purgeClaims: db.prepare('DELETE FROM claims WHERE expires_at <= ?'),
   };
 }
+
+/** SQLite caps bound parameters; 500 at a time stays well under it. */
+export const CHUNK = 500;
+
+/** `?,?,…`: the placeholders of an `IN` list of `n`. */
+export const placeholders = (n: number) => Array.from({ length: n }, () => '?').join(',');
+
+/** Statements whose SQL depends on a list's length, compiled on first use and kept (64 at most). */
+export class ListStatements {
+  private readonly listed = new Map<string, Database.Statement>();
+
+  constructor(private readonly db: () => Database.Database) {}
+
+  get(sql: string): Database.Statement {
+    let statement = this.listed.get(sql);
+    if (!statement) {
+      // Bounded: a burst of many list lengths starts the set afresh rather than holding them all.
+      if (this.listed.size >= 64) this.listed.clear();
+      statement = this.db().prepare(sql);
+      this.listed.set(sql, statement);
+    }
+    return statement;
+  }
+}

@@ -4,7 +4,7 @@ import { evictLeastUsed } from './sqlite-evict.js';
 import { classifySqlite, openFailure, prepareFile } from './sqlite-faults.js';
 import { DatabaseFile } from './sqlite-file.js';
 import { migrate } from './sqlite-schema.js';
-import { prepareStatements, type Statements } from './sqlite-statements.js';
+import { CHUNK, ListStatements, placeholders, prepareStatements, type Statements } from './sqlite-statements.js';
 import {
   type Artifact,
   type ArtifactStore,
@@ -16,11 +16,6 @@ import {
   type StoreOptions,
   type StoreUsage,
 } from './types.js';
-
-/** SQLite caps bound parameters; 500 at a time stays well under it. */
-const CHUNK = 500;
-
-const placeholders = (n: number) => Array.from({ length: n }, () => '?').join(',');
 
 /**
  * The embedded default: one SQLite file (created with its folder on first use) in WAL mode, so a
@@ -47,7 +42,7 @@ export class SqliteStore implements ArtifactStore {
   private readonly maxBytes: number;
   private nextPurge = 0;
   /** The statements with an `IN` list, by their SQL (one per list length in use): compiled once, not on every put and read. */
-  private readonly listed = new Map<string, Database.Statement>();
+  private readonly lists = new ListStatements(() => this.db);
   private bytes = 0;
   private evicted = 0;
 
@@ -82,18 +77,6 @@ export class SqliteStore implements ArtifactStore {
     }
   }
 
-  /** A statement whose SQL depends on a list's length, compiled on first use and kept (64 at most). */
-  private listStatement(sql: string): Database.Statement {
-    let statement = this.listed.get(sql);
-    if (!statement) {
-      // Bounded: a burst of many list lengths starts the set afresh rather than holding them all.
-      if (this.listed.size >= 64) this.listed.clear();
-      statement = this.db.prepare(sql);
-      this.listed.set(sql, statement);
-    }
-    return statement;
-  }
-
   /** Inside a transaction: the least recently used rows evicted until under the cap (`evictLeastUsed`). */
   private evict(spare: ReadonlySet<string>, now: number): number {
     return this.maxBytes > 0 ? evictLeastUsed(this.sql, this.readTotal(), this.maxBytes, spare, now) : 0;
@@ -120,9 +103,9 @@ export class SqliteStore implements ArtifactStore {
       const fresh = new Set<string>();
       for (let i = 0; i < artifacts.length; i += CHUNK) {
         const chunk = artifacts.slice(i, i + CHUNK).map((a) => a.id);
-        const rows = this.listStatement(
-          `SELECT id FROM scoped_artifacts WHERE scope = ? AND expires_at > ? AND id IN (${placeholders(chunk.length)})`,
-        ).all(scope, now + (ttlSeconds * 1000) / 2, ...chunk) as { id: string }[];
+        const rows = this.lists
+          .get(`SELECT id FROM scoped_artifacts WHERE scope = ? AND expires_at > ? AND id IN (${placeholders(chunk.length)})`)
+          .all(scope, now + (ttlSeconds * 1000) / 2, ...chunk) as { id: string }[];
         for (const row of rows) fresh.add(row.id);
       }
       const evicted = this.db.transaction(() => {
@@ -153,10 +136,12 @@ export class SqliteStore implements ArtifactStore {
     try {
       for (let i = 0; i < ids.length; i += CHUNK) {
         const chunk = ids.slice(i, i + CHUNK);
-        const rows = this.listStatement(
-          `SELECT id, kind, tool_name, content, sha256, created_at, expires_at FROM scoped_artifacts
+        const rows = this.lists
+          .get(
+            `SELECT id, kind, tool_name, content, sha256, created_at, expires_at FROM scoped_artifacts
              WHERE scope = ? AND expires_at > ? AND id IN (${placeholders(chunk.length)})`,
-        ).all(scope, now, ...chunk) as Artifact[];
+          )
+          .all(scope, now, ...chunk) as Artifact[];
         for (const row of rows) out.set(row.id, row);
       }
     } catch (error) {

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { ConfigError, loadConfig, PRICES_FILE_MAX_BYTES, redactUrl } from '../../src/config.js';
-import { workerCount } from '../../src/plugins/app/worker-pool.js';
+import { workerCount } from '../../src/plugins/app/worker-task.js';
 
 t.test('defaults', async (t) => {
   const config = loadConfig({});

@@ -1,6 +1,6 @@
 import type { Config } from '../../config.js';
 import { prepareByDefault } from './prepare.js';
-import { workerCount } from './worker-pool.js';
+import { workerCount } from './worker-task.js';
 
 /** What the service runs with, as the boot line says it: no credential, no path beyond the store's kind. */
 export interface StartupReport {

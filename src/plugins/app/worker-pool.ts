@@ -1,5 +1,3 @@
-import { availableParallelism } from 'node:os';
-import { fileURLToPath } from 'node:url';
 import { MessageChannel } from 'node:worker_threads';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
@@ -7,7 +5,6 @@ import pTimeout from 'p-timeout';
 import { Piscina } from 'piscina';
 import { Gauge } from 'prom-client';
 import type { Config } from '../../config.js';
-import { CompactorError } from '../../errors.js';
 import type { OperationUrl } from '../../service/operations.js';
 import { serveSettled } from '../../service/settle.js';
 import { serveWeigh } from '../../service/weigh-port.js';
@@ -16,6 +13,7 @@ import type { PreparedContext } from '../../strategies/types.js';
 import type { Task, TaskResult, WorkerInit } from '../../worker.js';
 import { weightOf } from '../load/admission.js';
 import { isApiRequest } from './guard.js';
+import { failureError, workerFile } from './worker-task.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -24,36 +22,11 @@ declare module 'fastify' {
 }
 
 /**
- * Worker threads for a `COMPACTOR_WORKERS` setting: `auto` is one per core beyond the one the main
- * thread uses (at least 1, at most 4: each thread holds about 200 MiB of its own); a number is itself.
- */
-export function workerCount(setting: number | 'auto', cores: number = availableParallelism()): number {
-  return setting === 'auto' ? Math.min(4, Math.max(1, cores - 1)) : setting;
-}
-
-/**
  * How heavy a body the main thread takes on while every worker is busy (`WorkerPool.spares`), as a
  * multiple of `COMPACTOR_WORKER_MIN_BYTES`: at the default, 1 MiB of weight, tens of milliseconds of
  * the event loop at most, where liveness allows 100.
  */
 export const SPARE_MAX_FACTOR = 4;
-
-/** A request body left unparsed on the main thread: a worker parses, validates and runs it. */
-export class RawBody {
-  constructor(readonly bytes: Buffer) {}
-}
-
-/**
- * The worker entry: the compiled `worker.js` beside the compiled plugins. Under the test runner,
- * which loads the TypeScript sources, it is the built one in `dist/` (`npm test` builds first).
- */
-function workerFile(): string {
-  const here = fileURLToPath(import.meta.url);
-  const compiled = here.endsWith('.ts')
-    ? here.replace(/([\\/])src([\\/])(?!.*[\\/]src[\\/])/, '$1dist$2').replace(/\.ts$/, '.js')
-    : here;
-  return fileURLToPath(new URL('../../worker.js', `file://${compiled}`));
-}
 
 export interface WorkerPoolOptions {
   /** Worker threads; 0: every request runs on the main thread. */
@@ -295,22 +268,6 @@ export class WorkerPool {
     }
     await this.pool?.destroy();
   }
-}
-
-/** Turns a worker's failure back into the error the in-line path would have thrown. */
-export function failureError(result: Extract<TaskResult, { ok: false }>): Error {
-  const f = result.failure;
-  if (f.kind === 'problem') {
-    return new CompactorError(
-      f.code,
-      f.detail,
-      f.errors,
-      f.retryAfterSeconds !== undefined ? { retryAfterSeconds: f.retryAfterSeconds } : {},
-    );
-  }
-  const error = new Error(`worker: ${f.message}`);
-  if (f.stack) error.stack = f.stack;
-  return error;
 }
 
 /**
