@@ -2,6 +2,7 @@ import pTimeout, { TimeoutError } from 'p-timeout';
 import { CompactorError } from '../errors.js';
 import type { Caller } from '../service/artifacts.js';
 import type { CallInput, UsageInput } from '../service/conversation-view.js';
+import { summaryEntries } from '../service/fit-record.js';
 import type { ProxyContext } from './context.js';
 import type { CallOutcome } from './outcome.js';
 import type { Reduction } from './reduce.js';
@@ -45,17 +46,7 @@ export function proxyEntry(call: CallOutcome, detail: CallDetail = {}, textId: s
     prefix: { kept: call.prefix === 'kept', broken_at: call.prefix === 'broken' ? (made?.brokenAt ?? null) : null },
     ms_before_forwarding: call.ms,
     artifacts: made ? [...made.artifacts] : [],
-    summaries: summary
-      ? [
-          {
-            id: summary.id,
-            text_id: textId,
-            message_index: summary.message_index,
-            covered_messages: summary.covered_messages,
-            summarizer: summary.summarizer,
-          },
-        ]
-      : [],
+    summaries: summaryEntries(summary, textId),
   };
 }
 

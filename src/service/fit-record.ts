@@ -63,17 +63,7 @@ export function fitEntry(asked: FitAsked, answer: FitAnswer, ms: number, textId:
           tokens: a.tokens,
         }))
       : [],
-    summaries: summary
-      ? [
-          {
-            id: summary.id,
-            text_id: textId,
-            message_index: summary.message_index,
-            covered_messages: summary.covered_messages,
-            summarizer: summary.summarizer,
-          },
-        ]
-      : [],
+    summaries: summaryEntries(summary, textId),
     cost: cost
       ? {
           unit: cost.unit,
@@ -99,4 +89,17 @@ export async function recordFit(
   if (!asked.conversation_id || asked.dry_run === true) return;
   const text = answer.applied && answer.summary ? await conversations.keepSummaryText(caller, answer.summary.text) : null;
   await conversations.record(caller, asked.conversation_id, fitEntry(asked, answer, ms, text));
+}
+
+/** The summary a call made, as its record lists it (none: empty), `textId` where its text was kept. */
+export function summaryEntries(
+  summary:
+    | { id: string; message_index: number; covered_messages: number; summarizer: CallInput['summaries'][number]['summarizer'] }
+    | null
+    | undefined,
+  textId: string | null,
+): CallInput['summaries'] {
+  if (!summary) return [];
+  const { id, message_index, covered_messages, summarizer } = summary;
+  return [{ id, text_id: textId, message_index, covered_messages, summarizer }];
 }
