@@ -10,7 +10,11 @@ export interface Address {
 }
 
 /** Names content for one caller; the same content from the same caller always gets the same id. */
-export type Addresser = (json: string) => Address;
+export interface Addresser {
+  (json: string): Address;
+  /** The address of content whose SHA-256 (hex) is already known (found by its content tag, not hashed again). */
+  ofDigest(sha256: string): Address;
+}
 
 /** The scope of every caller when no API keys are configured: one tenant. */
 export const SHARED_SCOPE = 'shared';
@@ -58,12 +62,12 @@ export function addresser(secret: string, scope: string): Addresser {
   const tag = keyTag(key);
   // The content's SHA-256 computed (cheaper than finding it by the content); the id found again
   // for a digest named before (under this caller's key only).
-  return (json) => {
-    const sha256 = sha256Hex(json);
+  const ofDigest = (sha256: string): Address => {
     const id = derived.get(
       `id\0${tag}\0${sha256}`,
       () => `art_${createHmac('sha256', key).update(sha256).digest('hex').slice(0, 24)}`,
     );
     return { id, sha256 };
   };
+  return Object.assign((json: string) => ofDigest(sha256Hex(json)), { ofDigest });
 }

@@ -1,12 +1,20 @@
 import sjson from 'secure-json-parse';
 import type { z } from 'zod';
 import { CompactorError, validationError } from '../errors.js';
+import { tagHistories } from '../tokens/content-tag.js';
 
 /**
  * JSON bodies are parsed with `__proto__` and `constructor.prototype` keys refused (prototype
- * pollution), each failure with its own code.
+ * pollution), each failure with its own code; the messages of its history are tagged by their
+ * bytes (`tokens/content-tag.ts`: what a later call with the same prefix finds again).
  */
 export function parseJsonBody(body: string): unknown {
+  const parsed = parseJson(body);
+  tagHistories(body, parsed);
+  return parsed;
+}
+
+function parseJson(body: string): unknown {
   if (body.length === 0 || body.trim().length === 0) {
     throw new CompactorError('CMP_ERR_REQUEST_EMPTY_BODY', 'the body is empty; send a JSON object');
   }

@@ -5,7 +5,7 @@ import { breakEvenTokens, estimate, worthIt } from '../cost/estimate.js';
 import type { CostReport } from '../cost/model.js';
 import type { OriginalKind } from '../history/artifact-kinds.js';
 import { type Bindings, bindings } from '../history/bindings.js';
-import { type Markers, placeholderMarker as marker } from '../history/markers.js';
+import { placeholderMarker as marker } from '../history/markers.js';
 import { applyPlan } from '../history/plan/apply.js';
 import { Draft } from '../history/plan/draft.js';
 import { evaluatePlan } from '../history/plan/evaluate.js';
@@ -14,6 +14,7 @@ import type { ActionKind, Warning } from '../history/types.js';
 import { clearableArg } from '../history/vocabulary.js';
 import { CompactOptions } from './compact-options.js';
 import { headAndTail, INPUT_PLACEHOLDER, placeholderFor, recallNote as recall, render } from './compact-rules.js';
+import { newerCopy, type ResultSiteInfo, resultSites } from './compact-sites.js';
 import { clearThinking } from './compact-thinking.js';
 import { costAsked, modelFor, pricedResult } from './priced.js';
 import { countWith, type PreparedHistory, type Strategy, type StrategyContext, type StrategyResult } from './types.js';
@@ -22,58 +23,6 @@ export type { ArtifactRef } from '../history/plan/types.js';
 export { CompactOptions } from './compact-options.js';
 
 type CompactExtra = { artifacts: ArtifactRef[]; cost?: CostReport };
-
-interface ResultSiteInfo {
-  index: number;
-  slot: number;
-  callId: string;
-  text: string;
-  tool: string;
-  args: Record<string, unknown> | undefined;
-  /** The call it answers (`Bindings`): what its placeholder is signed for. */
-  binding: string;
-  /** Never touched: the newest results, the newest group, excluded tools, earlier placeholders (verified). */
-  protected: boolean;
-  /** Kept by a rule's `keep_last`: never cleared, but truncated when over `truncate_tokens`. */
-  kept: boolean;
-}
-
-/** Every tool result, with what compaction needs; one whose placeholder of ours verifies is protected. */
-function resultSites(h: PreparedHistory, o: CompactOptions, markers: Markers, bound: Bindings): ResultSiteInfo[] {
-  const calls = new Map<string, { name: string; args: Record<string, unknown> | undefined }>();
-  const sites: ResultSiteInfo[] = [];
-  const newest = h.groups[h.groups.length - 1];
-  const frozenFrom = newest && newest.kind !== 'head' ? newest.start : h.items.length;
-  h.items.forEach((item, index) => {
-    const message = h.messages[index];
-    if (item.calls.length > 0) for (const c of h.format.callSites(message)) calls.set(c.id, c);
-    if (item.results.length === 0) return;
-    for (const r of h.format.resultSites(message)) {
-      const call = calls.get(r.callId);
-      const tool = call?.name ?? 'unknown';
-      const binding = bound.result(index, r.slot) ?? '';
-      sites.push({
-        index,
-        slot: r.slot,
-        callId: r.callId,
-        text: r.text,
-        tool,
-        args: call?.args,
-        binding,
-        protected: index >= frozenFrom || o.exclude_tools.includes(tool) || !!markers.readPlaceholder('result', binding, r.text),
-        kept: false,
-      });
-    }
-  });
-  // The newest keep_tool_uses results, and each rule's newest keep_last of its tool, stay.
-  for (let i = Math.max(0, sites.length - o.keep_tool_uses); i < sites.length; i++) (sites[i] as ResultSiteInfo).protected = true;
-  for (const rule of o.rules) {
-    if (rule.keep_last === undefined) continue;
-    const own = sites.filter((s) => s.tool === rule.tool);
-    for (const s of own.slice(Math.max(0, own.length - rule.keep_last))) s.kept = true;
-  }
-  return sites;
-}
 
 function tokensOf(ctx: StrategyContext, text: string): number {
   return ctx.counter.countTextCached(ctx.profile, text);
@@ -123,14 +72,11 @@ class Compaction {
 
 /** Step 1: an older copy of a newer result becomes a pointer to the newest copy. */
 function dedupe(c: Compaction, sites: readonly ResultSiteInfo[]): void {
-  const newestByText = new Map<string, ResultSiteInfo>();
+  const byLength = new Map<number, ResultSiteInfo | Map<string, ResultSiteInfo>>();
   for (let i = sites.length - 1; i >= 0; i--) {
     const s = sites[i] as ResultSiteInfo;
-    const newer = newestByText.get(s.text);
-    if (!newer) {
-      newestByText.set(s.text, s);
-      continue;
-    }
+    const newer = newerCopy(byLength, s);
+    if (!newer) continue;
     if (!c.replaceable(s)) continue;
     c.replace(
       s,

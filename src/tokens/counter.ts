@@ -3,6 +3,7 @@ import { createRequire } from 'node:module';
 import { LRUCache } from 'lru-cache';
 import type { FormatAdapter } from '../history/format.js';
 import { checkDepth } from '../history/limits.js';
+import { tagOf } from './content-tag.js';
 import type { Encoding, ModelProfile } from './models.js';
 import { cutAt, longRuns } from './runs.js';
 
@@ -162,6 +163,16 @@ export class TokenCounter {
 
   /** Tokens of one message: its content, media at flat rates, and the per-message framing. */
   countMessage(format: FormatAdapter, profile: ModelProfile, message: unknown): number {
+    // A message tagged by its bytes (`content-tag.ts`) is found by its tag, without reading it.
+    const tag = this.cache ? tagOf(message) : undefined;
+    const tagKey = tag === undefined ? '' : this.key(`${profile.id}|${format.name}|#`, tag);
+    if (tag !== undefined) {
+      const known = this.cache?.get(tagKey);
+      if (known !== undefined) {
+        this.hits++;
+        return known;
+      }
+    }
     const c = format.countable(message);
     // Keyed on what is counted (cheaper to hash than the message's JSON, and equal messages
     // in other wrappings share it); short texts are their own key.
@@ -170,12 +181,14 @@ export class TokenCounter {
     const cached = this.cache?.get(key);
     if (cached !== undefined) {
       this.hits++;
+      if (tag !== undefined) this.cache?.set(tagKey, cached);
       return cached;
     }
     this.misses++;
     const media = c.images * format.media.image + c.documents * format.media.document + c.audio * format.media.audio;
     const total = countText(profile, c.text) + media + format.framing.perMessage;
-    this.cache?.set(key, total);
+    // One entry per message: a tagged one is found by its tag from now on.
+    this.cache?.set(tag === undefined ? key : tagKey, total);
     return total;
   }
 

@@ -66,10 +66,13 @@ function countingCaller(scope: string): Caller & { ranges: string[] } {
     scope,
     markers: markers(SECRET, scope),
     ranges,
-    address: (json) => {
-      if (json.startsWith('{"messages":[')) ranges.push(json);
-      return address(json);
-    },
+    address: Object.assign(
+      (json: string) => {
+        if (json.startsWith('{"messages":[')) ranges.push(json);
+        return address(json);
+      },
+      { ofDigest: address.ofDigest },
+    ),
   };
 }
 

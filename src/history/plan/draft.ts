@@ -1,3 +1,4 @@
+import { taggedSha256, tagOf } from '../../tokens/content-tag.js';
 import type { Addresser } from '../address.js';
 import type { OriginalKind } from '../artifact-kinds.js';
 import type { UnitKind } from '../format.js';
@@ -61,12 +62,24 @@ export class Draft {
   original(index: number, kind: UnitKind | 'message', slot: number, meta: OriginalMeta): Pending {
     const message = this.h.messages[index];
     const unit = kind === 'message' ? message : this.h.format.unitAt(message, kind, slot);
-    const json = JSON.stringify(unit);
-    const { id, sha256 } = this.address(json);
+    // A part of a message that came in (tagged by its bytes) is hashed once: a later call finds
+    // its digest by the tag, and its JSON is made only if it is read (to be stored or shared).
+    let json: string | undefined;
+    const text = () => {
+      json ??= JSON.stringify(unit);
+      return json;
+    };
+    const tag = tagOf(message);
+    const { id, sha256 } =
+      tag === undefined
+        ? this.address(text())
+        : this.address.ofDigest(taggedSha256(`${tag}\0${this.h.format.name}\0${kind}\0${slot}`, text));
     const spec: OriginalSpec = {
       id,
       sha256,
-      json,
+      get json() {
+        return text();
+      },
       value: unit,
       kind: meta.kind,
       tool_name: meta.tool,

@@ -1,3 +1,4 @@
+import { taggedSha256, tagOfList } from '../../tokens/content-tag.js';
 import type { PreparedEntry, PreparedHistory, PreparedRange, StrategyContext } from '../types.js';
 
 export type { PreparedEntry, PreparedRange } from '../types.js';
@@ -11,7 +12,10 @@ import { planRolling } from './rolling-plan.js';
 function rangeStart(h: PreparedHistory, o: SummarizeOptions, ctx: Pick<StrategyContext, 'markers' | 'address'>) {
   const p = planRolling(h, o, ctx.markers, []);
   const from = p.earlier && p.earlier.end > p.earlier.start ? p.earlier.end : p.prefixEnd;
-  const prefix = ctx.address(`prepared-prefix\n${JSON.stringify(h.messages.slice(0, from))}`).id;
+  const before = h.messages.slice(0, from);
+  const text = () => `prepared-prefix\n${JSON.stringify(before)}`;
+  const tags = tagOfList(before);
+  const prefix = (tags === undefined ? ctx.address(text()) : ctx.address.ofDigest(taggedSha256(`prefix\0${tags}`, text))).id;
   return { p, from, prefix };
 }
 

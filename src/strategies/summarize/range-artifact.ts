@@ -2,6 +2,7 @@ import type { Addresser } from '../../history/address.js';
 import type { OriginalKind } from '../../history/artifact-kinds.js';
 import type { OriginalSpec, StorePolicy } from '../../history/plan/types.js';
 import { rangePayload } from '../../history/vocabulary.js';
+import { taggedSha256, tagOfList } from '../../tokens/content-tag.js';
 import type { PreparedHistory } from '../types.js';
 
 /** A summarized range as an artifact: what `expand` needs to put it back. */
@@ -55,10 +56,24 @@ export function rangeArtifact(
   }
   const known = memo.get(key);
   // A copy of what the plan takes (a plan's artifact list is its own to extend).
-  if (known) return { ...known, specs: known.specs.map((spec) => ({ ...spec })) };
+  // A plan's artifact list is its own to extend (the specs themselves are read-only).
+  if (known) return { ...fields(known), specs: [...known.specs] };
   const built = buildRange(kind, h, indexes, previousId, store, address, tokens);
   if (memo.size < RANGES_PER_HISTORY) memo.set(key, built);
   return built;
+}
+
+/** A range artifact's fields, its JSON read through (not made) when the copy is taken. */
+function fields(r: RangeArtifact): RangeArtifact {
+  return {
+    get json() {
+      return r.json;
+    },
+    sha256: r.sha256,
+    id: r.id,
+    specs: r.specs,
+    own: r.own,
+  };
 }
 
 function buildRange(
@@ -70,16 +85,24 @@ function buildRange(
   address: Addresser,
   tokens: number,
 ): RangeArtifact {
-  const value = rangePayload(
-    indexes.map((i) => h.messages[i]),
-    previousId,
-  );
-  const json = JSON.stringify(value);
-  const { id, sha256 } = address(json);
+  const messages = indexes.map((i) => h.messages[i]);
+  const value = rangePayload(messages, previousId);
+  // Messages that came in (tagged by their bytes) name the range without reading it: its digest
+  // is found again on the next call over the same messages, and its JSON made only if read.
+  let json: string | undefined;
+  const text = () => {
+    json ??= JSON.stringify(value);
+    return json;
+  };
+  const tags = tagOfList(messages);
+  const { id, sha256 } =
+    tags === undefined ? address(text()) : address.ofDigest(taggedSha256(`range\0${tags}\0${previousId}`, text));
   const spec: OriginalSpec = {
     id,
     sha256,
-    json,
+    get json() {
+      return text();
+    },
     value,
     kind,
     tool_name: null,
@@ -87,5 +110,13 @@ function buildRange(
     message_index: indexes[0] as number,
     store,
   };
-  return { json, sha256, id: store === 'none' ? null : id, specs: store === 'none' ? [] : [spec], own: id };
+  return {
+    get json() {
+      return text();
+    },
+    sha256,
+    id: store === 'none' ? null : id,
+    specs: store === 'none' ? [] : [spec],
+    own: id,
+  };
 }
