@@ -61,8 +61,12 @@ const op = OPERATIONS[`/v1/${kind}`];
 // Prepared summaries as the service runs them with an LLM summarizer (on by default).
 const preparer = new Preparer(core, { concurrency: 4, byDefault: true, maxQueued: 16, maxQueuedBytes: 48 << 20, onEvent() {} });
 const serialize = serializerCompiler({ schema: op.response, method: 'POST', url: op.url });
+const encoded = new Map();
 async function once(text) {
-  const body = parseJsonBody(text);
+  // As a worker receives it: the bytes, decoded and parsed (the bytes tag the history's messages).
+  let bytes = encoded.get(text);
+  if (!bytes) encoded.set(text, (bytes = Buffer.from(text)));
+  const body = parseJsonBody(bytes.toString('utf8'), bytes);
   const input = op.check(body);
   const caller = core.caller(null);
   const outcome = await op.around(preparer, caller.scope, input, (prepared) =>

@@ -113,7 +113,7 @@ function handleBodies(app: FastifyInstance): void {
       return;
     }
     try {
-      done(null, parseJsonBody(bytes.toString('utf8')));
+      done(null, parseJsonBody(bytes.toString('utf8'), bytes));
     } catch (error) {
       done(error as Error, undefined);
     }

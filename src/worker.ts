@@ -109,10 +109,10 @@ async function build(): Promise<Compactor> {
 /** Parses, validates (the route's own schema, the same validator as in line), runs and serializes one request. */
 async function perform(task: Task): Promise<TaskResult> {
   const op = OPERATIONS[task.url];
-  const text = Buffer.from(task.body.buffer, task.body.byteOffset, task.body.byteLength).toString('utf8');
-  // The bytes are not needed once decoded: let them go before the work that needs the memory.
+  const bytes = Buffer.from(task.body.buffer, task.body.byteOffset, task.body.byteLength);
+  const body = parseJsonBody(bytes.toString('utf8'), bytes);
+  // The bytes are not needed once parsed and tagged: let them go before the work that needs the memory.
   task.body = new Uint8Array(0);
-  const body = parseJsonBody(text);
   compactor ??= build();
   const core = await compactor;
   const outcome = await op.perform(core, body, {

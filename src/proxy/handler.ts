@@ -142,7 +142,7 @@ function ourBearer(ctx: ProxyContext, request: FastifyRequest): readonly string[
 function objectOf(raw: Buffer): Record<string, unknown> | undefined {
   let body: unknown;
   try {
-    body = parseJsonBody(raw.toString('utf8'));
+    body = parseJsonBody(raw.toString('utf8'), raw);
   } catch {
     return undefined;
   }

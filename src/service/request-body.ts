@@ -5,12 +5,13 @@ import { tagHistories } from '../tokens/content-tag.js';
 
 /**
  * JSON bodies are parsed with `__proto__` and `constructor.prototype` keys refused (prototype
- * pollution), each failure with its own code; the messages of its history are tagged by their
- * bytes (`tokens/content-tag.ts`: what a later call with the same prefix finds again).
+ * pollution), each failure with its own code; given the bytes it was decoded from, the messages of
+ * its history are tagged by them (`tokens/content-tag.ts`: what a later call with the same prefix
+ * finds again).
  */
-export function parseJsonBody(body: string): unknown {
+export function parseJsonBody(body: string, bytes?: Uint8Array): unknown {
   const parsed = parseJson(body);
-  tagHistories(body, parsed);
+  if (bytes) tagHistories(bytes, parsed);
   return parsed;
 }
 

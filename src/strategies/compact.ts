@@ -12,6 +12,7 @@ import { evaluatePlan } from '../history/plan/evaluate.js';
 import type { ArtifactRef } from '../history/plan/types.js';
 import type { ActionKind, Warning } from '../history/types.js';
 import { clearableArg } from '../history/vocabulary.js';
+import { tagOf } from '../tokens/content-tag.js';
 import { CompactOptions } from './compact-options.js';
 import { headAndTail, INPUT_PLACEHOLDER, placeholderFor, recallNote as recall, render } from './compact-rules.js';
 import { newerCopy, type ResultSiteInfo, resultSites } from './compact-sites.js';
@@ -50,7 +51,10 @@ class Compaction {
   sizeOf(s: ResultSiteInfo): number {
     let t = this.sizes.get(s);
     if (t === undefined) {
-      t = tokensOf(this.ctx, s.text);
+      // A result of a message that came in is found by the message's tag (its text not hashed again).
+      const tag = tagOf(this.h.messages[s.index]);
+      const named = tag === undefined ? undefined : `${tag}\0${this.h.format.name}\0${s.slot}`;
+      t = this.ctx.counter.countPartCached(this.ctx.profile, named, s.text);
       this.sizes.set(s, t);
     }
     return t;

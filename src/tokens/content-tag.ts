@@ -1,4 +1,5 @@
 import { hash } from 'node:crypto';
+import { LRUCache } from 'lru-cache';
 import { derived } from './derived.js';
 
 /**
@@ -28,33 +29,38 @@ function isSpace(c: number): boolean {
   return c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
 }
 
-function skipSpace(text: string, i: number): number {
-  while (i < text.length && isSpace(text.charCodeAt(i))) i++;
+/**
+ * The body's bytes, read with a cursor: the scan works on the bytes as they arrived (hashing a
+ * part of them needs no encoding; a decoded text with one character past Latin-1 would be encoded
+ * again for each message's hash).
+ */
+function skipSpace(b: Uint8Array, i: number): number {
+  while (i < b.length && isSpace(b[i] as number)) i++;
   return i;
 }
 
 /** Index just past the string opening at `i`: the next quote not escaped by an odd run of backslashes (each run read once: linear). */
-function skipString(text: string, i: number): number {
+function skipString(b: Buffer, i: number): number {
   let q = i + 1;
   for (;;) {
-    q = text.indexOf('"', q);
-    if (q < 0) return text.length;
+    q = b.indexOf(QUOTE, q);
+    if (q < 0) return b.length;
     let k = q;
-    while (text.charCodeAt(k - 1) === BACKSLASH) k--;
+    while (b[k - 1] === BACKSLASH) k--;
     if ((q - k) % 2 === 0) return q + 1;
     q++;
   }
 }
 
 /** Index just past the value starting at `i` (a string's contents skipped natively; containers by depth). */
-function skipValue(text: string, i: number): number {
-  const n = text.length;
-  const first = text.charCodeAt(i);
-  if (first === QUOTE) return skipString(text, i);
+function skipValue(b: Buffer, i: number): number {
+  const n = b.length;
+  const first = b[i];
+  if (first === QUOTE) return skipString(b, i);
   if (first !== OPEN_OBJECT && first !== OPEN_ARRAY) {
     let j = i;
     while (j < n) {
-      const c = text.charCodeAt(j);
+      const c = b[j] as number;
       if (c === COMMA || c === CLOSE_ARRAY || c === CLOSE_OBJECT || isSpace(c)) break;
       j++;
     }
@@ -63,9 +69,9 @@ function skipValue(text: string, i: number): number {
   let depth = 0;
   let j = i;
   while (j < n) {
-    const c = text.charCodeAt(j);
+    const c = b[j];
     if (c === QUOTE) {
-      j = skipString(text, j);
+      j = skipString(b, j);
       continue;
     }
     if (c === OPEN_OBJECT || c === OPEN_ARRAY) depth++;
@@ -79,81 +85,191 @@ function skipValue(text: string, i: number): number {
 }
 
 /** The spans (start, end pairs) of the items of the array opening at `i`, and the index past it; null if it is not well formed. */
-function itemSpans(text: string, i: number): { spans: number[]; end: number } | null {
+function itemSpans(b: Buffer, i: number): { spans: number[]; end: number } | null {
   const spans: number[] = [];
-  let j = skipSpace(text, i + 1);
-  if (text.charCodeAt(j) === CLOSE_ARRAY) return { spans, end: j + 1 };
+  let j = skipSpace(b, i + 1);
+  if (b[j] === CLOSE_ARRAY) return { spans, end: j + 1 };
   for (;;) {
-    const end = skipValue(text, j);
+    const end = skipValue(b, j);
     if (end <= j) return null;
     spans.push(j, end);
-    j = skipSpace(text, end);
-    const c = text.charCodeAt(j);
+    j = skipSpace(b, end);
+    const c = b[j];
     if (c === CLOSE_ARRAY) return { spans, end: j + 1 };
     if (c !== COMMA) return null;
-    j = skipSpace(text, j + 1);
+    j = skipSpace(b, j + 1);
   }
 }
 
 /**
- * The item spans of each history key at the top level of a JSON object text, or null where the
- * text could be read two ways: a top-level key written with an escape (it may spell a history
- * key another way) makes the whole body untagged, a key given twice (the parser keeps the last)
+ * The item spans of each history key at the top level of a JSON object's bytes, or null where the
+ * body could be read two ways: a top-level key written with an escape (it may spell a history key
+ * another way) makes the whole body untagged, a key given twice (the parser keeps the last)
  * leaves that key untagged.
  */
-function historySpans(text: string): Map<string, number[] | null> | null {
+function historySpans(b: Buffer): Map<string, number[] | null> | null {
   const found = new Map<string, number[] | null>();
-  let i = skipSpace(text, 0);
-  if (text.charCodeAt(i) !== OPEN_OBJECT) return null;
-  i = skipSpace(text, i + 1);
-  if (text.charCodeAt(i) === CLOSE_OBJECT) return found;
+  let i = skipSpace(b, 0);
+  if (b[i] !== OPEN_OBJECT) return null;
+  i = skipSpace(b, i + 1);
+  if (b[i] === CLOSE_OBJECT) return found;
   for (;;) {
-    if (text.charCodeAt(i) !== QUOTE) return null;
-    const keyEnd = skipString(text, i);
-    const key = text.slice(i + 1, keyEnd - 1);
-    if (key.includes('\\')) return null;
-    i = skipSpace(text, keyEnd);
-    if (text.charCodeAt(i) !== COLON) return null;
-    i = skipSpace(text, i + 1);
-    if (HISTORY_KEYS.has(key) && text.charCodeAt(i) === OPEN_ARRAY) {
-      const items = itemSpans(text, i);
+    if (b[i] !== QUOTE) return null;
+    const keyEnd = skipString(b, i);
+    // A history key is short: a longer one is skipped unread (only checked for escapes).
+    const raw = b.subarray(i + 1, keyEnd - 1);
+    if (raw.indexOf(BACKSLASH) >= 0) return null;
+    const key = raw.length <= 8 ? raw.toString('latin1') : '';
+    i = skipSpace(b, keyEnd);
+    if (b[i] !== COLON) return null;
+    i = skipSpace(b, i + 1);
+    if (HISTORY_KEYS.has(key) && b[i] === OPEN_ARRAY) {
+      const items = itemSpans(b, i);
       if (!items) return null;
       found.set(key, found.has(key) ? null : items.spans);
       i = items.end;
     } else {
       if (HISTORY_KEYS.has(key)) found.set(key, null);
-      i = skipValue(text, i);
+      i = skipValue(b, i);
     }
-    i = skipSpace(text, i);
-    const c = text.charCodeAt(i);
+    i = skipSpace(b, i);
+    const c = b[i];
     if (c === CLOSE_OBJECT) return found;
     if (c !== COMMA) return null;
-    i = skipSpace(text, i + 1);
+    i = skipSpace(b, i + 1);
   }
 }
 
+/** A history tagged before: the bytes of its items (a copy), each item's span in them and its tag. */
+interface Seen {
+  readonly bytes: Buffer;
+  readonly spans: readonly number[];
+  readonly tags: readonly (string | undefined)[];
+}
+
+/** Bytes of earlier histories kept per thread, and the largest history kept. */
+const SEEN_BYTES = 16 * 1024 * 1024;
+const SEEN_MAX = 4 * 1024 * 1024;
+
 /**
- * Tags the items of a parsed body's histories from the text it was parsed from (`body` must be
- * `JSON.parse(text)`'s result). One pass over the text outside strings, one SHA-256 over each
- * item's bytes: linear. An item that is not an object, or a history whose items the pass did not
- * count the same as the parser, is left untagged.
+ * The newest history seen for each first message (by its tag): an agent sends the same prefix on
+ * every call, so a history found here is compared byte for byte (natively, 4 KiB at a time) and
+ * every item inside the common prefix takes the tag it had, unhashed; only what is new is hashed.
+ * Equal bytes are checked, never assumed, so a first message shared by two conversations (or two
+ * callers) costs a comparison, never a wrong tag.
  */
-export function tagHistories(text: string, body: unknown): void {
+const seen = new LRUCache<string, Seen>({
+  maxSize: SEEN_BYTES,
+  sizeCalculation: (s) => s.bytes.length + 64 * s.tags.length + 64,
+});
+
+/** Items hashed, and items whose tag an earlier history gave, since the process started. */
+const stats = { hashed: 0, reused: 0 };
+
+/** How the tagging has done (a test counts what a call hashes). */
+export function tagStats(): { hashed: number; reused: number } {
+  return { ...stats };
+}
+
+/** How many leading bytes `a` and `b` share (at most `upTo`). */
+function sharedPrefix(a: Buffer, b: Buffer, upTo: number): number {
+  const CHUNK = 4096;
+  let i = 0;
+  while (i < upTo) {
+    const end = Math.min(i + CHUNK, upTo);
+    if (a.compare(b, i, end, i, end) !== 0) {
+      while (i < end && a[i] === b[i]) i++;
+      return i;
+    }
+    i = end;
+  }
+  return upTo;
+}
+
+/** Tags one history's items (`s`: their spans in `b`), from the newest history with the same first message where bytes agree. */
+function tagItems(key: string, b: Buffer, s: readonly number[], items: readonly unknown[]): void {
+  if (items.length === 0) return;
+  const from = s[0] as number;
+  const region = b.subarray(from, s[s.length - 1]);
+  const itemTag = (k: number) => {
+    stats.hashed++;
+    return hash('sha256', b.subarray(s[2 * k], s[2 * k + 1]), 'base64');
+  };
+  const first = itemTag(0);
+  const name = `${key}\0${first}`;
+  const prev = seen.get(name);
+  const shared = prev ? sharedPrefix(region, prev.bytes, Math.min(region.length, prev.bytes.length)) : 0;
+  const out: (string | undefined)[] = new Array(items.length);
+  for (let k = 0; k < items.length; k++) {
+    const item = items[k];
+    if (typeof item !== 'object' || item === null) continue;
+    const start = (s[2 * k] as number) - from;
+    const end = (s[2 * k + 1] as number) - from;
+    const known =
+      prev && end <= shared && prev.spans[2 * k] === start && prev.spans[2 * k + 1] === end ? prev.tags[k] : undefined;
+    if (k > 0 && known !== undefined) stats.reused++;
+    const tag = k === 0 ? first : (known ?? itemTag(k));
+    out[k] = tag;
+    tags.set(item, tag);
+  }
+  if (prev && shared === region.length && shared === prev.bytes.length) return;
+  if (region.length > SEEN_MAX) return;
+  const spans = new Array<number>(s.length);
+  for (let k = 0; k < s.length; k++) spans[k] = (s[k] as number) - from;
+  seen.set(name, { bytes: Buffer.from(region), spans, tags: out });
+}
+
+/**
+ * Tags the items of a parsed body's histories from the bytes it was parsed from (`body` must be
+ * what those bytes parse to). One pass over the bytes outside strings; an item's SHA-256 over its
+ * bytes unless an earlier history with the same bytes up to its end tagged it: linear. An item
+ * that is not an object, or a history whose items the pass did not count the same as the parser,
+ * is left untagged.
+ */
+export function tagHistories(bytes: Uint8Array, body: unknown): void {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) return;
-  const spans = historySpans(text);
+  const b = Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const spans = historySpans(b);
   if (!spans) return;
   for (const [key, s] of spans) {
     const items = (body as Record<string, unknown>)[key];
     if (s === null || !Array.isArray(items) || items.length * 2 !== s.length) continue;
-    for (let k = 0; k < items.length; k++) {
-      const item = items[k];
-      if (typeof item === 'object' && item !== null) tags.set(item, hash('sha256', text.slice(s[2 * k], s[2 * k + 1]), 'base64'));
-    }
+    tagItems(key, b, s, items);
   }
 }
 
-/** The tag of a message parsed from a request body (undefined for one Compactor built, or not from a body). */
+/**
+ * Tags `value`, made by a pure function from tagged inputs, by those inputs' tags and the rest of
+ * what it was made from (`made`: e.g. an edit's JSON): a message compaction edited is then named
+ * like one that came in (what a summary of the compacted history hashes). Never re-tags.
+ */
+export function tagDerived(value: unknown, made: () => string): void {
+  if (typeof value === 'object' && value !== null && !tags.has(value)) derivations.set(value, made);
+}
+
+/** What a derived tag is computed from, until it is first asked for (most are never: only a range over them needs one). */
+const derivations = new WeakMap<object, () => string>();
+
+/** The tag of a message parsed from a request body, or derived from tagged ones (undefined for others). */
 export function tagOf(message: unknown): string | undefined {
+  if (typeof message !== 'object' || message === null) return undefined;
+  const known = tags.get(message);
+  if (known !== undefined) return known;
+  const made = derivations.get(message);
+  if (made === undefined) return undefined;
+  const tag = hash('sha256', made(), 'base64');
+  tags.set(message, tag);
+  derivations.delete(message);
+  return tag;
+}
+
+/** Whether a message has a tag, or one can be derived (without computing it). */
+export function hasTag(message: unknown): boolean {
+  return typeof message === 'object' && message !== null && (tags.has(message) || derivations.has(message));
+}
+
+/** The tag of a message parsed from a request body only (a derived one is not computed for this). */
+export function bodyTagOf(message: unknown): string | undefined {
   return typeof message === 'object' && message !== null ? tags.get(message) : undefined;
 }
 

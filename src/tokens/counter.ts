@@ -3,7 +3,7 @@ import { createRequire } from 'node:module';
 import { LRUCache } from 'lru-cache';
 import type { FormatAdapter } from '../history/format.js';
 import { checkDepth } from '../history/limits.js';
-import { tagOf } from './content-tag.js';
+import { bodyTagOf } from './content-tag.js';
 import type { Encoding, ModelProfile } from './models.js';
 import { cutAt, longRuns } from './runs.js';
 
@@ -164,7 +164,7 @@ export class TokenCounter {
   /** Tokens of one message: its content, media at flat rates, and the per-message framing. */
   countMessage(format: FormatAdapter, profile: ModelProfile, message: unknown): number {
     // A message tagged by its bytes (`content-tag.ts`) is found by its tag, without reading it.
-    const tag = this.cache ? tagOf(message) : undefined;
+    const tag = this.cache ? bodyTagOf(message) : undefined;
     const tagKey = tag === undefined ? '' : this.key(`${profile.id}|${format.name}|#`, tag);
     if (tag !== undefined) {
       const known = this.cache?.get(tagKey);
@@ -190,6 +190,23 @@ export class TokenCounter {
     // One entry per message: a tagged one is found by its tag from now on.
     this.cache?.set(tag === undefined ? key : tagKey, total);
     return total;
+  }
+
+  /**
+   * Tokens of a text taken from a tagged message (`named`: the message's tag and what selects the
+   * text in it), found by that name without reading the text; untagged (`named` undefined), by the text.
+   */
+  countPartCached(profile: ModelProfile, named: string | undefined, text: string): number {
+    if (!this.cache || named === undefined || text.length < 48) return this.countTextCached(profile, text);
+    const key = this.key(`${profile.id}|part#`, named);
+    const cached = this.cache.get(key);
+    if (cached !== undefined) {
+      this.hits++;
+      return cached;
+    }
+    const n = this.countTextCached(profile, text);
+    this.cache.set(key, n);
+    return n;
   }
 
   /** Tokens of a text under a profile, through the same cache (a tool result counted again on a later call is a hit). */

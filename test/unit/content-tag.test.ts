@@ -3,11 +3,14 @@ import fc from 'fast-check';
 import t from 'tap';
 import { addresser } from '../../src/history/address.js';
 import { Compactor } from '../../src/service/compactor.js';
-import { parseJsonBody } from '../../src/service/request-body.js';
+import { parseJsonBody as parseText } from '../../src/service/request-body.js';
+
+const parseJsonBody = (text: string) => parseText(text, Buffer.from(text));
+
 import { MemoryStore } from '../../src/store/memory.js';
 import { compactStrategy } from '../../src/strategies/compact.js';
 import { CompactOptions } from '../../src/strategies/compact-options.js';
-import { tagOf } from '../../src/tokens/content-tag.js';
+import { tagOf, tagStats } from '../../src/tokens/content-tag.js';
 import { TokenCounter } from '../../src/tokens/counter.js';
 
 const sha = (text: string) => hash('sha256', text, 'base64');
@@ -96,4 +99,32 @@ t.test('a second call with the same prefix stringifies no original of it, and an
   t.ok(stringified >= 10, 'messages not parsed from a body are stringified and hashed');
   t.same(untagged.messages, first.messages, 'tagged or not: the same answer');
   t.same(untagged, first, 'the same response: actions, artifacts, ids and digests');
+});
+
+t.test('a grown history hashes only its new messages; a changed one is hashed from the change', async (t) => {
+  const messages: unknown[] = [{ role: 'system', content: `You are agent ${Math.random()}.` }];
+  for (let i = 0; i < 30; i++) messages.push({ role: i % 2 ? 'assistant' : 'user', content: `turn ${i} ${'words '.repeat(50)}` });
+  const body = (m: unknown[]) => JSON.stringify({ model: 'gpt-4o', messages: m, target_tokens: 1000 });
+  const first = parseJsonBody(body(messages)) as { messages: object[] };
+  const before = tagStats();
+  const grown = parseJsonBody(
+    body([...messages, { role: 'user', content: 'one more' }, { role: 'assistant', content: 'ok' }]),
+  ) as {
+    messages: object[];
+  };
+  const after = tagStats();
+  t.equal(after.hashed - before.hashed, 3, 'the first message (to find the earlier history) and the two new ones');
+  t.equal(after.reused - before.reused, 30, 'the other 30 take the tags they had');
+  grown.messages.slice(0, 31).forEach((m, k) => {
+    t.equal(tagOf(m), tagOf(first.messages[k]), `message ${k}: the same tag`);
+  });
+  t.equal(tagOf(grown.messages[32]), sha('{"role":"assistant","content":"ok"}'));
+  // A message changed in the middle: those before it keep their tags, it and those after are hashed.
+  const changed = [...messages];
+  changed[10] = { role: 'user', content: 'changed' };
+  const edited = parseJsonBody(body(changed)) as { messages: object[] };
+  const last = tagStats();
+  t.equal(last.reused - after.reused, 9, 'messages 1-9 reused');
+  t.equal(tagOf(edited.messages[10]), sha('{"role":"user","content":"changed"}'));
+  t.equal(tagOf(edited.messages[20]), tagOf(first.messages[20]), 'an unchanged later message: its own bytes, the same tag');
 });

@@ -1,3 +1,4 @@
+import { hasTag, tagDerived, tagOf } from '../../tokens/content-tag.js';
 import type { FormatAdapter } from '../format.js';
 import type { Action, ActionKind, Item } from '../types.js';
 import type { ArtifactRef, Edit, Entry, Insert, Offload, OriginalSpec, Plan } from './types.js';
@@ -39,8 +40,19 @@ function actionOf(edit: Edit): ActionKind {
   return edit.op === 'unit' ? edit.action : 'rewrite';
 }
 
-/** One edit rendered through the adapter, on the message as the earlier edits left it. */
+/**
+ * One edit rendered through the adapter, on the message as the earlier edits left it; tagged by
+ * what it was made from when the message came in tagged (`tokens/content-tag.ts`).
+ */
 export function renderEdit(format: FormatAdapter, original: unknown, current: unknown, edit: Edit): unknown {
+  const rendered = render(format, original, current, edit);
+  if (rendered !== current && hasTag(original) && hasTag(current)) {
+    tagDerived(rendered, () => `${format.name}\0${tagOf(original)}\0${tagOf(current)}\0${JSON.stringify(edit)}`);
+  }
+  return rendered;
+}
+
+function render(format: FormatAdapter, original: unknown, current: unknown, edit: Edit): unknown {
   switch (edit.op) {
     case 'unit': {
       const { unit } = edit;
@@ -118,7 +130,16 @@ function record(specs: readonly OriginalSpec[]): { artifacts: ArtifactRef[]; off
     });
     if (a.store !== 'server' || seen.has(a.id)) continue;
     seen.add(a.id);
-    offload.push({ id: a.id, kind: a.kind, tool_name: a.tool_name, content: a.json, sha256: a.sha256 });
+    // Its JSON read only when written (a plan applied to be measured never writes it).
+    offload.push({
+      id: a.id,
+      kind: a.kind,
+      tool_name: a.tool_name,
+      get content() {
+        return a.json;
+      },
+      sha256: a.sha256,
+    });
   }
   return { artifacts, offload };
 }

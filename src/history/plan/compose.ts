@@ -1,5 +1,5 @@
 import type { Applied } from './apply.js';
-import type { Entry, Plan, Removal, Unwritten } from './types.js';
+import { atIndex, type Entry, type Plan, type Removal, type Unwritten } from './types.js';
 
 function sumUnwritten(a: Unwritten | undefined, b: Unwritten | undefined): Unwritten | undefined {
   if (!a || !b) return a ?? b;
@@ -73,10 +73,7 @@ export function compose(inner: Composed, outer: Plan, outerApplied: Applied): Co
     const was = innerEntry(v);
     return 'index' in was ? was.index : v;
   };
-  const artifacts = [
-    ...inner.plan.artifacts,
-    ...outer.artifacts.map((a) => ({ ...a, message_index: inputIndex(a.message_index) })),
-  ];
+  const artifacts = [...inner.plan.artifacts, ...outer.artifacts.map((a) => atIndex(a, inputIndex(a.message_index)))];
   const unwritten = sumUnwritten(inner.plan.unwritten, outer.unwritten);
   const plan: Plan = {
     entries,

@@ -26,6 +26,23 @@ export interface OriginalSpec {
   readonly store: StorePolicy;
 }
 
+/** `a` recorded at another message index; its JSON read through, not made (a spread would make it). */
+export function atIndex(a: OriginalSpec, message_index: number): OriginalSpec {
+  return {
+    id: a.id,
+    sha256: a.sha256,
+    get json() {
+      return a.json;
+    },
+    value: a.value,
+    kind: a.kind,
+    tool_name: a.tool_name,
+    tokens: a.tokens,
+    message_index,
+    store: a.store,
+  };
+}
+
 /** A tool result's new text, or a tool call's new arguments, at a slot of the message. */
 export type UnitReplacement =
   | { readonly kind: 'result'; readonly slot: number; readonly text: string }

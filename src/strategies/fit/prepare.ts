@@ -79,7 +79,16 @@ async function compacted(r: FitRequest, { view, occupancy }: Output, compaction?
   const applied = compaction?.applied ?? applyPlan(view, out.plan, r.count);
   const early = out.plan.artifacts
     .filter((a) => a.store === 'server')
-    .map((a) => ({ id: a.id, kind: a.kind, tool_name: a.tool_name, sha256: a.sha256, content: a.json }));
+    .map((a) => ({
+      id: a.id,
+      kind: a.kind,
+      tool_name: a.tool_name,
+      sha256: a.sha256,
+      // Read only if written: an original stored a moment ago is not stringified again.
+      get content() {
+        return a.json;
+      },
+    }));
   return { view: viewOf(view, applied, occupancy), early };
 }
 

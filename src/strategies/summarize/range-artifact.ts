@@ -57,21 +57,21 @@ export function rangeArtifact(
   const known = memo.get(key);
   // A copy of what the plan takes (a plan's artifact list is its own to extend).
   // A plan's artifact list is its own to extend (the specs themselves are read-only).
-  if (known) return { ...fields(known), specs: [...known.specs] };
+  if (known) return copied(known);
   const built = buildRange(kind, h, indexes, previousId, store, address, tokens);
   if (memo.size < RANGES_PER_HISTORY) memo.set(key, built);
   return built;
 }
 
-/** A range artifact's fields, its JSON read through (not made) when the copy is taken. */
-function fields(r: RangeArtifact): RangeArtifact {
+/** A copy of a range artifact with a list of its own, its JSON read through (a spread would make it). */
+function copied(r: RangeArtifact): RangeArtifact {
   return {
     get json() {
       return r.json;
     },
     sha256: r.sha256,
     id: r.id,
-    specs: r.specs,
+    specs: [...r.specs],
     own: r.own,
   };
 }
