@@ -152,7 +152,8 @@ function slotsAfter(
 /** The first upstream position whose message differs between two slot lists (their common length if none). */
 function firstChange(a: readonly Slot[], b: readonly Slot[]): number {
   const n = Math.min(a.length, b.length);
-  for (let i = 0; i < n; i++) if (JSON.stringify(a[i]) !== JSON.stringify(b[i])) return i;
+  // A slot fit kept is the same object (`slotsAfter`): only the others are compared by their JSON.
+  for (let i = 0; i < n; i++) if (a[i] !== b[i] && JSON.stringify(a[i]) !== JSON.stringify(b[i])) return i;
   return n;
 }
 
