@@ -8,7 +8,8 @@
 // conversation crosses the proxy's limit about halfway, so the later calls are reduced (fit), as
 // an agent's long session is. Per call, the proxy process's own CPU (every thread's,
 // bench/lib/cpu.mjs) against the floor's on the same bodies: the echo floor (a Fastify route
-// that parses the body and returns it: what any process that reads and forwards it pays). Then
+// that parses the body and returns it: what any process that reads and forwards it pays), and the
+// proxy's own with `x-compactor-bypass: 1` (read, forward, stream back; no state, no fit). Then
 // the slope of CPU per call against history size (least squares, ms per 100 KB) and the totals.
 // Run: npm run build && node bench/incremental-proxy.mjs [runs=1] [window_tokens=48000]
 // Env: CPU_PROFILE_DIR: the proxy runs with --cpu-prof there (read shares, not milliseconds).
@@ -94,16 +95,19 @@ for (let run = 0; run < RUNS; run++) {
   }
   const ours = await perCall(proxy, url, headers);
   const base = await perCall(floor, floor.url, { 'content-type': 'application/json' });
-  rows.push({ ours: ours.out, base: base.out, outcomes: ours.outcomes });
+  // The proxy's own cost without reduction (read, forward, stream back), on the same bodies after.
+  const bypass = await perCall(proxy, url, { ...headers, 'x-compactor-bypass': '1' });
+  rows.push({ ours: ours.out, base: base.out, bypass: bypass.out, outcomes: ours.outcomes });
   await proxy.stop();
   await floor.stop();
   await fake.stop();
 }
 const ours = bodies.map((_, i) => median(rows.map((r) => r.ours[i])));
 const base = bodies.map((_, i) => median(rows.map((r) => r.base[i])));
-console.log('\n| call | body KB | proxy CPU ms | floor CPU ms |\n|---|---|---|---|');
+const bypass = bodies.map((_, i) => median(rows.map((r) => r.bypass[i])));
+console.log('\n| call | body KB | proxy CPU ms | bypass CPU ms | floor CPU ms |\n|---|---|---|---|---|');
 for (const i of [0, 9, 19, 29, 39, 49, 59, 69, 79, 89, 99])
-  console.log(`| ${i + 1} | ${fmt(kb[i])} | ${fmt(ours[i], 2)} | ${fmt(base[i], 2)} |`);
+  console.log(`| ${i + 1} | ${fmt(kb[i])} | ${fmt(ours[i], 2)} | ${fmt(bypass[i], 2)} | ${fmt(base[i], 2)} |`);
 const sum = (xs) => xs.reduce((a, b) => a + b, 0);
 const first10 = (xs) => median(xs.slice(0, 10));
 const last10 = (xs) => median(xs.slice(-10));
@@ -112,6 +116,9 @@ console.log(
 );
 console.log(
   `floor: ${fmt(first10(base), 2)} → ${fmt(last10(base), 2)} ms; slope ${fmt(slope(kb, base) * 100, 2)} ms per 100 KB; total ${fmt(sum(base) / 1000, 2)} s`,
+);
+console.log(
+  `bypass (x-compactor-bypass: 1, no reduction): ${fmt(first10(bypass), 2)} → ${fmt(last10(bypass), 2)} ms; total ${fmt(sum(bypass) / 1000, 2)} s`,
 );
 console.log(
   `total proxy/floor: ${fmt(sum(ours) / sum(base), 2)}×; outcomes per run: ${rows.map((r) => JSON.stringify(r.outcomes)).join(', ')}`,
