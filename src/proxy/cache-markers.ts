@@ -8,6 +8,8 @@
 export interface CacheMarkers {
   /** A message's JSON with the markers left out, and a content of one text block as that text. Linear. */
   normalized(message: unknown): string;
+  /** What `normalized` serializes: the message itself (the same object) when it has nothing to leave out. */
+  stripped(message: unknown): unknown;
   /** `ours` with `from`'s markers copied on block by block (a message of ours follows the client's breakpoints). */
   follow(ours: unknown, from: unknown): unknown;
 }
@@ -89,5 +91,5 @@ function follower(marker: string): CacheMarkers['follow'] {
 
 /** The functions for a provider whose cache marker is the block key `marker`. */
 export function cacheMarkers(marker: string): CacheMarkers {
-  return { normalized: normalizer(marker), follow: follower(marker) };
+  return { normalized: normalizer(marker), stripped: (message) => strip(message, marker), follow: follower(marker) };
 }

@@ -61,19 +61,43 @@ export function conversationKey(
   return sha(JSON.stringify([provider.name, session ?? null, normalized(system ?? null), normalized(first ?? null)]));
 }
 
-/** `hashes[k]`: the hash of the conversation key and the client's first `k` messages (normalized). */
-export function prefixHashes(key: string, messages: readonly unknown[], markers: CacheMarkers): string[] {
+/**
+ * `hashes[k]`: the hash of the conversation key and the client's first `k` messages (normalized).
+ * With `bytes`, `bytes[i]` is set to the UTF-8 bytes of message `i`'s own JSON, read off its
+ * normalized JSON where that is the same text (what the proxy's fit request weighs without
+ * serializing it again: `fitBytes`).
+ */
+export function prefixHashes(key: string, messages: readonly unknown[], markers: CacheMarkers, bytes?: number[]): string[] {
   const out = [key];
   let h = key;
   for (const m of messages) {
-    h = createHash('sha256')
-      .update(h)
-      .update('\0')
-      .update(sha(markers.normalized(m)))
-      .digest('hex');
+    const stripped = markers.stripped(m);
+    const json = JSON.stringify(stripped) ?? 'null';
+    if (bytes) bytes.push(Buffer.byteLength(stripped === m ? json : (JSON.stringify(m) ?? 'null')));
+    h = createHash('sha256').update(h).update('\0').update(sha(json)).digest('hex');
     out.push(h);
   }
   return out;
+}
+
+/**
+ * The UTF-8 bytes of a request as JSON whose `messages` are `resolved` (one per slot of
+ * `upstream`, expanded), counted without serializing the history again: the request with no
+ * messages, then each message's JSON (a client message's as `prefixHashes` measured it into
+ * `bytes`, a message of ours serialized: they are few and short) and the commas between them.
+ * What decides whether the proxy's fit runs on a worker, exactly as its serialized body would.
+ */
+export function requestBytes(
+  request: Record<string, unknown>,
+  upstream: readonly Slot[],
+  resolved: readonly unknown[],
+  bytes: readonly number[],
+): number {
+  let total = Buffer.byteLength(JSON.stringify({ ...request, messages: [] })) + Math.max(0, resolved.length - 1);
+  upstream.forEach((slot, j) => {
+    total += 'run' in slot ? (bytes[slot.run[0]] as number) : Buffer.byteLength(JSON.stringify(resolved[j]) ?? 'null');
+  });
+  return total;
 }
 
 /** The upstream history a state stands for, over the client's current messages. */

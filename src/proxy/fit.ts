@@ -19,16 +19,7 @@ export interface FitRun {
   /** The digest the caller's scope derives from (a worker thread derives the same caller from it). */
   readonly digest: Uint8Array | null;
   readonly signal: AbortSignal;
-  /**
-   * The client's body bytes, when known: the history fit is given is the client's, or one of the
-   * proxy's reductions of it, never much more (`FIT_MARGIN` covers fit's options and the usage), so
-   * a body under the worker threshold runs in line without being serialized to be weighed.
-   */
-  readonly bytes?: number;
 }
-
-/** What fit's request may add to the client's body: its options, the last usage, a summary longer than what it replaced. */
-const FIT_MARGIN = 16 * 1024;
 
 /**
  * Runs a fit request as `/v1/fit` does, through the operations table: with its prepared summaries
@@ -36,11 +27,12 @@ const FIT_MARGIN = 16 * 1024;
  * (`WorkerPool.takes`), on a worker thread, so that reading, counting and rewriting a large
  * history never stalls the streams of other calls. `perform` validates the request first.
  */
-export async function runFit(run: FitRun, body: Record<string, unknown>): Promise<Outcome> {
+export async function runFit(run: FitRun, body: Record<string, unknown>, size?: number): Promise<Outcome> {
   const fit = OPERATIONS['/v1/fit'];
   return fit.around(run.preparer, run.caller.scope, body, async (prepared) => {
-    // Where it runs, never what it answers: the same outcome in line and on a worker.
-    if (run.bytes !== undefined && !run.pool.takes(run.request, run.bytes + FIT_MARGIN)) {
+    // `size`: the body's JSON bytes, counted without serializing it (`fitBytes`); a body that stays
+    // on this thread is then never serialized.
+    if (size !== undefined && !run.pool.takes(run.request, size)) {
       return fit.perform(run.compactor, body, { signal: run.signal, caller: run.caller, prepared });
     }
     const bytes = Buffer.from(JSON.stringify(body));

@@ -102,7 +102,7 @@ export async function handle(ctx: ProxyContext, provider: Provider, request: Fas
   const given = instant.changed ? Buffer.from(JSON.stringify(body)) : raw;
   let reduced: { reduction: Reduction; late: BypassReason | undefined };
   try {
-    reduced = await reduceWithin(ctx, provider, reducible, request, body, who, given.length);
+    reduced = await reduceWithin(ctx, provider, reducible, request, body, who);
   } catch (error) {
     return send(given, undefined, reasonOf(error), model);
   }
@@ -225,7 +225,6 @@ async function reduceWithin(
   request: FastifyRequest,
   body: Record<string, unknown>,
   who: Who,
-  bytes: number,
 ): Promise<{ reduction: Reduction; late: BypassReason | undefined }> {
   const { app, config } = ctx;
   const deps: ReduceDeps = {
@@ -246,7 +245,6 @@ async function reduceWithin(
       fitOptionsOf(requestOptions(ctx.defaults, headerValue(request.headers, 'x-compactor-options'))),
     ),
     signal: AbortSignal.timeout(config.COMPACTOR_DEADLINE_MS),
-    bytes,
   };
   const budget = config.COMPACTOR_PROXY_BUDGET_MS;
   // The window fit measures against (the record's `tokens.window`): the options', else the model table's.
