@@ -8,6 +8,8 @@
 export interface CacheMarkers {
   /** A message's JSON with the markers left out, and a content of one text block as that text. Linear. */
   normalized(message: unknown): string;
+  /** What `normalized` serializes: the message itself (the same object) when it has nothing to leave out. */
+  stripped(message: unknown): unknown;
   /** `ours` with `from`'s markers copied on block by block (a message of ours follows the client's breakpoints). */
   follow(ours: unknown, from: unknown): unknown;
 }
@@ -24,17 +26,48 @@ function plain(content: unknown, marker: string): unknown {
   return keys.length === 2 ? only.text : content;
 }
 
+/**
+ * `value` with every `marker` key left out and every `content` made `plain`, at any depth, as
+ * `JSON.stringify` with a replacer would serialize it, but the same object when nothing changes
+ * (most messages: a replacer makes V8 leave its fast serializer for every key of the message).
+ */
+function strip(value: unknown, marker: string): unknown {
+  if (typeof value !== 'object' || value === null) return value;
+  if (Array.isArray(value)) {
+    let out: unknown[] | undefined;
+    for (let i = 0; i < value.length; i++) {
+      const item = strip(value[i], marker);
+      if (item === value[i]) continue;
+      out ??= value.slice();
+      out[i] = item;
+    }
+    return out ?? value;
+  }
+  let out: Record<string, unknown> | undefined;
+  const record = value as Record<string, unknown>;
+  const keys = Object.keys(record);
+  for (let i = 0; i < keys.length; i++) {
+    const key = keys[i] as string;
+    if (key === marker) {
+      if (!out) {
+        out = {};
+        for (let j = 0; j < i; j++) out[keys[j] as string] = record[keys[j] as string];
+      }
+      continue;
+    }
+    const original = record[key];
+    const item = strip(key === 'content' ? plain(original, marker) : original, marker);
+    if (item !== original && !out) {
+      out = {};
+      for (let j = 0; j < i; j++) if (keys[j] !== marker) out[keys[j] as string] = record[keys[j] as string];
+    }
+    if (out) out[key] = item;
+  }
+  return out ?? value;
+}
+
 function normalizer(marker: string): CacheMarkers['normalized'] {
-  const quoted = JSON.stringify(marker);
-  return (message) => {
-    const json = JSON.stringify(message) ?? 'null';
-    if (!json.includes(quoted) && !json.includes('"content":[{"type":"text"')) return json;
-    return (
-      JSON.stringify(message, (key, value: unknown) =>
-        key === marker ? undefined : key === 'content' ? plain(value, marker) : value,
-      ) ?? 'null'
-    );
-  };
+  return (message) => JSON.stringify(strip(message, marker)) ?? 'null';
 }
 
 function follower(marker: string): CacheMarkers['follow'] {
@@ -58,5 +91,5 @@ function follower(marker: string): CacheMarkers['follow'] {
 
 /** The functions for a provider whose cache marker is the block key `marker`. */
 export function cacheMarkers(marker: string): CacheMarkers {
-  return { normalized: normalizer(marker), follow: follower(marker) };
+  return { normalized: normalizer(marker), stripped: (message) => strip(message, marker), follow: follower(marker) };
 }

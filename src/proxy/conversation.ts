@@ -61,19 +61,43 @@ export function conversationKey(
   return sha(JSON.stringify([provider.name, session ?? null, normalized(system ?? null), normalized(first ?? null)]));
 }
 
-/** `hashes[k]`: the hash of the conversation key and the client's first `k` messages (normalized). */
-export function prefixHashes(key: string, messages: readonly unknown[], markers: CacheMarkers): string[] {
+/**
+ * `hashes[k]`: the hash of the conversation key and the client's first `k` messages (normalized).
+ * With `bytes`, `bytes[i]` is set to the UTF-8 bytes of message `i`'s own JSON, read off its
+ * normalized JSON where that is the same text (what the proxy's fit request weighs without
+ * serializing it again: `fitBytes`).
+ */
+export function prefixHashes(key: string, messages: readonly unknown[], markers: CacheMarkers, bytes?: number[]): string[] {
   const out = [key];
   let h = key;
   for (const m of messages) {
-    h = createHash('sha256')
-      .update(h)
-      .update('\0')
-      .update(sha(markers.normalized(m)))
-      .digest('hex');
+    const stripped = markers.stripped(m);
+    const json = JSON.stringify(stripped) ?? 'null';
+    if (bytes) bytes.push(Buffer.byteLength(stripped === m ? json : (JSON.stringify(m) ?? 'null')));
+    h = createHash('sha256').update(h).update('\0').update(sha(json)).digest('hex');
     out.push(h);
   }
   return out;
+}
+
+/**
+ * The UTF-8 bytes of a request as JSON whose `messages` are `resolved` (one per slot of
+ * `upstream`, expanded), counted without serializing the history again: the request with no
+ * messages, then each message's JSON (a client message's as `prefixHashes` measured it into
+ * `bytes`, a message of ours serialized: they are few and short) and the commas between them.
+ * What decides whether the proxy's fit runs on a worker, exactly as its serialized body would.
+ */
+export function requestBytes(
+  request: Record<string, unknown>,
+  upstream: readonly Slot[],
+  resolved: readonly unknown[],
+  bytes: readonly number[],
+): number {
+  let total = Buffer.byteLength(JSON.stringify({ ...request, messages: [] })) + Math.max(0, resolved.length - 1);
+  upstream.forEach((slot, j) => {
+    total += 'run' in slot ? (bytes[slot.run[0]] as number) : Buffer.byteLength(JSON.stringify(resolved[j]) ?? 'null');
+  });
+  return total;
 }
 
 /** The upstream history a state stands for, over the client's current messages. */
@@ -132,10 +156,15 @@ export interface Found {
   readonly usage: RecordedUsage | undefined;
 }
 
+/** The prefixes looked up first: an agent's turn adds one to a few messages, so the previous call's state is among the nearest. */
+const NEAR = 6;
+
 /**
  * The state of the longest prefix of the client's history (at most `LOOKBACK` messages back) that
  * the proxy saw before, with the usage its answer reported; undefined when there is none. One
- * read, through the artifact service (a store failure comes back as its coded error).
+ * read of the nearest `NEAR` prefixes, through the artifact service (a store failure comes back as
+ * its coded error), and a second of the rest only when none of those is known: most calls name
+ * and look up 12 records, not 130.
  */
 export async function findState(
   artifacts: ArtifactService,
@@ -145,6 +174,19 @@ export async function findState(
   const n = hashes.length - 1;
   const ks: number[] = [];
   for (let k = n; k >= Math.max(1, n - LOOKBACK); k--) ks.push(k);
+  return (
+    (await lookup(artifacts, caller, hashes, ks.slice(0, NEAR))) ??
+    (ks.length > NEAR ? await lookup(artifacts, caller, hashes, ks.slice(NEAR)) : undefined)
+  );
+}
+
+/** The state of the first of `ks` (longest first) that the store knows. */
+async function lookup(
+  artifacts: ArtifactService,
+  caller: Caller,
+  hashes: readonly string[],
+  ks: readonly number[],
+): Promise<Found | undefined> {
   const ids = ks.flatMap((k) => [stateId(caller, hashes[k] as string), usageId(caller, hashes[k] as string)]);
   const found = await artifacts.records(caller, ids);
   for (const k of ks) {

@@ -27,9 +27,14 @@ export interface FitRun {
  * (`WorkerPool.takes`), on a worker thread, so that reading, counting and rewriting a large
  * history never stalls the streams of other calls. `perform` validates the request first.
  */
-export async function runFit(run: FitRun, body: Record<string, unknown>): Promise<Outcome> {
+export async function runFit(run: FitRun, body: Record<string, unknown>, size?: number): Promise<Outcome> {
   const fit = OPERATIONS['/v1/fit'];
   return fit.around(run.preparer, run.caller.scope, body, async (prepared) => {
+    // `size`: the body's JSON bytes, counted without serializing it (`fitBytes`); a body that stays
+    // on this thread is then never serialized.
+    if (size !== undefined && !run.pool.takes(run.request, size)) {
+      return fit.perform(run.compactor, body, { signal: run.signal, caller: run.caller, prepared });
+    }
     const bytes = Buffer.from(JSON.stringify(body));
     if (!run.pool.takes(run.request, bytes.length)) {
       return fit.perform(run.compactor, body, { signal: run.signal, caller: run.caller, prepared });

@@ -8,6 +8,7 @@ import {
   type Found,
   findState,
   prefixHashes,
+  requestBytes,
   resolve,
   type Slot,
   untouched,
@@ -152,7 +153,8 @@ function slotsAfter(
 /** The first upstream position whose message differs between two slot lists (their common length if none). */
 function firstChange(a: readonly Slot[], b: readonly Slot[]): number {
   const n = Math.min(a.length, b.length);
-  for (let i = 0; i < n; i++) if (JSON.stringify(a[i]) !== JSON.stringify(b[i])) return i;
+  // A slot fit kept is the same object (`slotsAfter`): only the others are compared by their JSON.
+  for (let i = 0; i < n; i++) if (a[i] !== b[i] && JSON.stringify(a[i]) !== JSON.stringify(b[i])) return i;
   return n;
 }
 
@@ -165,6 +167,8 @@ export interface Extension {
   readonly extended: unknown[];
   readonly key: string;
   readonly hashes: string[];
+  /** The UTF-8 bytes of each client message's JSON (`prefixHashes`). */
+  readonly bytes: readonly number[];
   /** The provider's cache markers (messages of ours follow the client's). */
   readonly markers: Provider['markers'];
 }
@@ -187,13 +191,14 @@ export async function extend(
   if (kept) throw new Bypass(kept);
   const key = conversationKey(provider, provider.sessionOf(headers, body), reducible.systemOf(body), history[0]);
   const { markers } = provider;
-  const hashes = prefixHashes(key, history, markers);
+  const bytes: number[] = [];
+  const hashes = prefixHashes(key, history, markers, bytes);
   const found = await findState(deps.compactor.artifacts, deps.owner, hashes);
   const n = history.length;
   const before: Slot[] = found
     ? [...expandSlots(found.state.upstream), ...expandSlots([{ run: [found.k, n] }])]
     : expandSlots([{ run: [0, n] }]);
-  return { history, found, before, extended: resolve(before, history, markers), key, hashes, markers };
+  return { history, found, before, extended: resolve(before, history, markers), key, hashes, bytes, markers };
 }
 
 /** This call's number in its conversation (1 for its first; an older build's state counts from 1 again). */
@@ -246,7 +251,8 @@ export async function decide(
   x: Extension,
 ): Promise<Reduction> {
   const request = fitRequest(reducible, body, x.extended, x.found?.usage, deps.options);
-  const outcome = await runFit(deps, request);
+  const size = request.messages === x.extended ? requestBytes(request, x.before, x.extended, x.bytes) : undefined;
+  const outcome = await runFit(deps, request, size);
   const value = outcome.value as FitValue;
   if (!value.applied) return { ...asExtended(x), tokens: value.tokens };
   const after = slotsAfter(x.before, value.messages, x.extended, outcome.sources ?? []);

@@ -1,5 +1,5 @@
 import { LRUCache } from 'lru-cache';
-import { CompactorError, type ErrorCode, fieldError } from '../errors.js';
+import { CompactorError, fieldError } from '../errors.js';
 import type { Addresser } from '../history/address.js';
 import type { ArtifactKind } from '../history/artifact-kinds.js';
 import { type ExpandResult, expandHistory } from '../history/expand.js';
@@ -10,26 +10,13 @@ import {
   type Artifact,
   type ArtifactStore,
   type ArtifactUse,
+  contentBytes,
   type NewArtifact,
   type RecentLimit,
-  StoreCapacityError,
-  StoreFailedError,
-  StoreUnavailableError,
 } from '../store/types.js';
+import { storeProblem } from './store-problems.js';
 
-/** The codes a store failure becomes here (`ArtifactService.problem`). */
-const STORE_PROBLEMS: ReadonlySet<string> = new Set<ErrorCode>([
-  'CMP_ERR_STORE_UNAVAILABLE',
-  'CMP_ERR_STORE_FAILED',
-  'CMP_ERR_STORE_ARTIFACT_TOO_LARGE',
-]);
-
-/** Whether an error is the store's: one of its own classes, or the coded error this service made of one. */
-export function isStoreProblem(error: unknown): boolean {
-  if (error instanceof StoreUnavailableError || error instanceof StoreFailedError || error instanceof StoreCapacityError)
-    return true;
-  return error instanceof CompactorError && STORE_PROBLEMS.has(error.code);
-}
+export { isStoreProblem } from './store-problems.js';
 
 /** How long an original this service stored is taken as still there (not written again): see `ArtifactService.stored`. */
 export const REWRITE_AFTER_MS = 60_000;
@@ -72,14 +59,16 @@ export interface ArtifactServiceOptions {
  */
 export class ArtifactService {
   /**
-   * When each original this service stored was stored (by scope and id): a growing conversation
-   * offloads the same originals on every call, and one stored less than `REWRITE_AFTER_MS` ago is
-   * not sent to the store again (no query, no row touched, no bytes to Redis). Only where the
-   * store has no cap: under a cap, every put marks its originals used, so that eviction spares
-   * what the agent still sends. The interval is short so that a store emptied under the service
-   * heals within a minute.
+   * When each original this service stored was sent to the store, and its content bytes (by scope
+   * and id): a growing conversation offloads the same originals on every call, and one sent less
+   * than `REWRITE_AFTER_MS` ago is not sent again. Without a cap nothing is sent for it (no query,
+   * no row touched, no bytes to Redis). Under a cap its id goes along as kept (`ArtifactStore.put`):
+   * spared by the put's eviction and marked used (in memory, written in a batch before the store
+   * evicts), so that eviction spares what the agent still sends; a store that cannot vouch for it
+   * (something was evicted since) has every original of the call sent again, and this record is
+   * forgotten. The interval is short so that a store emptied under the service heals within a minute.
    */
-  private readonly stored = new LRUCache<string, number>({ max: 100_000 });
+  private readonly stored = new LRUCache<string, { at: number; bytes: number }>({ max: 100_000 });
   /** Whether the store has no cap (asked once: a SQLite store reads its total to answer). */
   private uncapped: boolean | undefined;
 
@@ -91,37 +80,8 @@ export class ArtifactService {
     try {
       return await op(store);
     } catch (error) {
-      throw this.problem(store.kind, error);
+      throw storeProblem(store.kind, error, this.options.logger);
     }
-  }
-
-  /** A store failure as the client sees it, logged with its code (never content). */
-  private problem(kind: string, error: unknown): unknown {
-    const { logger } = this.options;
-    if (error instanceof StoreCapacityError) {
-      logger?.error(
-        { store: kind, code: 'CMP_ERR_STORE_ARTIFACT_TOO_LARGE', bytes: error.bytes, max_bytes: error.maxBytes },
-        'originals larger than the store cap',
-      );
-      return new CompactorError(
-        'CMP_ERR_STORE_ARTIFACT_TOO_LARGE',
-        `the originals to offload take ${error.bytes} bytes, more than the ${kind} store's cap of ${error.maxBytes} bytes (COMPACTOR_STORE_MAX_BYTES); nothing was stored: send store "inline", or ask the operator to raise the cap`,
-      );
-    }
-    if (error instanceof StoreFailedError) {
-      logger?.error({ store: kind, code: 'CMP_ERR_STORE_FAILED', err: error.message }, 'artifact store failed');
-      return new CompactorError('CMP_ERR_STORE_FAILED', `the ${kind} artifact store ${error.problem}; an operator must fix it`);
-    }
-    if (error instanceof StoreUnavailableError) {
-      logger?.error({ store: kind, code: 'CMP_ERR_STORE_UNAVAILABLE', err: error.message }, 'artifact store unavailable');
-      return new CompactorError(
-        'CMP_ERR_STORE_UNAVAILABLE',
-        `the ${kind} artifact store ${error.problem}; retry in ${error.retryAfterSeconds} s`,
-        undefined,
-        { retryAfterSeconds: error.retryAfterSeconds },
-      );
-    }
-    return error;
   }
 
   /** Every read here is a use: what is read becomes the most recently used and lives another TTL. */
@@ -132,13 +92,33 @@ export class ArtifactService {
   /** Stores originals for the configured TTL (the same original twice is one artifact, in use again). */
   async persist(caller: Caller, artifacts: readonly NewArtifact[]): Promise<void> {
     const now = this.options.now();
-    const recent = Math.min(REWRITE_AFTER_MS, (this.options.ttlSeconds * 1000) / 2);
-    const known = (a: NewArtifact) => now - (this.stored.get(`${caller.scope}\0${a.id}`) ?? Number.NEGATIVE_INFINITY) < recent;
+    const ttl = this.options.ttlSeconds;
+    const recent = Math.min(REWRITE_AFTER_MS, (ttl * 1000) / 2);
     this.uncapped ??= this.options.store?.usage()?.maxBytes === 0;
-    const fresh = this.uncapped ? artifacts.filter((a) => !known(a)) : artifacts;
-    if (fresh.length === 0) return;
-    await this.call((store) => store.put(caller.scope, fresh, this.options.ttlSeconds, now));
-    if (this.uncapped) for (const a of fresh) this.stored.set(`${caller.scope}\0${a.id}`, now);
+    const fresh: NewArtifact[] = [];
+    const kept = new Set<string>();
+    let keptBytes = 0;
+    for (const a of artifacts) {
+      const sent = this.stored.get(`${caller.scope}\0${a.id}`);
+      if (sent === undefined || now - sent.at >= recent) fresh.push(a);
+      else if (!kept.has(a.id)) {
+        kept.add(a.id);
+        keptBytes += sent.bytes;
+      }
+    }
+    if (this.uncapped) kept.clear();
+    if (fresh.length === 0 && kept.size === 0) return;
+    const resend = await this.call((store) =>
+      store.put(caller.scope, fresh, ttl, now, kept.size > 0 ? { ids: [...kept], bytes: keptBytes } : undefined),
+    );
+    let sent: readonly NewArtifact[] = fresh;
+    if (resend !== undefined && resend.length > 0) {
+      // Something was evicted since these were sent: what this service took as stored may not be.
+      this.stored.clear();
+      await this.call((store) => store.put(caller.scope, artifacts, ttl, now));
+      sent = artifacts;
+    }
+    for (const a of sent) this.stored.set(`${caller.scope}\0${a.id}`, { at: now, bytes: contentBytes(a) });
   }
 
   /** Stores entries if the store answers; returns whether it failed (the failure is logged, not thrown). */

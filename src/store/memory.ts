@@ -4,6 +4,7 @@ import {
   type ArtifactUse,
   checkFits,
   contentBytes,
+  type KeptArtifacts,
   type NewArtifact,
   type RecentLimit,
   type StoreOptions,
@@ -37,11 +38,25 @@ export class MemoryStore implements ArtifactStore {
     this.maxBytes = options.maxBytes ?? 0;
   }
 
-  async put(scope: string, artifacts: readonly NewArtifact[], ttlSeconds: number, now: number): Promise<void> {
-    checkFits(artifacts, this.maxBytes);
+  async put(
+    scope: string,
+    artifacts: readonly NewArtifact[],
+    ttlSeconds: number,
+    now: number,
+    kept?: KeptArtifacts,
+  ): Promise<readonly string[] | undefined> {
+    checkFits(artifacts, this.maxBytes, kept?.bytes);
     const expires = now + ttlSeconds * 1000;
+    // Kept originals are vouched for here exactly: each one held is marked used now (moved to the end).
+    const missing = kept?.ids.filter((id) => !this.live(`${scope}\0${id}`, now));
+    if (missing && missing.length > 0) return missing;
     if (now >= this.nextSweep) this.sweep(now);
     const written = new Set<string>();
+    for (const id of kept?.ids ?? []) {
+      const key = `${scope}\0${id}`;
+      written.add(key);
+      this.use(key, this.entries.get(key) as Entry, 0);
+    }
     for (const a of artifacts) {
       const key = `${scope}\0${a.id}`;
       written.add(key);
@@ -56,6 +71,11 @@ export class MemoryStore implements ArtifactStore {
       this.bytes += bytes;
     }
     this.evict(written, now);
+    return undefined;
+  }
+
+  private live(key: string, now: number): boolean {
+    return (this.entries.get(key)?.artifact.expires_at ?? 0) > now;
   }
 
   /** Makes an entry the most recently used, its expiry at least `expires`; returns it as it is now. */

@@ -4,7 +4,8 @@
  *
  * - `<p>art:<scope>:<id>`: an artifact's JSON, with its TTL (the layout of earlier versions);
  * - `<p>lru`: a sorted set of `<scope>:<id>`, scored by when each was last used (ms);
- * - `<p>lru:bytes`: a hash of each member's content bytes; `<p>lru:total`: their sum.
+ * - `<p>lru:bytes`: a hash of each member's content bytes; `<p>lru:total`: their sum;
+ * - `<p>lru:evictions`: how many artifacts the cap evicted, by every replica.
  *
  * Keys are built inside the scripts, not declared: the store is for a single Redis (or a primary
  * with replicas), not a Redis Cluster.
@@ -25,17 +26,28 @@ end
 `;
 
 /**
- * PUT. ARGV: prefix, now (ms), ttl (ms), cap (bytes, 0: none), then per artifact member, JSON,
- * content bytes. Stores each artifact unless it exists (then its TTL is extended, never
- * shortened), marks each used now, forgets up to 16 least recently used members whose key has
- * expired, then evicts the least recently used until the total is under the cap, sparing this
- * put's own. Returns { live artifacts evicted, total bytes after }.
+ * PUT. ARGV: prefix, now (ms), ttl (ms), cap (bytes, 0: none), the number of kept members and
+ * those members (stored a moment ago, named again without their content: spared), the number of
+ * marks and each mark's member and time (uses held in the client's memory: each member still
+ * stored is marked used then, never earlier than it was), then per artifact member, JSON, content
+ * bytes. Stores each artifact unless it exists (then its TTL is extended, never shortened), marks
+ * each used now, forgets up to 16 least recently used members whose key has expired, then evicts
+ * the least recently used until the total is under the cap, sparing this put's own and the kept,
+ * and counts what it evicted in `<p>lru:evictions` (what a client compares before it vouches for
+ * kept members). Returns { live artifacts evicted, total bytes after }.
  */
 export const PUT_SCRIPT = `${DROP}
 local p, now, ttl, cap = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local lru, sizes, totalKey = p .. 'lru', p .. 'lru:bytes', p .. 'lru:total'
 local mine = {}
-for i = 5, #ARGV, 3 do
+local at = 5
+for i = at + 1, at + tonumber(ARGV[at]) do mine[ARGV[i]] = true end
+at = at + tonumber(ARGV[at]) + 1
+for i = at + 1, at + 2 * tonumber(ARGV[at]), 2 do
+  if redis.call('EXISTS', p .. 'art:' .. ARGV[i]) == 1 then redis.call('ZADD', lru, 'GT', tonumber(ARGV[i + 1]), ARGV[i]) end
+end
+at = at + 2 * tonumber(ARGV[at]) + 1
+for i = at, #ARGV, 3 do
   local member, value, bytes = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2])
   local key = p .. 'art:' .. member
   mine[member] = true
@@ -67,6 +79,7 @@ while cap > 0 and total > cap do
     end
   end
 end
+if evicted > 0 then redis.call('INCRBY', p .. 'lru:evictions', evicted) end
 return { evicted, total }
 `;
 

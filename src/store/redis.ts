@@ -1,8 +1,18 @@
 import { Redis, type Result } from 'ioredis';
 import { classifyRedis } from './redis-faults.js';
 import { PUT_SCRIPT, USE_SCRIPT } from './redis-scripts.js';
-import type { Artifact, ArtifactStore, ArtifactUse, NewArtifact, RecentLimit, StoreOptions, StoreUsage } from './types.js';
+import type {
+  Artifact,
+  ArtifactStore,
+  ArtifactUse,
+  KeptArtifacts,
+  NewArtifact,
+  RecentLimit,
+  StoreOptions,
+  StoreUsage,
+} from './types.js';
 import { checkFits, contentBytes, StoreFailedError } from './types.js';
+import { UseMarks } from './use-marks.js';
 
 declare module 'ioredis' {
   interface RedisCommander<Context> {
@@ -41,6 +51,8 @@ export class RedisStore implements ArtifactStore {
   /** Content bytes as the last put of this client saw them (the total is shared by every replica). */
   private bytes = 0;
   private evicted = 0;
+  /** Marks of use of kept originals, not yet written (`UseMarks`). */
+  private readonly marks = new UseMarks();
   /** The installation secret this client read or stored (`secret`), re-asserted by each `probe`. */
   private kept: string | undefined;
   /** Why the last connection attempt failed (`ECONNREFUSED`, `WRONGPASS`, …), until one succeeds. */
@@ -78,17 +90,39 @@ export class RedisStore implements ArtifactStore {
     }
   }
 
-  async put(scope: string, artifacts: readonly NewArtifact[], ttlSeconds: number, now: number): Promise<void> {
-    if (artifacts.length === 0) return;
-    checkFits(artifacts, this.maxBytes);
+  async put(
+    scope: string,
+    artifacts: readonly NewArtifact[],
+    ttlSeconds: number,
+    now: number,
+    kept?: KeptArtifacts,
+  ): Promise<readonly string[] | undefined> {
+    const keptIds = kept?.ids ?? [];
+    if (artifacts.length === 0 && keptIds.length === 0) return undefined;
+    checkFits(artifacts, this.maxBytes, kept?.bytes);
+    const evictions = () => this.run('read', async () => (await this.client.get(`${this.prefix}lru:evictions`)) ?? '0');
+    if (!this.marks.started) this.marks.start(await evictions());
+    if (keptIds.length > 0) {
+      // One small read: nothing evicted since this client last looked (by any replica), so what its
+      // caller stored a moment ago is still there; their marks of use wait in memory.
+      if (!this.marks.vouch(await evictions())) return keptIds;
+      this.marks.add(scope, keptIds, now);
+      if (artifacts.length === 0 && !this.marks.due(now)) return undefined;
+    }
+    // Every put that runs the script carries the marks held: its eviction sees this client's uses.
+    const marks = this.marks.drain();
     const ttl = ttlSeconds * 1000;
-    const args: (string | number)[] = [this.prefix, now, ttl, this.maxBytes];
+    const args: (string | number)[] = [this.prefix, now, ttl, this.maxBytes, keptIds.length];
+    for (const id of keptIds) args.push(`${scope}:${id}`);
+    args.push(marks.length);
+    for (const [s, id, when] of marks) args.push(`${s}:${id}`, when);
     for (const a of artifacts) {
       args.push(`${scope}:${a.id}`, JSON.stringify({ ...a, created_at: now, expires_at: now + ttl }), contentBytes(a));
     }
     const [evicted, total] = await this.run('write', () => this.client.compactorPut(...args));
     this.evicted += Number(evicted);
     this.bytes = Number(total);
+    return undefined;
   }
 
   /**

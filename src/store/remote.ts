@@ -1,5 +1,5 @@
 import type { MessagePort } from 'node:worker_threads';
-import type { Artifact, ArtifactStore, ArtifactUse, NewArtifact, RecentLimit, StoreUsage } from './types.js';
+import type { Artifact, ArtifactStore, ArtifactUse, KeptArtifacts, NewArtifact, RecentLimit, StoreUsage } from './types.js';
 import { StoreCapacityError, StoreFailedError, StoreUnavailableError } from './types.js';
 
 type Method = 'put' | 'get' | 'recent' | 'secret' | 'claim' | 'ping' | 'probe';
@@ -47,10 +47,10 @@ function fromWire(e: WireError): Error {
 export function serveStore(port: MessagePort, store: ArtifactStore): void {
   port.on('message', (request: StoreRequest) => {
     const call = (): Promise<unknown> => {
-      const [a, b, c, d] = request.args;
+      const [a, b, c, d, e] = request.args;
       switch (request.method) {
         case 'put':
-          return store.put(a as string, b as NewArtifact[], c as number, d as number);
+          return store.put(a as string, b as NewArtifact[], c as number, d as number, e as KeptArtifacts | undefined);
         case 'get':
           return store.get(a as string, b as string[], c as number, d as ArtifactUse | undefined);
         case 'recent':
@@ -105,8 +105,14 @@ export class RemoteStore implements ArtifactStore {
     });
   }
 
-  put(scope: string, artifacts: readonly NewArtifact[], ttlSeconds: number, now: number): Promise<void> {
-    return this.call('put', [scope, artifacts, ttlSeconds, now]);
+  put(
+    scope: string,
+    artifacts: readonly NewArtifact[],
+    ttlSeconds: number,
+    now: number,
+    kept?: KeptArtifacts,
+  ): Promise<readonly string[] | undefined> {
+    return this.call('put', [scope, artifacts, ttlSeconds, now, kept]);
   }
 
   recent(scope: string, kinds: readonly string[], now: number, limit: RecentLimit): Promise<Artifact[]> {

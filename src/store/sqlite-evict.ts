@@ -14,7 +14,8 @@ interface Row {
  * Inside a put's transaction: deletes the least recently used rows until the content bytes
  * (`total`, read before) are under `maxBytes`, sparing the rows of this put (`spare`: scope and id;
  * `checkFits` made sure they fit alone). Expired rows met on the way go too, without counting as
- * evictions. Returns how many live rows it evicted.
+ * evictions. Counts what it removed in the file (`Statements.countEvictions`). Returns how many
+ * live rows it evicted.
  */
 export function evictLeastUsed(
   sql: Statements,
@@ -24,6 +25,7 @@ export function evictLeastUsed(
   now: number,
 ): number {
   let evicted = 0;
+  let removed = 0;
   let after: [number, string, string] = [Number.MIN_SAFE_INTEGER, '', ''];
   while (total > maxBytes) {
     const rows = sql.leastUsed.all(...after) as Row[];
@@ -36,10 +38,13 @@ export function evictLeastUsed(
         continue;
       }
       sql.remove.run(row.rowid);
+      removed++;
       total -= row.bytes;
       if (row.expires_at > now) evicted++;
       if (total <= maxBytes) break;
     }
   }
+  // Every connection on the file learns that rows went (a kept original may be among them).
+  if (removed > 0) sql.countEvictions.run(String(removed));
   return evicted;
 }

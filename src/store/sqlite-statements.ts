@@ -25,6 +25,12 @@ export interface Statements {
   claim: Database.Statement;
   /** (now): deletes every expired claim. */
   purgeClaims: Database.Statement;
+  /** (last_used, scope, id): a mark of use held in memory, written; no row for an artifact gone. */
+  mark: Database.Statement;
+  /** (n): adds n to the count of rows eviction removed, by any connection (what `UseMarks.vouch` compares). */
+  countEvictions: Database.Statement;
+  /** That count, as text ('0' before the first). */
+  evictions: Database.Statement;
 }
 
 /** Prepares the statements on a database `migrate` brought to the current layout. */
@@ -51,6 +57,10 @@ export function prepareStatements(db: Database.Database): Statements {
     claim: db.prepare(`INSERT INTO claims (scope, id, expires_at) VALUES (?, ?, ?)
       ON CONFLICT(scope, id) DO UPDATE SET expires_at = excluded.expires_at WHERE claims.expires_at <= ?`),
     purgeClaims: db.prepare('DELETE FROM claims WHERE expires_at <= ?'),
+    mark: db.prepare('UPDATE artifact_use SET last_used = max(last_used, ?) WHERE scope = ? AND id = ?'),
+    countEvictions: db.prepare(`INSERT INTO meta (key, value) VALUES ('evictions', ?)
+      ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + CAST(excluded.value AS INTEGER)`),
+    evictions: db.prepare("SELECT coalesce((SELECT value FROM meta WHERE key = 'evictions'), '0')").pluck(),
   };
 }
 

@@ -5,17 +5,20 @@ import { classifySqlite, openFailure, prepareFile } from './sqlite-faults.js';
 import { DatabaseFile } from './sqlite-file.js';
 import { migrate } from './sqlite-schema.js';
 import { CHUNK, ListStatements, placeholders, prepareStatements, type Statements } from './sqlite-statements.js';
+import { refreshUses, writeMarks } from './sqlite-use.js';
 import {
   type Artifact,
   type ArtifactStore,
   type ArtifactUse,
   checkFits,
   contentBytes,
+  type KeptArtifacts,
   type NewArtifact,
   type RecentLimit,
   type StoreOptions,
   type StoreUsage,
 } from './types.js';
+import { UseMarks } from './use-marks.js';
 
 /**
  * The embedded default: one SQLite file (created with its folder on first use) in WAL mode, so a
@@ -45,6 +48,8 @@ export class SqliteStore implements ArtifactStore {
   private readonly lists = new ListStatements(() => this.db);
   private bytes = 0;
   private evicted = 0;
+  /** Marks of use of kept originals, not yet written (`UseMarks`). */
+  private readonly marks = new UseMarks();
 
   /** @param path a file path, or `:memory:` */
   constructor(path: string, options: StoreOptions = {}) {
@@ -92,11 +97,25 @@ export class SqliteStore implements ArtifactStore {
     if (lost) throw lost;
   }
 
-  async put(scope: string, artifacts: readonly NewArtifact[], ttlSeconds: number, now: number): Promise<void> {
-    checkFits(artifacts, this.maxBytes);
+  async put(
+    scope: string,
+    artifacts: readonly NewArtifact[],
+    ttlSeconds: number,
+    now: number,
+    kept?: KeptArtifacts,
+  ): Promise<readonly string[] | undefined> {
+    checkFits(artifacts, this.maxBytes, kept?.bytes);
     this.writable();
     const expires = now + ttlSeconds * 1000;
     try {
+      if (!this.marks.started) this.marks.start(this.sql.evictions.get() as string);
+      if (kept && kept.ids.length > 0) {
+        // One small read: nothing evicted since this connection last looked, so what its caller
+        // stored a moment ago is still here; their marks of use wait in memory.
+        if (!this.marks.vouch(this.sql.evictions.get() as string)) return kept.ids;
+        this.marks.add(scope, kept.ids, now);
+        if (artifacts.length === 0 && !this.marks.due(now)) return undefined;
+      }
       // An artifact with more than half its TTL left is not rewritten: the same history compacted
       // again would otherwise rewrite every original it offloads, growing the WAL on each call.
       // Its last use is refreshed all the same (a small row of its own).
@@ -120,11 +139,18 @@ export class SqliteStore implements ArtifactStore {
           this.sql.purgeClaims.run(now);
           this.nextPurge = now + 60_000;
         }
-        return this.evict(new Set(artifacts.map((a) => `${scope}\0${a.id}`)), now);
+        const over = this.maxBytes > 0 && this.readTotal() > this.maxBytes;
+        // The marks held are written before this connection evicts: its order is its callers' order of use.
+        if (over || this.marks.due(now)) writeMarks(this.sql, this.marks);
+        if (!over) return 0;
+        const spare = new Set(artifacts.map((a) => `${scope}\0${a.id}`));
+        for (const id of kept?.ids ?? []) spare.add(`${scope}\0${id}`);
+        return this.evict(spare, now);
       })();
       // Counted once the transaction committed: a rolled-back eviction evicted nothing.
       this.evicted += evicted;
       this.bytes = this.readTotal();
+      return undefined;
     } catch (error) {
       throw classifySqlite('write', error);
     }
@@ -176,34 +202,9 @@ export class SqliteStore implements ArtifactStore {
     }
   }
 
-  /**
-   * Marks what a read found as used now, and extends the expiry of those with less than half a
-   * TTL left (rewriting a row is dearer than touching its row of use). Best effort, with a short
-   * busy timeout: a read that cannot write right now (busy, read-only, a lost file) still answers.
-   */
+  /** Marks what a read found as used now, best effort (`refreshUses`). */
   private refresh(scope: string, found: Map<string, Artifact>, now: number, use: ArtifactUse): void {
-    if (this.file.lost()) return;
-    const ttl = use.ttlSeconds * 1000;
-    try {
-      this.db.pragma('busy_timeout = 100');
-      try {
-        const extended = this.db.transaction(() => {
-          const out: Artifact[] = [];
-          for (const a of found.values()) {
-            this.sql.touch.run(scope, a.id, now);
-            if (a.expires_at >= now + ttl / 2) continue;
-            this.sql.extend.run(now + ttl, scope, a.id);
-            out.push({ ...a, expires_at: Math.max(a.expires_at, now + ttl) });
-          }
-          return out;
-        })();
-        for (const a of extended) found.set(a.id, a);
-      } finally {
-        this.db.pragma('busy_timeout = 5000');
-      }
-    } catch {
-      // The read stands; its recency waits for the next use.
-    }
+    if (!this.file.lost()) refreshUses(this.db, this.sql, scope, found, now, use);
   }
 
   async secret(candidate: string): Promise<string> {
@@ -283,6 +284,13 @@ export class SqliteStore implements ArtifactStore {
   }
 
   async close(): Promise<void> {
-    if (this.db.open) this.db.close();
+    if (!this.db.open) return;
+    try {
+      // Marks held in memory are written before the connection goes (best effort).
+      if (this.marks.size > 0 && !this.file.lost()) this.db.transaction(() => writeMarks(this.sql, this.marks))();
+    } catch {
+      // Lost with the connection: the uses they record were a moment ago.
+    }
+    this.db.close();
   }
 }

@@ -20,6 +20,17 @@ export interface Artifact {
 
 export type NewArtifact = Omit<Artifact, 'created_at' | 'expires_at'>;
 
+/** Originals a put names without their content: stored a moment ago by the same caller (`ArtifactStore.put`). */
+export interface KeptArtifacts {
+  /** Their ids (within the put's scope), distinct, none among the put's `artifacts`. */
+  readonly ids: readonly string[];
+  /** Their content bytes together, which the cap counts with the put's own (`checkFits`). */
+  readonly bytes: number;
+}
+
+/** At the latest this long after the first mark of use a SQLite or Redis store holds in memory, the marks are written. */
+export const MARK_FLUSH_MS = 30_000;
+
 /** How much a capped store holds: content bytes (UTF-8 of `content`), its cap, and evictions since open. */
 export interface StoreUsage {
   /** Content bytes of the artifacts held (expired ones not yet purged included). */
@@ -80,8 +91,22 @@ export interface ArtifactStore {
    * stored twice is one artifact, and one offloaded again is in use. A capped store evicts the
    * least recently used artifacts (stored or read as a use longest ago) to make room, never those
    * of this put; an evicted artifact is absent, exactly as an expired one is.
+   *
+   * `kept` names originals of the same call that the caller stored itself a moment ago (less than
+   * half a TTL, `REWRITE_AFTER_MS` at most): they are not sent again. Each is spared by this put's
+   * eviction and marked used now; SQLite and Redis hold such marks in memory and write them in one
+   * batch, before this object next evicts (in the same transaction or script) and at the latest
+   * `MARK_FLUSH_MS` after the first of them. Returns the kept ids the store cannot vouch for (absent,
+   * or something was evicted since this object last looked, by any writer): then nothing was
+   * written, and the caller puts every artifact again with its content.
    */
-  put(scope: string, artifacts: readonly NewArtifact[], ttlSeconds: number, now: number): Promise<void>;
+  put(
+    scope: string,
+    artifacts: readonly NewArtifact[],
+    ttlSeconds: number,
+    now: number,
+    kept?: KeptArtifacts,
+  ): Promise<readonly string[] | undefined>;
   /**
    * The live (unexpired) artifacts of `scope` among `ids`; unknown, expired, evicted and foreign
    * ids are absent. With `use`, the read is a use (`ArtifactUse`); refreshing is best effort: a
@@ -178,10 +203,10 @@ export function contentBytes(artifact: { content: string }): number {
  * fit even in an empty store is refused whole (a half-stored batch would leave placeholders
  * that name nothing). Throws `StoreCapacityError`.
  */
-export function checkFits(artifacts: readonly { id: string; content: string }[], maxBytes: number): void {
+export function checkFits(artifacts: readonly { id: string; content: string }[], maxBytes: number, keptBytes = 0): void {
   if (maxBytes <= 0) return;
   const seen = new Set<string>();
-  let total = 0;
+  let total = keptBytes;
   for (const a of artifacts) {
     if (seen.has(a.id)) continue;
     seen.add(a.id);

@@ -7,7 +7,7 @@
 import t from 'tap';
 import { Compactor } from '../../src/service/compactor.js';
 import { MemoryStore } from '../../src/store/memory.js';
-import type { ArtifactStore, NewArtifact } from '../../src/store/types.js';
+import type { ArtifactStore, KeptArtifacts, NewArtifact } from '../../src/store/types.js';
 import { fitStrategy } from '../../src/strategies/fit/index.js';
 import { summarizeStrategy } from '../../src/strategies/summarize/index.js';
 import type { Summarizer, SummaryRequest } from '../../src/summarizers/types.js';
@@ -38,9 +38,15 @@ class Counting implements Summarizer {
 /** A memory store that counts what is written to it. */
 class Spy extends MemoryStore implements ArtifactStore {
   written = 0;
-  override async put(scope: string, artifacts: readonly NewArtifact[], ttl: number, now: number): Promise<void> {
+  override async put(
+    scope: string,
+    artifacts: readonly NewArtifact[],
+    ttl: number,
+    now: number,
+    kept?: KeptArtifacts,
+  ): Promise<readonly string[] | undefined> {
     this.written += artifacts.length;
-    return super.put(scope, artifacts, ttl, now);
+    return super.put(scope, artifacts, ttl, now, kept);
   }
 }
 

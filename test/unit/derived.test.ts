@@ -5,7 +5,7 @@ import { addresser, sha256Hex } from '../../src/history/address.js';
 import { markers, placeholderMarker } from '../../src/history/markers.js';
 import { Compactor } from '../../src/service/compactor.js';
 import { MemoryStore } from '../../src/store/memory.js';
-import type { NewArtifact } from '../../src/store/types.js';
+import type { KeptArtifacts, NewArtifact } from '../../src/store/types.js';
 import { compactStrategy } from '../../src/strategies/compact.js';
 import { CompactOptions } from '../../src/strategies/compact-options.js';
 import { TokenCounter } from '../../src/tokens/counter.js';
@@ -65,9 +65,15 @@ t.test('cached ids and MACs stay the caller’s own', async (t) => {
 /** A store that counts the originals it is asked to write. */
 class CountingStore extends MemoryStore {
   written = 0;
-  override async put(scope: string, artifacts: readonly NewArtifact[], ttlSeconds: number, now: number): Promise<void> {
+  override async put(
+    scope: string,
+    artifacts: readonly NewArtifact[],
+    ttlSeconds: number,
+    now: number,
+    kept?: KeptArtifacts,
+  ): Promise<readonly string[] | undefined> {
     this.written += artifacts.length;
-    return super.put(scope, artifacts, ttlSeconds, now);
+    return super.put(scope, artifacts, ttlSeconds, now, kept);
   }
 }
 

@@ -1,0 +1,45 @@
+import type Database from 'better-sqlite3';
+import type { Statements } from './sqlite-statements.js';
+import type { Artifact, ArtifactUse } from './types.js';
+import type { UseMarks } from './use-marks.js';
+
+/**
+ * Marks what a read found as used now, and extends the expiry of those with less than half a
+ * TTL left (rewriting a row is dearer than touching its row of use). Best effort, with a short
+ * busy timeout: a read that cannot write right now (busy, read-only) still answers.
+ */
+export function refreshUses(
+  db: Database.Database,
+  sql: Statements,
+  scope: string,
+  found: Map<string, Artifact>,
+  now: number,
+  use: ArtifactUse,
+): void {
+  const ttl = use.ttlSeconds * 1000;
+  try {
+    db.pragma('busy_timeout = 100');
+    try {
+      const extended = db.transaction(() => {
+        const out: Artifact[] = [];
+        for (const a of found.values()) {
+          sql.touch.run(scope, a.id, now);
+          if (a.expires_at >= now + ttl / 2) continue;
+          sql.extend.run(now + ttl, scope, a.id);
+          out.push({ ...a, expires_at: Math.max(a.expires_at, now + ttl) });
+        }
+        return out;
+      })();
+      for (const a of extended) found.set(a.id, a);
+    } finally {
+      db.pragma('busy_timeout = 5000');
+    }
+  } catch {
+    // The read stands; its recency waits for the next use.
+  }
+}
+
+/** Inside a transaction: the marks of use held in memory written to the rows of use (none for an artifact gone). */
+export function writeMarks(sql: Statements, marks: UseMarks): void {
+  for (const [scope, id, when] of marks.drain()) sql.mark.run(when, scope, id);
+}
