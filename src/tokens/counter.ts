@@ -233,14 +233,15 @@ export class TokenCounter {
   countSystem(format: FormatAdapter, profile: ModelProfile, system: unknown): number {
     if (system === undefined) return 0;
     checkDepth(system, 'system');
-    return countText(profile, format.systemText(system)) + format.framing.perMessage;
+    // The same instructions and tools come with every call of an agent: counted once, then found.
+    return this.countTextCached(profile, format.systemText(system)) + format.framing.perMessage;
   }
 
   /** Tokens of the tool definitions, counted as their JSON text (0 when absent). */
   countTools(profile: ModelProfile, tools: readonly unknown[] | undefined): number {
     if (!tools || tools.length === 0) return 0;
     checkDepth(tools, 'tools');
-    return countText(profile, JSON.stringify(tools));
+    return this.countTextCached(profile, JSON.stringify(tools));
   }
 
   stats(): CounterStats {

@@ -113,6 +113,19 @@ t.test('message counts: framing, media, cache', async (t) => {
   t.equal(uncached.stats().entries, 0);
   t.equal(counter.countTools(profile, [{ type: 'function', function: { name: 'f' } }]) > 0, true);
   t.equal(counter.countSystem(anthropic, profile, [{ type: 'text', text: 'be brief' }]), countTokens('be brief') + 3);
+  // An agent sends the same instructions and tools on every call: tokenized once, then found.
+  const tools = [{ type: 'function', function: { name: 'read_file', description: 'Reads a file. '.repeat(40) } }];
+  const system = [{ type: 'text', text: 'You are a careful coding agent. '.repeat(40) }];
+  const first = [counter.countTools(profile, tools), counter.countSystem(anthropic, profile, system)];
+  const seen = counter.stats();
+  const again = [
+    counter.countTools(profile, JSON.parse(JSON.stringify(tools))),
+    counter.countSystem(anthropic, profile, JSON.parse(JSON.stringify(system))),
+  ];
+  t.same(again, first, 'the same counts');
+  t.equal(counter.stats().misses, seen.misses, 'tools and system counted again from the cache');
+  t.equal(counter.stats().hits, seen.hits + 2);
+  t.same([uncached.countTools(profile, tools), uncached.countSystem(anthropic, profile, system)], first, 'as without a cache');
 });
 
 t.test('deep nesting is a 400, not a crash', async (t) => {
