@@ -6,6 +6,8 @@
  * reads messages through these functions only.
  */
 export interface CacheMarkers {
+  /** The block key the provider's cache breakpoints are written under (what the functions below leave out). */
+  readonly marker: string;
   /** A message's JSON with the markers left out, and a content of one text block as that text. Linear. */
   normalized(message: unknown): string;
   /** What `normalized` serializes: the message itself (the same object) when it has nothing to leave out. */
@@ -91,5 +93,5 @@ function follower(marker: string): CacheMarkers['follow'] {
 
 /** The functions for a provider whose cache marker is the block key `marker`. */
 export function cacheMarkers(marker: string): CacheMarkers {
-  return { normalized: normalizer(marker), stripped: (message) => strip(message, marker), follow: follower(marker) };
+  return { marker, normalized: normalizer(marker), stripped: (message) => strip(message, marker), follow: follower(marker) };
 }

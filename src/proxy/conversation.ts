@@ -1,6 +1,8 @@
 import { createHash } from 'node:crypto';
 import { CONVERSATION_KIND } from '../history/artifact-kinds.js';
 import type { ArtifactService, Caller } from '../service/artifacts.js';
+import { bodyTagOf } from '../tokens/content-tag.js';
+import { derived } from '../tokens/derived.js';
 import type { CacheMarkers } from './cache-markers.js';
 
 /**
@@ -71,13 +73,29 @@ export function prefixHashes(key: string, messages: readonly unknown[], markers:
   const out = [key];
   let h = key;
   for (const m of messages) {
-    const stripped = markers.stripped(m);
-    const json = JSON.stringify(stripped) ?? 'null';
-    if (bytes) bytes.push(Buffer.byteLength(stripped === m ? json : (JSON.stringify(m) ?? 'null')));
-    h = createHash('sha256').update(h).update('\0').update(sha(json)).digest('hex');
+    const { digest, length } = measured(m, markers);
+    if (bytes) bytes.push(length);
+    h = createHash('sha256').update(h).update('\0').update(digest).digest('hex');
     out.push(h);
   }
   return out;
+}
+
+/**
+ * A client message's digest for the prefix hashes (its JSON with the cache markers left out) and
+ * the UTF-8 bytes of its JSON: found by its content tag when it came in a body (an agent sends
+ * the same messages on every call: not serialized nor hashed again), computed otherwise.
+ */
+function measured(m: unknown, markers: CacheMarkers): { digest: string; length: number } {
+  const compute = () => {
+    const stripped = markers.stripped(m);
+    const json = JSON.stringify(stripped) ?? 'null';
+    return `${sha(json)} ${Buffer.byteLength(stripped === m ? json : (JSON.stringify(m) ?? 'null'))}`;
+  };
+  const tag = bodyTagOf(m);
+  const known = tag === undefined ? compute() : derived.get(`prefix-message\0${markers.marker}\0${tag}`, compute);
+  const space = known.indexOf(' ');
+  return { digest: known.slice(0, space), length: Number(known.slice(space + 1)) };
 }
 
 /**
