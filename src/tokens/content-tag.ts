@@ -84,31 +84,14 @@ function skipValue(b: Buffer, i: number): number {
   return n;
 }
 
-/** The spans (start, end pairs) of the items of the array opening at `i`, and the index past it; null if it is not well formed. */
-function itemSpans(b: Buffer, i: number): { spans: number[]; end: number } | null {
-  const spans: number[] = [];
-  let j = skipSpace(b, i + 1);
-  if (b[j] === CLOSE_ARRAY) return { spans, end: j + 1 };
-  for (;;) {
-    const end = skipValue(b, j);
-    if (end <= j) return null;
-    spans.push(j, end);
-    j = skipSpace(b, end);
-    const c = b[j];
-    if (c === CLOSE_ARRAY) return { spans, end: j + 1 };
-    if (c !== COMMA) return null;
-    j = skipSpace(b, j + 1);
-  }
-}
-
 /**
  * The item spans of each history key at the top level of a JSON object's bytes, or null where the
  * body could be read two ways: a top-level key written with an escape (it may spell a history key
  * another way) makes the whole body untagged, a key given twice (the parser keeps the last)
  * leaves that key untagged.
  */
-function historySpans(b: Buffer): Map<string, number[] | null> | null {
-  const found = new Map<string, number[] | null>();
+function historySpans(b: Buffer): Map<string, Scanned | null> | null {
+  const found = new Map<string, Scanned | null>();
   let i = skipSpace(b, 0);
   if (b[i] !== OPEN_OBJECT) return null;
   i = skipSpace(b, i + 1);
@@ -124,9 +107,9 @@ function historySpans(b: Buffer): Map<string, number[] | null> | null {
     if (b[i] !== COLON) return null;
     i = skipSpace(b, i + 1);
     if (HISTORY_KEYS.has(key) && b[i] === OPEN_ARRAY) {
-      const items = itemSpans(b, i);
+      const items = scanHistory(key, b, i);
       if (!items) return null;
-      found.set(key, found.has(key) ? null : items.spans);
+      found.set(key, found.has(key) ? null : items);
       i = items.end;
     } else {
       if (HISTORY_KEYS.has(key)) found.set(key, null);
@@ -186,37 +169,88 @@ function sharedPrefix(a: Buffer, b: Buffer, upTo: number): number {
   return upTo;
 }
 
-/** Tags one history's items (`s`: their spans in `b`), from the newest history with the same first message where bytes agree. */
-function tagItems(key: string, b: Buffer, s: readonly number[], items: readonly unknown[]): void {
-  if (items.length === 0) return;
-  const from = s[0] as number;
-  const region = b.subarray(from, s[s.length - 1]);
-  const itemTag = (k: number) => {
-    stats.hashed++;
-    return hash('sha256', b.subarray(s[2 * k], s[2 * k + 1]), 'base64');
-  };
-  const first = itemTag(0);
+/** An item's tag: the SHA-256 of its bytes. */
+function hashItem(b: Buffer, from: number, to: number): string {
+  stats.hashed++;
+  return hash('sha256', b.subarray(from, to), 'base64');
+}
+
+/** A history's items as scanned: their spans in the body, the tags known without hashing, and where the array ends. */
+interface Scanned {
+  readonly spans: number[];
+  readonly known: (string | undefined)[];
+  readonly end: number;
+  /** The newest history with the same first message, if any, and its key in `seen`. */
+  readonly prev?: Seen | undefined;
+  readonly name?: string;
+}
+
+/**
+ * The items of the history array opening at `i`: its first item hashed (what finds the newest
+ * history that began with it), the items inside the bytes it shares with that history taken from
+ * it (their spans and tags, neither scanned nor hashed again), the rest scanned; null if it is not
+ * well formed.
+ */
+function scanHistory(key: string, b: Buffer, i: number): Scanned | null {
+  const spans: number[] = [];
+  const known: (string | undefined)[] = [];
+  const j = skipSpace(b, i + 1);
+  if (b[j] === CLOSE_ARRAY) return { spans, known, end: j + 1 };
+  const firstEnd = skipValue(b, j);
+  if (firstEnd <= j) return null;
+  const first = hashItem(b, j, firstEnd);
+  spans.push(j, firstEnd);
+  known.push(first);
   const name = `${key}\0${first}`;
   const prev = seen.get(name);
-  const shared = prev ? sharedPrefix(region, prev.bytes, Math.min(region.length, prev.bytes.length)) : 0;
+  let p = firstEnd;
+  if (prev) {
+    const shared = sharedPrefix(b.subarray(j), prev.bytes, Math.min(b.length - j, prev.bytes.length));
+    for (let k = 1; 2 * k + 1 < prev.spans.length && (prev.spans[2 * k + 1] as number) <= shared; k++) {
+      spans.push(j + (prev.spans[2 * k] as number), j + (prev.spans[2 * k + 1] as number));
+      known.push(prev.tags[k]);
+      if (prev.tags[k] !== undefined) stats.reused++;
+    }
+    p = spans[spans.length - 1] as number;
+  }
+  for (;;) {
+    p = skipSpace(b, p);
+    const c = b[p];
+    if (c === CLOSE_ARRAY) return { spans, known, end: p + 1, prev, name };
+    if (c !== COMMA) return null;
+    p = skipSpace(b, p + 1);
+    const end = skipValue(b, p);
+    if (end <= p) return null;
+    spans.push(p, end);
+    known.push(undefined);
+    p = end;
+  }
+}
+
+/** Tags one history's items, and keeps it (a copy of its bytes) for the next call when it changed. */
+function tagItems(b: Buffer, scanned: Scanned, items: readonly unknown[]): void {
+  const { spans: s, known, prev, name } = scanned;
+  if (items.length === 0 || name === undefined) return;
   const out: (string | undefined)[] = new Array(items.length);
+  let hashed = false;
   for (let k = 0; k < items.length; k++) {
     const item = items[k];
     if (typeof item !== 'object' || item === null) continue;
-    const start = (s[2 * k] as number) - from;
-    const end = (s[2 * k + 1] as number) - from;
-    const known =
-      prev && end <= shared && prev.spans[2 * k] === start && prev.spans[2 * k + 1] === end ? prev.tags[k] : undefined;
-    if (k > 0 && known !== undefined) stats.reused++;
-    const tag = k === 0 ? first : (known ?? itemTag(k));
+    let tag = known[k];
+    if (tag === undefined) {
+      tag = hashItem(b, s[2 * k] as number, s[2 * k + 1] as number);
+      hashed = true;
+    }
     out[k] = tag;
     tags.set(item, tag);
   }
-  if (prev && shared === region.length && shared === prev.bytes.length) return;
-  if (region.length > SEEN_MAX) return;
+  const from = s[0] as number;
+  const to = s[s.length - 1] as number;
+  if (prev && !hashed && prev.tags.length === items.length && prev.bytes.length === to - from) return;
+  if (to - from > SEEN_MAX) return;
   const spans = new Array<number>(s.length);
   for (let k = 0; k < s.length; k++) spans[k] = (s[k] as number) - from;
-  seen.set(name, { bytes: Buffer.from(region), spans, tags: out });
+  seen.set(name, { bytes: Buffer.from(b.subarray(from, to)), spans, tags: out });
 }
 
 /**
@@ -231,10 +265,10 @@ export function tagHistories(bytes: Uint8Array, body: unknown): void {
   const b = Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const spans = historySpans(b);
   if (!spans) return;
-  for (const [key, s] of spans) {
+  for (const [key, scanned] of spans) {
     const items = (body as Record<string, unknown>)[key];
-    if (s === null || !Array.isArray(items) || items.length * 2 !== s.length) continue;
-    tagItems(key, b, s, items);
+    if (scanned === null || !Array.isArray(items) || items.length * 2 !== scanned.spans.length) continue;
+    tagItems(b, scanned, items);
   }
 }
 

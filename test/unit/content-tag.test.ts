@@ -47,6 +47,7 @@ t.test('property: every item of any history is tagged by exactly its own bytes',
     fc.property(fc.array(item, { maxLength: 8 }), fc.boolean(), fc.jsonValue({ maxDepth: 2 }), (items, pretty, other) => {
       const body = { other, messages: items };
       const text = pretty ? JSON.stringify(body, null, 2) : JSON.stringify(body);
+      fc.pre(!/__proto__|constructor/.test(text)); // refused bodies (a 400), not tagged
       const parsed = parseJsonBody(text) as { messages: object[] };
       parsed.messages.forEach((m, k) => {
         const own = pretty ? JSON.stringify(items[k], null, 2).replace(/\n/g, '\n    ') : JSON.stringify(items[k]);
@@ -127,4 +128,32 @@ t.test('a grown history hashes only its new messages; a changed one is hashed fr
   t.equal(last.reused - after.reused, 9, 'messages 1-9 reused');
   t.equal(tagOf(edited.messages[10]), sha('{"role":"user","content":"changed"}'));
   t.equal(tagOf(edited.messages[20]), tagOf(first.messages[20]), 'an unchanged later message: its own bytes, the same tag');
+});
+
+t.test('property: after any earlier history, every item is tagged by exactly its own bytes', async (t) => {
+  const before = tagStats().reused;
+  const item = fc.oneof(
+    fc.dictionary(fc.constantFrom('role', 'content', 'x'), fc.jsonValue({ maxDepth: 2 }), { minKeys: 1, maxKeys: 3 }),
+    fc.constant(7),
+  );
+  const first = { role: 'system', content: `property ${Math.random()}` };
+  const step = fc.tuple(fc.nat({ max: 8 }), fc.array(item, { maxLength: 2 }), fc.boolean());
+  fc.assert(
+    fc.property(fc.array(item, { maxLength: 8 }), fc.array(step, { minLength: 1, maxLength: 5 }), (base, steps) => {
+      // Each body a prefix of one conversation, grown or cut, some pretty-printed: the earlier ones are found.
+      for (const [cut, extra, pretty] of steps) {
+        const items = [first, ...base.slice(0, cut), ...extra];
+        const text = pretty ? JSON.stringify({ messages: items }, null, 1) : JSON.stringify({ messages: items, n: 1 });
+        if (/__proto__|constructor/.test(text)) continue; // refused bodies (a 400), not tagged
+        const parsed = parseJsonBody(text) as { messages: unknown[] };
+        parsed.messages.forEach((m, k) => {
+          const own = pretty ? JSON.stringify(items[k], null, 1).replace(/\n/g, '\n  ') : JSON.stringify(items[k]);
+          const expected = typeof m === 'object' && m !== null ? sha(own) : undefined;
+          if (tagOf(m) !== expected) throw new Error(`item ${k}: ${tagOf(m)} against ${expected}`);
+        });
+      }
+    }),
+    { numRuns: 300 },
+  );
+  t.ok(tagStats().reused > before, `tags were taken from earlier histories (${tagStats().reused - before})`);
 });
