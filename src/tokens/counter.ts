@@ -1,9 +1,9 @@
 import { hash } from 'node:crypto';
 import { createRequire } from 'node:module';
-import { LRUCache } from 'lru-cache';
 import type { FormatAdapter } from '../history/format.js';
 import { checkDepth } from '../history/limits.js';
 import { bodyTagOf } from './content-tag.js';
+import { Generations } from './generations.js';
 import type { Encoding, ModelProfile } from './models.js';
 import { cutAt, longRuns } from './runs.js';
 
@@ -135,12 +135,12 @@ const MAX_PREFIXES = 1024;
  * An entry costs about 120 bytes (a heap snapshot of 100,000 entries, issue 39): its key is one
  * prefix string shared by every entry of a profile, format and media count, followed by the hash
  * (28 characters) or the text itself when shorter than 48, so the count bound is a bound in bytes:
- * 200,000 entries, the default, hold about 30 MiB per thread once full, the LRU's fixed arrays
- * included. Keys built whole for each entry (a template of five pieces) cost 410 bytes each:
+ * 200,000 entries, the default, hold about 30 MiB per thread once full (two generations of
+ * plain maps, `generations.ts`). Keys built whole for each entry (a template of five pieces) cost 410 bytes each:
  * 87 MiB per thread.
  */
 export class TokenCounter {
-  private readonly cache: LRUCache<string, number> | undefined;
+  private readonly cache: Generations<number> | undefined;
   /** The shared prefix of each (profile, format, media) key, by itself. */
   private readonly prefixes = new Map<string, string>();
   private hits = 0;
@@ -148,7 +148,7 @@ export class TokenCounter {
 
   /** @param cacheEntries how many message counts to keep; 0 disables the cache. */
   constructor(cacheEntries: number) {
-    this.cache = cacheEntries > 0 ? new LRUCache({ max: cacheEntries }) : undefined;
+    this.cache = cacheEntries > 0 ? new Generations<number>(cacheEntries) : undefined;
   }
 
   /** A cache key: the shared string of `prefix` (one per distinct prefix) and `rest`. */

@@ -1,4 +1,4 @@
-import { LRUCache } from 'lru-cache';
+import { Generations } from './generations.js';
 
 /** How a derived-value cache has done since the process started. */
 export interface DerivedStats {
@@ -10,7 +10,7 @@ export interface DerivedStats {
   bytes: number;
 }
 
-/** What one entry costs beyond its key and value (the LRU's bookkeeping). */
+/** What one entry costs beyond its key and value (the map's bookkeeping). */
 const ENTRY_OVERHEAD = 64;
 /**
  * Longest key kept. V8 hashes a longer string by its length alone, so many keys of one length
@@ -23,12 +23,12 @@ export const MAX_KEY_CHARS = 16_000;
  * Values derived from content, kept by the content they come from (beside the token-count cache):
  * an agent sends the same prefix on every call, and a digest, a MAC or an artifact id computed for
  * it once is found the next time by a map lookup instead of a hash over the text. Bounded by bytes
- * (least recently used first out). A value that depends on the caller (an artifact id, a marker's
+ * (least recently used first out, by halves: `generations.ts`). A value that depends on the caller (an artifact id, a marker's
  * MAC: keyed by the installation secret and the scope) must carry that key in its cache key, so
  * that callers never share one; values of content alone (a SHA-256) are shared by everyone.
  */
 export class DerivedCache {
-  private readonly cache: LRUCache<string, string> | undefined;
+  private readonly cache: Generations<string> | undefined;
   private hits = 0;
   private misses = 0;
 
@@ -36,10 +36,7 @@ export class DerivedCache {
   constructor(maxBytes: number) {
     this.cache =
       maxBytes > 0
-        ? new LRUCache<string, string>({
-            maxSize: maxBytes,
-            sizeCalculation: (value, key) => 2 * (key.length + value.length) + ENTRY_OVERHEAD,
-          })
+        ? new Generations<string>(maxBytes, (key, value) => 2 * (key.length + value.length) + ENTRY_OVERHEAD)
         : undefined;
   }
 
