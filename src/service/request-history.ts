@@ -8,9 +8,7 @@ import { checkDepth } from '../history/limits.js';
 import { type PreparedHistory, prepareHistory } from '../history/prepared.js';
 import type { Item, Warning } from '../history/types.js';
 import type { HistoryRequest } from '../schemas/common.js';
-import { bodyTagOf } from '../tokens/content-tag.js';
 import { relieveEncoders, type TokenCounter } from '../tokens/counter.js';
-import { derived } from '../tokens/derived.js';
 import { type ModelProfile, resolveModel } from '../tokens/models.js';
 import { checkUsage, occupancyFromUsage } from '../tokens/occupancy.js';
 
@@ -40,16 +38,9 @@ export function parseHistory(req: Pick<HistoryInput, 'messages' | 'format'>): {
   relieveEncoders();
   const format = req.format ? formatByName(req.format) : detectFormat(req.messages);
   if (!format) throw fieldError('CMP_ERR_REQUEST_VALIDATION', 'format', `unknown format ${JSON.stringify(req.format)}`);
-  // Nothing else walks a message recursively before the response is serialized: guard it here
-  // (a message that came in a body before, by its content tag, was checked then).
+  // Nothing else walks a message recursively before the response is serialized: guard it here.
   req.messages.forEach((m, i) => {
-    const tag = bodyTagOf(m);
-    if (tag === undefined) checkDepth(m, `messages[${i}]`);
-    else
-      derived.get(`depth\0${tag}`, () => {
-        checkDepth(m, `messages[${i}]`);
-        return '';
-      });
+    checkDepth(m, `messages[${i}]`);
   });
   const { items, warnings } = format.parse(req.messages);
   return { format, items, warnings };

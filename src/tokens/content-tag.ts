@@ -11,7 +11,21 @@ import { derived } from './derived.js';
  * value is a function of the bytes, so equal tags are equal messages; a message built by
  * Compactor (an edited one) has no tag and its values are computed as before.
  */
-const tags = new WeakMap<object, string>();
+const TAG = Symbol('compactor.tag');
+/** What a derived tag is computed from, until it is first asked for (most are never: only a range over them needs one). */
+const DERIVE = Symbol('compactor.derive');
+
+/**
+ * Tags live on the messages themselves, as properties under a symbol that no copy carries: not
+ * enumerable (a spread or `Object.assign` of an edited message does not take its tag), and a
+ * symbol (JSON and the schemas never see it). A WeakMap holding them cost five times more here
+ * (its table is rehashed as a request's messages come and go).
+ */
+type Tagged = { [TAG]?: string; [DERIVE]?: () => string };
+
+function setTag(o: object, tag: string): void {
+  if ((o as Tagged)[TAG] === undefined && Object.isExtensible(o)) Object.defineProperty(o, TAG, { value: tag });
+}
 
 /** The top-level keys whose arrays are histories: `/v1` bodies and Anthropic/Chat (`messages`), Responses (`input`), Gemini (`contents`). */
 const HISTORY_KEYS = new Set(['messages', 'input', 'contents']);
@@ -242,7 +256,7 @@ function tagItems(b: Buffer, scanned: Scanned, items: readonly unknown[]): void 
       hashed = true;
     }
     out[k] = tag;
-    tags.set(item, tag);
+    setTag(item, tag);
   }
   const from = s[0] as number;
   const to = s[s.length - 1] as number;
@@ -278,33 +292,37 @@ export function tagHistories(bytes: Uint8Array, body: unknown): void {
  * like one that came in (what a summary of the compacted history hashes). Never re-tags.
  */
 export function tagDerived(value: unknown, made: () => string): void {
-  if (typeof value === 'object' && value !== null && !tags.has(value)) derivations.set(value, made);
+  if (typeof value !== 'object' || value === null) return;
+  const o = value as Tagged;
+  if (o[TAG] === undefined && o[DERIVE] === undefined && Object.isExtensible(o)) {
+    Object.defineProperty(o, DERIVE, { value: made, configurable: true });
+  }
 }
-
-/** What a derived tag is computed from, until it is first asked for (most are never: only a range over them needs one). */
-const derivations = new WeakMap<object, () => string>();
 
 /** The tag of a message parsed from a request body, or derived from tagged ones (undefined for others). */
 export function tagOf(message: unknown): string | undefined {
   if (typeof message !== 'object' || message === null) return undefined;
-  const known = tags.get(message);
+  const o = message as Tagged;
+  const known = o[TAG];
   if (known !== undefined) return known;
-  const made = derivations.get(message);
+  const made = o[DERIVE];
   if (made === undefined) return undefined;
   const tag = hash('sha256', made(), 'base64');
-  tags.set(message, tag);
-  derivations.delete(message);
+  delete o[DERIVE];
+  setTag(o, tag);
   return tag;
 }
 
 /** Whether a message has a tag, or one can be derived (without computing it). */
 export function hasTag(message: unknown): boolean {
-  return typeof message === 'object' && message !== null && (tags.has(message) || derivations.has(message));
+  return (
+    typeof message === 'object' && message !== null && ((message as Tagged)[TAG] ?? (message as Tagged)[DERIVE]) !== undefined
+  );
 }
 
 /** The tag of a message parsed from a request body only (a derived one is not computed for this). */
 export function bodyTagOf(message: unknown): string | undefined {
-  return typeof message === 'object' && message !== null ? tags.get(message) : undefined;
+  return typeof message === 'object' && message !== null ? (message as Tagged)[TAG] : undefined;
 }
 
 /** One name for a list of messages, when every one of them is tagged: the digest of their tags in order. */
