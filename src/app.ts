@@ -29,7 +29,7 @@ import proxyRoutes from './routes/proxy.js';
 import strategyRoutes from './routes/strategies.js';
 import uiRoutes from './routes/ui.js';
 import { isOperationUrl } from './service/operations.js';
-import { parseJsonBody } from './service/request-body.js';
+import { parseJsonBytes } from './service/request-body.js';
 import type { ArtifactStore } from './store/types.js';
 import { Limiter } from './summarizers/limiter.js';
 
@@ -113,7 +113,7 @@ function handleBodies(app: FastifyInstance): void {
       return;
     }
     try {
-      done(null, parseJsonBody(bytes.toString('utf8'), bytes));
+      done(null, parseJsonBytes(bytes));
     } catch (error) {
       done(error as Error, undefined);
     }

@@ -10,7 +10,7 @@ import { CompactorError, type ErrorCode, type FieldError } from './errors.js';
 import type { Compactor } from './service/compactor.js';
 import { createCompactor } from './service/create.js';
 import { OPERATIONS, type OperationUrl, type Report } from './service/operations.js';
-import { parseJsonBody } from './service/request-body.js';
+import { parseJsonBytes } from './service/request-body.js';
 import { settledOver } from './service/settle.js';
 import { weighOver } from './service/weigh-port.js';
 import { openStore } from './store/index.js';
@@ -110,7 +110,7 @@ async function build(): Promise<Compactor> {
 async function perform(task: Task): Promise<TaskResult> {
   const op = OPERATIONS[task.url];
   const bytes = Buffer.from(task.body.buffer, task.body.byteOffset, task.body.byteLength);
-  const body = parseJsonBody(bytes.toString('utf8'), bytes);
+  const body = parseJsonBytes(bytes);
   // The bytes are not needed once parsed and tagged: let them go before the work that needs the memory.
   task.body = new Uint8Array(0);
   compactor ??= build();
