@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { createRequire } from 'node:module';
 import type { Socket } from 'node:net';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
-import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
+import { validatorCompiler } from 'fastify-type-provider-zod';
 import { type Logger, pino } from 'pino';
 import type { Config } from './config.js';
 import compactorPlugin from './plugins/app/compactor.js';
@@ -28,6 +28,7 @@ import preparedRoute from './routes/prepared.js';
 import proxyRoutes from './routes/proxy.js';
 import strategyRoutes from './routes/strategies.js';
 import uiRoutes from './routes/ui.js';
+import { fastSerializerCompiler } from './schemas/encode.js';
 import { isOperationUrl } from './service/operations.js';
 import { parseJsonBytes } from './service/request-body.js';
 import type { ArtifactStore } from './store/types.js';
@@ -123,7 +124,8 @@ function handleBodies(app: FastifyInstance): void {
     if (route.httpPart === 'body' && isOperationUrl(route.url)) return (data: unknown) => ({ value: data });
     return validatorCompiler(route as Parameters<typeof validatorCompiler>[0]);
   });
-  app.setSerializerCompiler(serializerCompiler);
+  // fastify-type-provider-zod's serializer, its bytes and refusals, compiled once per schema (`schemas/encode.ts`).
+  app.setSerializerCompiler(fastSerializerCompiler);
 }
 
 /**
