@@ -44,8 +44,27 @@ type Def = z.core.$ZodTypeDef & {
   check?: string;
 };
 
+/** Each schema's encoder, once compiled; and the schemas being compiled (a recursive schema meets itself). */
+const compiled = new WeakMap<z.ZodType, Encoder>();
+const compiling = new WeakSet<z.ZodType>();
+
 /** An encoder for `schema`: its answer is what zod's encode gives, or it throws `MISFIT`. */
 export function compileEncoder(schema: z.ZodType): Encoder {
+  const known = compiled.get(schema);
+  if (known) return known;
+  // A schema that contains itself (a getter in its shape) is encoded by what it compiles to.
+  if (compiling.has(schema)) return (value) => (compiled.get(schema) as Encoder)(value);
+  compiling.add(schema);
+  try {
+    const encoder = encoderOf(schema);
+    compiled.set(schema, encoder);
+    return encoder;
+  } finally {
+    compiling.delete(schema);
+  }
+}
+
+function encoderOf(schema: z.ZodType): Encoder {
   const def = schema._zod.def as Def;
   if (!modelledChecks(def) || def.coerce || def.check !== undefined) return byZod(schema);
   switch (def.type) {

@@ -149,4 +149,17 @@ t.test('problems, and schemas the encoders leave to zod, serialize to the same b
     { numRuns: 2000 },
   );
   t.equal(outcome(other.fast, base), outcome(other.slow, base));
+
+  // A schema that contains itself.
+  const Node = z.object({
+    name: z.string(),
+    get children() {
+      return z.array(Node).optional();
+    },
+  });
+  const tree = pair(Node);
+  const value = { name: 'a', x: 1, children: [{ name: 'b', children: [{ name: 'c', y: 2 }] }, { name: 'd' }] };
+  t.equal(outcome(tree.fast, value), outcome(tree.slow, value));
+  const bad = { name: 'a', children: [{ name: 'b', children: [{ name: 3 }] }] };
+  t.equal(outcome(tree.fast, bad), outcome(tree.slow, bad));
 });
