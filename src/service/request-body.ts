@@ -86,16 +86,21 @@ const SUSPECT = /\\u00[5-7]|"__proto__"|"constructor"/;
  * A JSON body from its bytes, the value and every refusal the same as `parseJsonBody` of its UTF-8
  * text: parsed as a one-byte string (`oneByteText`) with `sjson`'s checks where they may apply; on
  * any failure, or where the one-byte text is not sure, parsed by `parseJsonBody` itself (whose
- * refusal names the error as the text has it).
+ * refusal names the error as the text has it). Its histories' messages are tagged as there.
  */
 export function parseJsonBytes(bytes: Buffer): unknown {
   const text = oneByteText(bytes);
-  if (text !== undefined) {
+  if (text !== undefined && !SUSPECT.test(text)) {
+    let parsed: unknown;
     try {
-      if (!SUSPECT.test(text)) return JSON.parse(text);
+      parsed = JSON.parse(text);
     } catch {
       // Refused below, as the UTF-8 text has it.
+      return parseJsonBody(bytes.toString('utf8'), bytes);
     }
+    // Tagged from the bytes, as `parseJsonBody` tags them.
+    tagHistories(bytes, parsed);
+    return parsed;
   }
   return parseJsonBody(bytes.toString('utf8'), bytes);
 }
