@@ -1,4 +1,4 @@
-// In-process CPU per call of one operation as a worker thread performs it (parse the body text,
+// In-process CPU per call of one operation as a worker thread performs it (parse the body bytes,
 // check, run with the caller's prepared summaries, serialize the answer), a fresh body each call,
 // on the load benchmark's body, with the summarizer the load benchmark uses (an LLM: a fake
 // answering in 20 ms) and an SQLite store (diagnostic for issue 40). Prints the best block of 10
@@ -18,7 +18,11 @@ const DIST = process.env.DIST ?? '../dist';
 const { loadConfig } = await import(`${DIST}/config.js`);
 const { createCompactor } = await import(`${DIST}/service/create.js`);
 const { OPERATIONS } = await import(`${DIST}/service/operations.js`);
-const { parseJsonBody } = await import(`${DIST}/service/request-body.js`);
+const requestBody = await import(`${DIST}/service/request-body.js`);
+// As the worker of that build parses the bytes it receives and serializes its answer (a build
+// before issue 40's: decoded as UTF-8, then parsed; zod's serializer).
+const parseBytes = requestBody.parseJsonBytes ?? ((bytes) => requestBody.parseJsonBody(bytes.toString('utf8'), bytes));
+const encodeModule = await import(`${DIST}/schemas/encode.js`).catch(() => undefined);
 const { openStore } = await import(`${DIST}/store/index.js`);
 const { Preparer } = await import(`${DIST}/service/prepare.js`);
 
@@ -60,13 +64,16 @@ const core = await createCompactor(config, { store, secret: 'x'.repeat(32), logg
 const op = OPERATIONS[`/v1/${kind}`];
 // Prepared summaries as the service runs them with an LLM summarizer (on by default).
 const preparer = new Preparer(core, { concurrency: 4, byDefault: true, maxQueued: 16, maxQueuedBytes: 48 << 20, onEvent() {} });
-const serialize = serializerCompiler({ schema: op.response, method: 'POST', url: op.url });
-const encoded = new Map();
+const serialize = (encodeModule?.fastSerializerCompiler ?? serializerCompiler)({
+  schema: op.response,
+  method: 'POST',
+  url: op.url,
+});
+const bodies = new Map();
 async function once(text) {
-  // As a worker receives it: the bytes, decoded and parsed (the bytes tag the history's messages).
-  let bytes = encoded.get(text);
-  if (!bytes) encoded.set(text, (bytes = Buffer.from(text)));
-  const body = parseJsonBody(bytes.toString('utf8'), bytes);
+  // As a worker receives it: the bytes (which tag the history's messages).
+  if (!bodies.has(text)) bodies.set(text, Buffer.from(text));
+  const body = parseBytes(bodies.get(text));
   const input = op.check(body);
   const caller = core.caller(null);
   const outcome = await op.around(preparer, caller.scope, input, (prepared) =>

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { createRequire } from 'node:module';
 import type { Socket } from 'node:net';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
-import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
+import { validatorCompiler } from 'fastify-type-provider-zod';
 import { type Logger, pino } from 'pino';
 import type { Config } from './config.js';
 import compactorPlugin from './plugins/app/compactor.js';
@@ -28,8 +28,9 @@ import preparedRoute from './routes/prepared.js';
 import proxyRoutes from './routes/proxy.js';
 import strategyRoutes from './routes/strategies.js';
 import uiRoutes from './routes/ui.js';
+import { fastSerializerCompiler } from './schemas/encode.js';
 import { isOperationUrl } from './service/operations.js';
-import { parseJsonBody } from './service/request-body.js';
+import { parseJsonBytes } from './service/request-body.js';
 import type { ArtifactStore } from './store/types.js';
 import { Limiter } from './summarizers/limiter.js';
 
@@ -113,7 +114,7 @@ function handleBodies(app: FastifyInstance): void {
       return;
     }
     try {
-      done(null, parseJsonBody(bytes.toString('utf8'), bytes));
+      done(null, parseJsonBytes(bytes));
     } catch (error) {
       done(error as Error, undefined);
     }
@@ -123,7 +124,8 @@ function handleBodies(app: FastifyInstance): void {
     if (route.httpPart === 'body' && isOperationUrl(route.url)) return (data: unknown) => ({ value: data });
     return validatorCompiler(route as Parameters<typeof validatorCompiler>[0]);
   });
-  app.setSerializerCompiler(serializerCompiler);
+  // fastify-type-provider-zod's serializer, its bytes and refusals, compiled once per schema (`schemas/encode.ts`).
+  app.setSerializerCompiler(fastSerializerCompiler);
 }
 
 /**

@@ -2,15 +2,15 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { type MessagePort, threadId, workerData } from 'node:worker_threads';
-import { serializerCompiler } from 'fastify-type-provider-zod';
 import { pino } from 'pino';
 import { Piscina } from 'piscina';
 import type { Config } from './config.js';
 import { CompactorError, type ErrorCode, type FieldError } from './errors.js';
+import { fastSerializerCompiler } from './schemas/encode.js';
 import type { Compactor } from './service/compactor.js';
 import { createCompactor } from './service/create.js';
 import { OPERATIONS, type OperationUrl, type Report } from './service/operations.js';
-import { parseJsonBody } from './service/request-body.js';
+import { parseJsonBytes } from './service/request-body.js';
 import { settledOver } from './service/settle.js';
 import { weighOver } from './service/weigh-port.js';
 import { openStore } from './store/index.js';
@@ -106,11 +106,22 @@ async function build(): Promise<Compactor> {
   return createCompactor(config, { store, secret: init.secret, logger, summarizerSlots: init.summarizerSlots });
 }
 
+/** Each operation's answer serializer, compiled on its first answer (the routes' own, `schemas/encode.ts`). */
+const serializers = new Map<OperationUrl, (data: unknown) => string>();
+function serializerOf(url: OperationUrl): (data: unknown) => string {
+  let serialize = serializers.get(url);
+  if (!serialize) {
+    serialize = fastSerializerCompiler({ schema: OPERATIONS[url].response, method: 'POST', url });
+    serializers.set(url, serialize);
+  }
+  return serialize;
+}
+
 /** Parses, validates (the route's own schema, the same validator as in line), runs and serializes one request. */
 async function perform(task: Task): Promise<TaskResult> {
   const op = OPERATIONS[task.url];
   const bytes = Buffer.from(task.body.buffer, task.body.byteOffset, task.body.byteLength);
-  const body = parseJsonBody(bytes.toString('utf8'), bytes);
+  const body = parseJsonBytes(bytes);
   // The bytes are not needed once parsed and tagged: let them go before the work that needs the memory.
   task.body = new Uint8Array(0);
   compactor ??= build();
@@ -121,7 +132,7 @@ async function perform(task: Task): Promise<TaskResult> {
     prepared: task.prepared && task.settledPort ? { ...task.prepared, settled: settledOver(task.settledPort) } : task.prepared,
     weigh: task.weighPort ? weighOver(task.weighPort) : undefined,
   });
-  const json = serializerCompiler({ schema: op.response, method: 'POST', url: op.url })(outcome.value) as string;
+  const json = serializerOf(task.url)(outcome.value);
   // Large strings get a buffer of their own (not Node's shared pool): it can be moved as it is.
   const encoded = Buffer.from(json, 'utf8');
   const payload =
