@@ -28,7 +28,8 @@ async function build(dist, tag) {
   const { loadConfig } = await import(url('config.js'));
   const { createCompactor } = await import(url('service/create.js'));
   const { OPERATIONS } = await import(url('service/operations.js'));
-  const { parseJsonBody } = await import(url('service/request-body.js'));
+  const requestBody = await import(url('service/request-body.js'));
+  const parse = requestBody.parseJsonBytes ?? ((b) => requestBody.parseJsonBody(b.toString('utf8'), b));
   const { openStore } = await import(url('store/index.js'));
   const { Preparer } = await import(url('service/prepare.js'));
   const db = `/tmp/ab-${process.pid}-${tag}.db`;
@@ -46,7 +47,7 @@ async function build(dist, tag) {
   const serialize = serializerCompiler({ schema: op.response, method: 'POST', url: op.url });
   const bytes = Buffer.from(text);
   const once = async () => {
-    const body = parseJsonBody(bytes.toString('utf8'), bytes);
+    const body = parse(bytes);
     const input = op.check(body);
     const caller = core.caller(null);
     const outcome = await op.around(preparer, caller.scope, input, (prepared) =>

@@ -4,7 +4,7 @@ import pTimeout from 'p-timeout';
 import { CompactorError } from '../errors.js';
 import { bearerOf, digestOf } from '../plugins/app/keys.js';
 import { type Caller, isStoreProblem } from '../service/artifacts.js';
-import { parseJsonBody } from '../service/request-body.js';
+import { parseJsonBytes } from '../service/request-body.js';
 import { resolveModel } from '../tokens/models.js';
 import { readBody } from './body.js';
 import { type BypassReason, isBypassReason } from './bypass.js';
@@ -142,7 +142,7 @@ function ourBearer(ctx: ProxyContext, request: FastifyRequest): readonly string[
 function objectOf(raw: Buffer): Record<string, unknown> | undefined {
   let body: unknown;
   try {
-    body = parseJsonBody(raw.toString('utf8'), raw);
+    body = parseJsonBytes(raw);
   } catch {
     return undefined;
   }
