@@ -1,6 +1,7 @@
 import { hash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import { derived } from './derived.js';
+import { BACKSLASH, CLOSE_ARRAY, CLOSE_OBJECT, COLON, COMMA, isSpace, OPEN_ARRAY, OPEN_OBJECT, QUOTE } from './json-bytes.js';
 
 /**
  * Content tags: each message of a request body named by the SHA-256 of its JSON exactly as it
@@ -29,19 +30,6 @@ function setTag(o: object, tag: string): void {
 
 /** The top-level keys whose arrays are histories: `/v1` bodies and Anthropic/Chat (`messages`), Responses (`input`), Gemini (`contents`). */
 const HISTORY_KEYS = new Set(['messages', 'input', 'contents']);
-
-const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
-const COMMA = 0x2c;
-const COLON = 0x3a;
-const OPEN_ARRAY = 0x5b;
-const CLOSE_ARRAY = 0x5d;
-const OPEN_OBJECT = 0x7b;
-const CLOSE_OBJECT = 0x7d;
-
-function isSpace(c: number): boolean {
-  return c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
-}
 
 /**
  * The body's bytes, read with a cursor: the scan works on the bytes as they arrived (hashing a
