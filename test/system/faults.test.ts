@@ -133,12 +133,23 @@ t.test(
     const cli = (...args: string[]) => spawnSync('redis-cli', ['-p', String(port), ...args], { encoding: 'utf8' }).stdout.trim();
     await waitFor(async () => cli('ping') === 'PONG');
     const app = await build(t, { COMPACTOR_STORE_URL: `redis://127.0.0.1:${port}/0` });
-    const compact = () => app.inject({ method: 'POST', url: '/v1/compact', payload: { messages: history, keep_tool_uses: 1 } });
+    // Each call offloads an original never stored before: one stored a moment ago is not written
+    // again (its use is marked in memory), so a call that only repeats one needs no write at all.
+    let calls = 0;
+    const compact = () => {
+      calls++;
+      const messages = history.map((m, i) => (i === 2 ? { ...m, content: `${big(`call ${calls}`)}` } : m));
+      return app.inject({ method: 'POST', url: '/v1/compact', payload: { messages, keep_tool_uses: 1 } });
+    };
     const ready = () => app.inject({ method: 'GET', url: '/health/ready' });
     t.equal((await compact()).statusCode, 200);
+    const again = await app.inject({ method: 'POST', url: '/v1/compact', payload: { messages: history, keep_tool_uses: 1 } });
+    t.equal(again.statusCode, 200);
 
     // A replica of a primary that does not exist: it keeps its data and refuses every write.
     cli('replicaof', '127.0.0.1', '1');
+    const repeated = await app.inject({ method: 'POST', url: '/v1/compact', payload: { messages: history, keep_tool_uses: 1 } });
+    t.equal(repeated.statusCode, 200, 'a call whose originals were all just stored writes nothing: answered');
     const replica = await compact();
     t.equal(replica.statusCode, 500);
     t.equal(replica.json().code, 'CMP_ERR_STORE_FAILED');
