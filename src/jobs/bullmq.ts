@@ -239,9 +239,9 @@ export class BullJobQueue<Data, Result> implements JobQueue<Data, Result> {
   }
 
   private async shutdown(deadlineMs: number): Promise<void> {
-    // Redis gone (the worker's connection not ready): BullMQ's unforced close waits for an `end` a
-    // reconnecting client never emits, its timers left running (issue 36). Running jobs give
-    // themselves back now (nothing could be recorded), and the close is forced.
+    // Redis gone (not ready after two turns, as a socket's `close` comes in the close phase): an unforced
+    // close waits for an `end` a reconnecting client never emits (issue 36). Jobs give themselves back.
+    for (let turn = 0; turn < 2; turn++) await new Promise((resolve) => setImmediate(resolve));
     const gone = this.blocking.status !== 'ready';
     if (gone) this.aborted.abort(new JobQueueClosedError());
     const closing = this.worker?.close(gone);
