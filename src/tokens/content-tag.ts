@@ -1,7 +1,19 @@
 import { hash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import { derived } from './derived.js';
-import { BACKSLASH, CLOSE_ARRAY, CLOSE_OBJECT, COLON, COMMA, isSpace, OPEN_ARRAY, OPEN_OBJECT, QUOTE } from './json-bytes.js';
+import {
+  BACKSLASH,
+  CLOSE_ARRAY,
+  CLOSE_OBJECT,
+  COLON,
+  COMMA,
+  OPEN_ARRAY,
+  OPEN_OBJECT,
+  QUOTE,
+  skipSpace,
+  skipString,
+  skipValue,
+} from './json-bytes.js';
 
 /**
  * Content tags: each message of a request body named by the SHA-256 of its JSON exactly as it
@@ -30,61 +42,6 @@ function setTag(o: object, tag: string): void {
 
 /** The top-level keys whose arrays are histories: `/v1` bodies and Anthropic/Chat (`messages`), Responses (`input`), Gemini (`contents`). */
 const HISTORY_KEYS = new Set(['messages', 'input', 'contents']);
-
-/**
- * The body's bytes, read with a cursor: the scan works on the bytes as they arrived (hashing a
- * part of them needs no encoding; a decoded text with one character past Latin-1 would be encoded
- * again for each message's hash).
- */
-function skipSpace(b: Uint8Array, i: number): number {
-  while (i < b.length && isSpace(b[i] as number)) i++;
-  return i;
-}
-
-/** Index just past the string opening at `i`: the next quote not escaped by an odd run of backslashes (each run read once: linear). */
-function skipString(b: Buffer, i: number): number {
-  let q = i + 1;
-  for (;;) {
-    q = b.indexOf(QUOTE, q);
-    if (q < 0) return b.length;
-    let k = q;
-    while (b[k - 1] === BACKSLASH) k--;
-    if ((q - k) % 2 === 0) return q + 1;
-    q++;
-  }
-}
-
-/** Index just past the value starting at `i` (a string's contents skipped natively; containers by depth). */
-function skipValue(b: Buffer, i: number): number {
-  const n = b.length;
-  const first = b[i];
-  if (first === QUOTE) return skipString(b, i);
-  if (first !== OPEN_OBJECT && first !== OPEN_ARRAY) {
-    let j = i;
-    while (j < n) {
-      const c = b[j] as number;
-      if (c === COMMA || c === CLOSE_ARRAY || c === CLOSE_OBJECT || isSpace(c)) break;
-      j++;
-    }
-    return j;
-  }
-  let depth = 0;
-  let j = i;
-  while (j < n) {
-    const c = b[j];
-    if (c === QUOTE) {
-      j = skipString(b, j);
-      continue;
-    }
-    if (c === OPEN_OBJECT || c === OPEN_ARRAY) depth++;
-    else if (c === CLOSE_OBJECT || c === CLOSE_ARRAY) {
-      depth--;
-      if (depth === 0) return j + 1;
-    }
-    j++;
-  }
-  return n;
-}
 
 /**
  * The item spans of each history key at the top level of a JSON object's bytes, or null where the
