@@ -152,7 +152,8 @@ function record(specs: readonly OriginalSpec[]): { artifacts: ArtifactRef[]; off
  * reductions freed, and the first artifact its edits offloaded.
  */
 export function applyPlan(h: PlanSource, plan: Plan, count: Count): Applied {
-  const actions: Action[] = h.messages.map((_, index) => ({ index, action: 'keep', tokens_freed: 0 }));
+  // Filled by the entries and removals; any message neither names is kept (filled at the end).
+  const actions: Action[] = new Array(h.messages.length);
   const messages: unknown[] = [];
   const counts: number[] = [];
   const sources: number[] = [];
@@ -161,7 +162,15 @@ export function applyPlan(h: PlanSource, plan: Plan, count: Count): Applied {
   let freed = 0;
   let added = 0;
   plan.entries.forEach((entry, e) => {
-    if ('index' in entry) {
+    if ('index' in entry && entry.edits.length === 0) {
+      // Kept as it came (most entries): no rendering, nothing freed.
+      const index = entry.index;
+      actions[index] = { index, action: 'keep', tokens_freed: 0 };
+      messages.push(h.messages[index]);
+      counts.push(h.counts[index] as number);
+      sources.push(index);
+      entryOf.push(e);
+    } else if ('index' in entry) {
       const out = renderEntry(h, plan, entry, count);
       actions[entry.index] = out.action;
       freed += out.action.tokens_freed;
@@ -191,6 +200,7 @@ export function applyPlan(h: PlanSource, plan: Plan, count: Count): Applied {
     actions[index] = action;
     freed += tokens;
   }
+  for (let index = 0; index < actions.length; index++) actions[index] ??= { index, action: 'keep', tokens_freed: 0 };
   return { messages, counts, sources, entryOf, actions, ...record(plan.artifacts), freed, added, positions };
 }
 
