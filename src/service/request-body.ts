@@ -51,7 +51,9 @@ const BACKSLASH = 0x5c;
 function oneByteText(bytes: Buffer): string | undefined {
   const n = bytes.length;
   if (isAscii(bytes)) return bytes.toString('latin1');
-  let text = '';
+  // The escaped bytes are gathered into one buffer and decoded once: a string built piece by piece
+  // is flattened again (a copy of the whole body) by the first scan over it.
+  const pieces: Buffer[] = [];
   let from = 0;
   let i = 0;
   while (i < n) {
@@ -68,11 +70,12 @@ function oneByteText(bytes: Buffer): string | undefined {
     const chars = run.toString('utf8');
     let escaped = '';
     for (let k = 0; k < chars.length; k++) escaped += `\\u${chars.charCodeAt(k).toString(16).padStart(4, '0')}`;
-    text += bytes.toString('latin1', from, i) + escaped;
+    pieces.push(bytes.subarray(from, i), Buffer.from(escaped, 'latin1'));
     from = j;
     i = j;
   }
-  return text + bytes.toString('latin1', from, n);
+  pieces.push(bytes.subarray(from, n));
+  return Buffer.concat(pieces).toString('latin1');
 }
 
 /**
