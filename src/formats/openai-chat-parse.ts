@@ -125,49 +125,109 @@ function parseToolCalls(value: unknown, path: string): string[] {
   });
 }
 
+/** The ids of a `tool_calls` array of well-formed function calls; undefined where `parseToolCalls` must look. */
+function plainCallIds(value: unknown): string[] | undefined {
+  if (!Array.isArray(value)) return undefined;
+  const ids: string[] = [];
+  for (const c of value) {
+    if (!isRecord(c) || typeof c.id !== 'string' || (c.type !== undefined && c.type !== 'function')) return undefined;
+    const fn = c.function;
+    if (!isRecord(fn) || typeof fn.name !== 'string' || typeof fn.arguments !== 'string') return undefined;
+    ids.push(c.id);
+  }
+  return ids;
+}
+
+/**
+ * The calls and results of a message of the plain shape most are (text content, function calls),
+ * checked without building the field paths an error would name; undefined for any other shape,
+ * which the checked path reads (and refuses, naming the field, where it is wrong).
+ */
+function plainPairs(m: JsonObject): Read | undefined {
+  if (m.name !== undefined && typeof m.name !== 'string') return undefined;
+  const text = typeof m.content === 'string';
+  switch (m.role) {
+    case 'system':
+    case 'developer':
+    case 'user':
+      return text ? { calls: [], results: [] } : undefined;
+    case 'tool':
+      return text && typeof m.tool_call_id === 'string' ? { calls: [], results: [m.tool_call_id] } : undefined;
+    case 'assistant': {
+      if (!text && m.content !== null && m.content !== undefined) return undefined;
+      if (m.function_call !== undefined && m.function_call !== null) return undefined;
+      const calls = m.tool_calls === undefined || m.tool_calls === null ? [] : plainCallIds(m.tool_calls);
+      return calls && { calls, results: [] };
+    }
+    default:
+      return undefined;
+  }
+}
+
+/** What reading one message finds: its pairing ids, and whether it holds a part of an unknown type. */
+interface Read {
+  readonly calls: string[];
+  readonly results: string[];
+  readonly unknown?: boolean;
+}
+
+/** Where the checked path reads: the warnings, the other formats' shapes, the last legacy function call. */
+interface CheckState {
+  readonly warnings: Warning[];
+  readonly foreign: Foreign;
+  lastFunctionCall: number;
+}
+
+/** One message checked field by field: a field that is wrong is refused, named by its path. */
+function checkMessage(message: unknown, index: number, state: CheckState): Read {
+  const scan: PartScan = { warnings: state.warnings, foreign: state.foreign, unknown: false };
+  const path = `messages[${index}]`;
+  const m = expectRecord(message, path);
+  const roleName = expectString(m.role, `${path}.role`);
+  if (!lookup(ROLES, roleName))
+    malformed(`${path}.role`, `unknown role ${JSON.stringify(roleName)} (expected one of ${Object.keys(ROLES).join(', ')})`);
+  expectOptionalString(m.name, `${path}.name`);
+  let calls: string[] = [];
+  let results: string[] = [];
+  switch (roleName) {
+    case 'system':
+    case 'developer':
+      checkTextParts(m.content, `${path}.content`, false, scan);
+      break;
+    case 'user':
+      checkUserParts(m.content, `${path}.content`, scan);
+      break;
+    case 'assistant':
+      if (m.content !== null && m.content !== undefined) checkTextParts(m.content, `${path}.content`, true, scan);
+      if (m.tool_calls !== undefined && m.tool_calls !== null) calls = parseToolCalls(m.tool_calls, `${path}.tool_calls`);
+      if (m.function_call !== undefined && m.function_call !== null) {
+        const fn = expectRecord(m.function_call, `${path}.function_call`);
+        expectString(fn.name, `${path}.function_call.name`);
+        expectString(fn.arguments, `${path}.function_call.arguments`);
+        calls = [...calls, `function_call@${index}`];
+        state.lastFunctionCall = index;
+      }
+      break;
+    case 'tool':
+      results = [expectString(m.tool_call_id, `${path}.tool_call_id`)];
+      checkTextParts(m.content, `${path}.content`, false, scan);
+      break;
+    default:
+      expectString(m.name, `${path}.name`);
+      if (m.content !== null) expectString(m.content, `${path}.content`);
+      results = [`function_call@${state.lastFunctionCall >= 0 ? state.lastFunctionCall : 'none'}`];
+  }
+  return { calls, results, unknown: scan.unknown };
+}
+
 export function parse(messages: readonly unknown[], foreign: Foreign): ParseResult {
-  const warnings: Warning[] = [];
-  let lastFunctionCall = -1;
+  const state: CheckState = { warnings: [], foreign, lastFunctionCall: -1 };
   let past = false;
   const items = messages.map((message, index): Item => {
-    const scan: PartScan = { warnings, foreign, unknown: false };
-    const path = `messages[${index}]`;
-    const m = expectRecord(message, path);
-    const roleName = expectString(m.role, `${path}.role`);
-    const role = lookup(ROLES, roleName);
-    if (!role)
-      malformed(`${path}.role`, `unknown role ${JSON.stringify(roleName)} (expected one of ${Object.keys(ROLES).join(', ')})`);
-    expectOptionalString(m.name, `${path}.name`);
-    let calls: string[] = [];
-    let results: string[] = [];
-    switch (roleName) {
-      case 'system':
-      case 'developer':
-        checkTextParts(m.content, `${path}.content`, false, scan);
-        break;
-      case 'user':
-        checkUserParts(m.content, `${path}.content`, scan);
-        break;
-      case 'assistant':
-        if (m.content !== null && m.content !== undefined) checkTextParts(m.content, `${path}.content`, true, scan);
-        if (m.tool_calls !== undefined && m.tool_calls !== null) calls = parseToolCalls(m.tool_calls, `${path}.tool_calls`);
-        if (m.function_call !== undefined && m.function_call !== null) {
-          const fn = expectRecord(m.function_call, `${path}.function_call`);
-          expectString(fn.name, `${path}.function_call.name`);
-          expectString(fn.arguments, `${path}.function_call.arguments`);
-          calls = [...calls, `function_call@${index}`];
-          lastFunctionCall = index;
-        }
-        break;
-      case 'tool':
-        results = [expectString(m.tool_call_id, `${path}.tool_call_id`)];
-        checkTextParts(m.content, `${path}.content`, false, scan);
-        break;
-      default:
-        expectString(m.name, `${path}.name`);
-        if (m.content !== null) expectString(m.content, `${path}.content`);
-        results = [`function_call@${lastFunctionCall >= 0 ? lastFunctionCall : 'none'}`];
-    }
+    // Most messages are of the plain shape, read without building the paths an error would name.
+    const read = (isRecord(message) && plainPairs(message)) || checkMessage(message, index, state);
+    const m = message as JsonObject;
+    const role = ROLES[m.role as string] as Role;
     const thinking = typeof m.reasoning_content === 'string' || typeof m.reasoning === 'string';
     // A system or developer message after the conversation started is an instruction, pinned in place.
     const pinned = past && role === 'system';
@@ -176,15 +236,15 @@ export function parse(messages: readonly unknown[], foreign: Foreign): ParseResu
       index,
       role,
       userTurn: role === 'user',
-      calls,
-      results,
+      calls: read.calls,
+      results: read.results,
       thinking,
       original: message,
       ...(pinned ? { pinned } : {}),
-      ...(scan.unknown ? { sticky: true } : {}),
+      ...(read.unknown ? { sticky: true } : {}),
     };
   });
-  return { items, warnings };
+  return { items, warnings: state.warnings };
 }
 
 export function violations(items: readonly Item[]): Violation[] {
