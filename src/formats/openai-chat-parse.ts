@@ -232,7 +232,7 @@ export function parse(messages: readonly unknown[], foreign: Foreign): ParseResu
     // A system or developer message after the conversation started is an instruction, pinned in place.
     const pinned = past && role === 'system';
     if (role !== 'system') past = true;
-    return {
+    const item: { -readonly [K in keyof Item]: Item[K] } = {
       index,
       role,
       userTurn: role === 'user',
@@ -240,9 +240,11 @@ export function parse(messages: readonly unknown[], foreign: Foreign): ParseResu
       results: read.results,
       thinking,
       original: message,
-      ...(pinned ? { pinned } : {}),
-      ...(read.unknown ? { sticky: true } : {}),
     };
+    // Set only where true (spreading optional keys in made each item a slow, large object).
+    if (pinned) item.pinned = true;
+    if (read.unknown) item.sticky = true;
+    return item;
   });
   return { items, warnings: state.warnings };
 }
