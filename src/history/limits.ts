@@ -10,15 +10,33 @@ export const MAX_DEPTH = 128;
  */
 export function checkDepth(value: unknown, path: string): void {
   if (typeof value !== 'object' || value === null) return;
-  const stack: [unknown, number][] = [[value, 1]];
-  while (stack.length > 0) {
-    const [node, depth] = stack.pop() as [unknown, number];
+  // Two parallel stacks and a keyed walk: no pair or values array made per node.
+  const nodes: object[] = [value];
+  const depths: number[] = [1];
+  while (nodes.length > 0) {
+    const node = nodes.pop() as object;
+    const depth = depths.pop() as number;
     if (depth > MAX_DEPTH) {
       throw new CompactorError('CMP_ERR_REQUEST_TOO_DEEP', `${path}: nested more than ${MAX_DEPTH} levels deep`, [
         { path, message: `nested more than ${MAX_DEPTH} levels deep` },
       ]);
     }
-    const children = Array.isArray(node) ? node : Object.values(node as object);
-    for (const child of children) if (typeof child === 'object' && child !== null) stack.push([child, depth + 1]);
+    if (Array.isArray(node)) {
+      for (const child of node) {
+        if (typeof child === 'object' && child !== null) {
+          nodes.push(child);
+          depths.push(depth + 1);
+        }
+      }
+      continue;
+    }
+    const record = node as Record<string, unknown>;
+    for (const key in record) {
+      const child = record[key];
+      if (typeof child === 'object' && child !== null && Object.hasOwn(record, key)) {
+        nodes.push(child);
+        depths.push(depth + 1);
+      }
+    }
   }
 }

@@ -27,7 +27,7 @@ export function pairingViolations(items: readonly Item[]): Violation[] {
     // The calls of one model response: this item and every following item that joins it.
     let end = i + 1;
     while (end < n && items[end]?.joinsPrevious) end++;
-    const calls = items.slice(i, end).flatMap((it) => it.calls);
+    const calls = end === i + 1 ? item.calls : items.slice(i, end).flatMap((it) => it.calls);
     if (calls.length === 0) {
       i = end;
       continue;

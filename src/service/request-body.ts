@@ -83,7 +83,15 @@ function oneByteText(bytes: Buffer): string | undefined {
  * of its two patterns matches only where the text holds the key as written or an escape of an
  * ASCII letter or underscore (`\u005…`, `\u006…`, `\u007…`).
  */
-const SUSPECT = /\\u00[5-7]|"__proto__"|"constructor"/;
+function suspect(bytes: Buffer): boolean {
+  if (bytes.includes('"__proto__"') || bytes.includes('"constructor"')) return true;
+  // Searched natively; each `\u00` found is looked at once (no pass goes back).
+  for (let at = bytes.indexOf('\\u00'); at >= 0; at = bytes.indexOf('\\u00', at + 4)) {
+    const digit = bytes[at + 4];
+    if (digit !== undefined && digit >= 0x35 && digit <= 0x37) return true;
+  }
+  return false;
+}
 
 /**
  * A JSON body from its bytes, the value and every refusal the same as `parseJsonBody` of its UTF-8
@@ -93,7 +101,7 @@ const SUSPECT = /\\u00[5-7]|"__proto__"|"constructor"/;
  */
 export function parseJsonBytes(bytes: Buffer): unknown {
   const text = oneByteText(bytes);
-  if (text !== undefined && !SUSPECT.test(text)) {
+  if (text !== undefined && !suspect(bytes)) {
     let parsed: unknown;
     try {
       parsed = JSON.parse(text);
