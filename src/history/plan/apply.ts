@@ -152,6 +152,18 @@ function record(specs: readonly OriginalSpec[]): { artifacts: ArtifactRef[]; off
  * reductions freed, and the first artifact its edits offloaded.
  */
 export function applyPlan(h: PlanSource, plan: Plan, count: Count): Applied {
+  // A plan measured by one stage is often applied again by the next, on the same view: once is enough.
+  const known = applied.get(plan);
+  if (known && known.h === h && known.count === count) return known.applied;
+  const out = renderPlan(h, plan, count);
+  applied.set(plan, { h, count, applied: out });
+  return out;
+}
+
+/** The last rendering of each plan (plans and views are not changed once made), for as long as the plan lives. */
+const applied = new WeakMap<Plan, { h: PlanSource; count: Count; applied: Applied }>();
+
+function renderPlan(h: PlanSource, plan: Plan, count: Count): Applied {
   // Filled by the entries and removals; any message neither names is kept (filled at the end).
   const actions: Action[] = new Array(h.messages.length);
   const messages: unknown[] = [];
