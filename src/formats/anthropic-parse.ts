@@ -70,7 +70,7 @@ export function classify(message: unknown, foreign: Foreign): Fit {
   return fit;
 }
 
-interface BlockScan {
+export interface BlockScan {
   calls: string[];
   results: string[];
   thinking: boolean;
@@ -78,7 +78,14 @@ interface BlockScan {
   unknown: boolean;
 }
 
-function checkBlock(block: JsonObject, at: string, role: string, scan: BlockScan, warnings: Warning[], foreign: Foreign): void {
+export function checkBlock(
+  block: JsonObject,
+  at: string,
+  role: string,
+  scan: BlockScan,
+  warnings: Warning[],
+  foreign: Foreign,
+): void {
   const type = expectString(block.type, `${at}.type`);
   if (role === 'user' && ASSISTANT_ONLY.has(type)) malformed(`${at}.type`, `a ${type} block belongs in an assistant message`);
   if (role === 'assistant' && USER_ONLY.has(type)) malformed(`${at}.type`, `a ${type} block belongs in a user message`);
@@ -129,6 +136,41 @@ function checkBlock(block: JsonObject, at: string, role: string, scan: BlockScan
   }
 }
 
+/**
+ * A block of the shapes most are (text, tool use and result, thinking), in a role that may carry
+ * it, read without building the paths an error would name: true when it was (`scan` updated);
+ * false for any other block, left to `checkBlock` (which refuses, naming the field, what is wrong).
+ */
+export function plainBlock(block: unknown, role: string, scan: BlockScan): boolean {
+  if (!isRecord(block)) return false;
+  switch (block.type) {
+    case 'text':
+      return typeof block.text === 'string';
+    case 'tool_use':
+      if (role !== 'assistant' || typeof block.id !== 'string' || typeof block.name !== 'string' || !isRecord(block.input))
+        return false;
+      scan.calls.push(block.id);
+      return true;
+    case 'tool_result': {
+      if (role !== 'user' || typeof block.tool_use_id !== 'string') return false;
+      if (block.is_error !== undefined && typeof block.is_error !== 'boolean') return false;
+      const content = block.content;
+      if (content !== undefined && typeof content !== 'string') {
+        if (!Array.isArray(content)) return false;
+        for (const inner of content) if (!isRecord(inner) || typeof inner.type !== 'string') return false;
+      }
+      scan.results.push(block.tool_use_id);
+      return true;
+    }
+    case 'thinking':
+      if (role !== 'assistant' || typeof block.thinking !== 'string' || typeof block.signature !== 'string') return false;
+      scan.thinking = true;
+      return true;
+    default:
+      return false;
+  }
+}
+
 export function parse(messages: readonly unknown[], foreign: Foreign): ParseResult {
   const warnings: Warning[] = [];
   const items = messages.map((message, index): Item => {
@@ -141,10 +183,11 @@ export function parse(messages: readonly unknown[], foreign: Foreign): ParseResu
     if (typeof m.content !== 'string' && !(role === 'system' && m.content === undefined)) {
       const blocks = expectArray(m.content, `${path}.content`);
       blocks.forEach((block, k) => {
+        if (plainBlock(block, role, scan)) return;
         checkBlock(expectRecord(block, `${path}.content[${k}]`), `${path}.content[${k}]`, role, scan, warnings, foreign);
       });
     }
-    return {
+    const item: { -readonly [K in keyof Item]: Item[K] } = {
       index,
       role: role as Item['role'],
       userTurn: role === 'user' && scan.results.length === 0,
@@ -152,9 +195,11 @@ export function parse(messages: readonly unknown[], foreign: Foreign): ParseResu
       results: scan.results,
       thinking: scan.thinking,
       original: message,
-      ...(role === 'system' ? { pinned: true } : {}),
-      ...(scan.unknown ? { sticky: true } : {}),
     };
+    // Set only where true (spreading optional keys in makes each item a slow, large object).
+    if (role === 'system') item.pinned = true;
+    if (scan.unknown) item.sticky = true;
+    return item;
   });
   return { items, warnings };
 }
