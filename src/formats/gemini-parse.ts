@@ -147,7 +147,7 @@ export function parse(messages: readonly unknown[]): ParseResult {
     const results = [
       ...new Set(keyedIds(typed, 'functionResponse', 'function_response').filter((id): id is string => id !== null)),
     ];
-    return {
+    const item: { -readonly [K in keyof Item]: Item[K] } = {
       index,
       role: role === 'model' ? 'assistant' : 'user',
       userTurn: role === 'user' && results.length === 0,
@@ -155,8 +155,9 @@ export function parse(messages: readonly unknown[]): ParseResult {
       results,
       thinking: typed.some((p) => p.thought === true),
       original: message,
-      ...(sticky ? { sticky } : {}),
     };
+    if (sticky) item.sticky = true;
+    return item;
   });
   return { items, warnings };
 }

@@ -169,7 +169,7 @@ export function parse(messages: readonly unknown[], foreign: Foreign): ParseResu
     if (role !== 'system') past = true;
     const joinsPrevious = model && previousModel;
     previousModel = model;
-    return {
+    const item: { -readonly [K in keyof Item]: Item[K] } = {
       index,
       role,
       userTurn: role === 'user',
@@ -177,11 +177,13 @@ export function parse(messages: readonly unknown[], foreign: Foreign): ParseResu
       results,
       thinking: type === 'reasoning',
       original: message,
-      ...(joinsPrevious ? { joinsPrevious } : {}),
-      ...(opaque ? { opaque } : {}),
-      ...(pinned ? { pinned } : {}),
-      ...(sticky ? { sticky } : {}),
     };
+    // Set only where true (spreading optional keys in makes each item a slow, large object).
+    if (joinsPrevious) item.joinsPrevious = true;
+    if (opaque) item.opaque = true;
+    if (pinned) item.pinned = true;
+    if (sticky) item.sticky = true;
+    return item;
   });
   return { items, warnings };
 }

@@ -47,11 +47,9 @@ export function compose(inner: Composed, outer: Plan, outerApplied: Applied): Co
     const from = inner.entryOfView[e.index] as number;
     const was = innerEntry(e.index);
     if ('index' in was) {
-      entries.push({
-        index: was.index,
-        edits: [...was.edits, ...e.edits],
-        ...((e.key ?? was.key) ? { key: e.key ?? was.key } : {}),
-      });
+      const key = e.key ?? was.key;
+      const edits = e.edits.length === 0 ? was.edits : was.edits.length === 0 ? e.edits : [...was.edits, ...e.edits];
+      entries.push(key ? { index: was.index, edits, key } : { index: was.index, edits });
     } else {
       if (e.edits.length > 0) throw new Error('a plan edits a message an earlier plan wrote: compose cannot express it');
       const at = placed.get(from);
