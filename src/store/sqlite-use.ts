@@ -43,3 +43,40 @@ export function refreshUses(
 export function writeMarks(sql: Statements, marks: UseMarks): void {
   for (const [scope, id, when] of marks.drain()) sql.mark.run(when, scope, id);
 }
+
+/**
+ * Marks what a read found as used now, best effort. Only an expiry to extend is written at once
+ * (`refreshUses`); otherwise the marks wait in memory with the puts' (`UseMarks`), written before
+ * the connection next evicts or within `MARK_FLUSH_MS`: a summary read on every call of a
+ * conversation had been a write transaction on every call.
+ */
+export function markUses(
+  db: Database.Database,
+  sql: Statements,
+  marks: UseMarks,
+  read: { scope: string; found: Map<string, Artifact>; now: number; use: ArtifactUse },
+): void {
+  const { scope, found, now, use } = read;
+  const half = (use.ttlSeconds * 1000) / 2;
+  for (const a of found.values()) {
+    if (a.expires_at >= now + half) continue;
+    refreshUses(db, sql, scope, found, now, use);
+    return;
+  }
+  marks.add(scope, [...found.keys()], now);
+  if (marks.due(now)) flushMarks(db, sql, marks);
+}
+
+/** The marks held written now, best effort (a short busy timeout): a read that cannot write still answers. */
+export function flushMarks(db: Database.Database, sql: Statements, marks: UseMarks): void {
+  try {
+    db.pragma('busy_timeout = 100');
+    try {
+      db.transaction(() => writeMarks(sql, marks))();
+    } finally {
+      db.pragma('busy_timeout = 5000');
+    }
+  } catch {
+    // Lost with the write, as a read's use is (the next use marks again).
+  }
+}

@@ -5,7 +5,7 @@ import { classifySqlite, openFailure, prepareFile } from './sqlite-faults.js';
 import { DatabaseFile } from './sqlite-file.js';
 import { migrate } from './sqlite-schema.js';
 import { CHUNK, ListStatements, placeholders, prepareStatements, type Statements } from './sqlite-statements.js';
-import { refreshUses, writeMarks } from './sqlite-use.js';
+import { flushMarks, markUses, writeMarks } from './sqlite-use.js';
 import {
   type Artifact,
   type ArtifactStore,
@@ -179,6 +179,8 @@ export class SqliteStore implements ArtifactStore {
 
   async recent(scope: string, kinds: readonly string[], now: number, limit: RecentLimit): Promise<Artifact[]> {
     if (kinds.length === 0 || limit.count <= 0) return [];
+    // The marks of use held by this connection first: its own reads and puts order what it lists.
+    if (this.marks.size > 0 && !this.file.lost()) flushMarks(this.db, this.sql, this.marks);
     try {
       // The sizes first (the rows' first pages), then the contents of those that fit the budget.
       const rows = this.db
@@ -202,9 +204,9 @@ export class SqliteStore implements ArtifactStore {
     }
   }
 
-  /** Marks what a read found as used now, best effort (`refreshUses`). */
+  /** Marks what a read found as used now, best effort (`markUses`). */
   private refresh(scope: string, found: Map<string, Artifact>, now: number, use: ArtifactUse): void {
-    if (!this.file.lost()) refreshUses(this.db, this.sql, scope, found, now, use);
+    if (!this.file.lost()) markUses(this.db, this.sql, this.marks, { scope, found, now, use });
   }
 
   async secret(candidate: string): Promise<string> {

@@ -172,3 +172,26 @@ for (const kind of ['memory', 'sqlite', 'redis'] as const) {
     );
   });
 }
+
+t.test('sqlite: a read that is a use writes nothing while half its TTL is left, its use written later', async (t) => {
+  const opened = await open(t, 'sqlite', 1024 ** 3);
+  const { store } = opened;
+  const a = sized('a', 500);
+  await store.put('s', [a], DAY, T0);
+  const before = opened.writes();
+  // A summary read on every call of a conversation: each read is a use.
+  for (let k = 1; k <= 5; k++) t.equal((await store.get('s', [a.id], T0 + k * 1000, { ttlSeconds: DAY })).size, 1);
+  t.equal(opened.writes(), before, 'five reads that are uses commit nothing');
+  const listed = await store.recent('s', ['tool_result'], T0 + 6000, { count: 10, bytes: 1_000_000 });
+  t.same(
+    listed.map((x) => x.id),
+    [a.id],
+  );
+  t.not(opened.writes(), before, 'the held use is written before the connection lists by recency');
+  // With less than half its TTL left, a use extends the expiry at once.
+  const late = T0 + (DAY * 1000 * 3) / 4;
+  const marked = opened.writes();
+  const read = (await store.get('s', [a.id], late, { ttlSeconds: DAY })).get(a.id);
+  t.ok((read?.expires_at ?? 0) >= late + DAY * 1000, 'the expiry is extended by the read');
+  t.not(opened.writes(), marked, 'and written at once');
+});
