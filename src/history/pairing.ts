@@ -32,6 +32,19 @@ export function pairingViolations(items: readonly Item[]): Violation[] {
       i = end;
       continue;
     }
+    // Most responses: one call, answered by the next message alone (what the loop below finds, without its sets).
+    const next = items[end];
+    const after = items[end + 1];
+    if (
+      calls.length === 1 &&
+      next?.results.length === 1 &&
+      next.results[0] === calls[0] &&
+      next.calls.length === 0 &&
+      (!after || after.results.length === 0 || after.calls.length > 0 || after.joinsPrevious)
+    ) {
+      i = end + 1;
+      continue;
+    }
     const pending = new Set<string>();
     for (const id of calls) {
       if (pending.has(id)) {
