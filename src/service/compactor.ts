@@ -13,7 +13,7 @@ import { evaluatePlan } from '../history/plan/evaluate.js';
 import { offeredRecallTool } from '../history/recall-tool.js';
 import type { Violation, Warning } from '../history/types.js';
 import type { ArtifactStore } from '../store/types.js';
-import { type PreparedContext, type Strategy, type StrategyResult, withTotal } from '../strategies/types.js';
+import { countWith, type PreparedContext, type Strategy, type StrategyResult, withTotal } from '../strategies/types.js';
 import { ExtractiveSummarizer } from '../summarizers/extractive.js';
 import { SingleFlight } from '../summarizers/single-flight.js';
 import type { SettledSummary, Summarizer } from '../summarizers/types.js';
@@ -232,7 +232,8 @@ export class Compactor {
     // Not response fields: the failure the metrics count, and what the strategy asks of the service.
     if (out.reason || !out.plan)
       return { ...unchanged(out.reason ?? 'nothing_to_reduce', warnings, out.extra(undefined), billed.usage), ...internal };
-    const applied = applyPlan(h, out.plan, (m) => this.counter.countMessage(h.format, h.profile, m));
+    // With the strategy's own counter: a plan it already rendered on `h` is not rendered again.
+    const applied = applyPlan(h, out.plan, countWith(h, { counter: this.counter, profile: h.profile }));
     this.checkOutput(strategy.kind, h.format, applied.messages);
     if (!dryRun) await this.artifacts.persist(caller, applied.offload);
     // Counted by Compactor; the occupancy may be the usage's (another tokenizer): saved in its units.

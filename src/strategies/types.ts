@@ -124,10 +124,33 @@ export function withTotal(u: BilledUsage | undefined): BilledUsage & { total_tok
   return { ...usage, total_tokens: usage.input_tokens + usage.output_tokens };
 }
 
-/** Counts a message of `h`'s format under the request's profile, through the count cache. */
+/**
+ * Counts a message of `h`'s format under the request's profile, through the count cache. One
+ * function per counter, profile and format (every view of a request shares it): a plan applied
+ * again with it is rendered once (`applyPlan`).
+ */
 export function countWith(h: PreparedHistory, ctx: Pick<StrategyContext, 'counter' | 'profile'>): Count {
-  return (message) => ctx.counter.countMessage(h.format, ctx.profile, message);
+  const { counter, profile } = ctx;
+  let byProfile = counters.get(counter);
+  if (!byProfile) {
+    byProfile = new WeakMap();
+    counters.set(counter, byProfile);
+  }
+  let byFormat = byProfile.get(profile);
+  if (!byFormat) {
+    byFormat = new Map();
+    byProfile.set(profile, byFormat);
+  }
+  let count = byFormat.get(h.format.name);
+  if (!count) {
+    const format = h.format;
+    count = (message) => counter.countMessage(format, profile, message);
+    byFormat.set(format.name, count);
+  }
+  return count;
 }
+
+const counters = new WeakMap<TokenCounter, WeakMap<ModelProfile, Map<string, Count>>>();
 
 /**
  * A strategy's answer: a plan over the input's indices (never wire JSON: `applyPlan` renders it),
