@@ -287,8 +287,12 @@ export class SqliteStore implements ArtifactStore {
 
   async close(): Promise<void> {
     if (!this.db.open) return;
-    // Marks held in memory are written before the connection goes (best effort: lost with it otherwise).
-    if (this.marks.size > 0 && !this.file.lost()) flushMarks(this.db, this.sql, this.marks);
+    try {
+      // Marks held in memory are written before the connection goes (best effort).
+      if (this.marks.size > 0 && !this.file.lost()) this.db.transaction(() => writeMarks(this.sql, this.marks))();
+    } catch {
+      // Lost with the connection: the uses they record were a moment ago.
+    }
     this.db.close();
   }
 }
