@@ -17,25 +17,34 @@ export function refreshUses(
   use: ArtifactUse,
 ): void {
   const ttl = use.ttlSeconds * 1000;
+  const extended = briefly(db, () => {
+    const out: Artifact[] = [];
+    for (const a of found.values()) {
+      sql.touch.run(scope, a.id, now);
+      if (a.expires_at >= now + ttl / 2) continue;
+      sql.extend.run(now + ttl, scope, a.id);
+      out.push({ ...a, expires_at: Math.max(a.expires_at, now + ttl) });
+    }
+    return out;
+  });
+  // Not written (busy, read-only): the read stands; its recency waits for the next use.
+  for (const a of extended ?? []) found.set(a.id, a);
+}
+
+/**
+ * `work` in one transaction under a short busy timeout (a read must not wait on another writer),
+ * best effort: undefined when it could not be written.
+ */
+function briefly<T>(db: Database.Database, work: () => T): T | undefined {
   try {
     db.pragma('busy_timeout = 100');
     try {
-      const extended = db.transaction(() => {
-        const out: Artifact[] = [];
-        for (const a of found.values()) {
-          sql.touch.run(scope, a.id, now);
-          if (a.expires_at >= now + ttl / 2) continue;
-          sql.extend.run(now + ttl, scope, a.id);
-          out.push({ ...a, expires_at: Math.max(a.expires_at, now + ttl) });
-        }
-        return out;
-      })();
-      for (const a of extended) found.set(a.id, a);
+      return db.transaction(work)();
     } finally {
       db.pragma('busy_timeout = 5000');
     }
   } catch {
-    // The read stands; its recency waits for the next use.
+    return undefined;
   }
 }
 
@@ -67,16 +76,7 @@ export function markUses(
   if (marks.due(now)) flushMarks(db, sql, marks);
 }
 
-/** The marks held written now, best effort (a short busy timeout): a read that cannot write still answers. */
+/** The marks held written now, best effort (`briefly`): lost with a write that fails, as a read's use is. */
 export function flushMarks(db: Database.Database, sql: Statements, marks: UseMarks): void {
-  try {
-    db.pragma('busy_timeout = 100');
-    try {
-      db.transaction(() => writeMarks(sql, marks))();
-    } finally {
-      db.pragma('busy_timeout = 5000');
-    }
-  } catch {
-    // Lost with the write, as a read's use is (the next use marks again).
-  }
+  briefly(db, () => writeMarks(sql, marks));
 }
