@@ -104,3 +104,17 @@ export function stateOf<Data, Result>(job: Job<Envelope<Data>, Result>, bullStat
   if (state === 'failed') return { ...base, error: job.failedReason, finished_at: job.finishedOn ?? job.timestamp };
   return job.failedReason && state === 'started' ? { ...base, error: job.failedReason } : base;
 }
+
+/** Tells the listener, whatever it does: a counter that throws must not break a job. */
+export function tell(listener: JobListener | undefined, event: Parameters<JobListener>[0]): void {
+  try {
+    listener?.(event);
+  } catch {
+    // A metrics hook is not allowed to fail a job.
+  }
+}
+
+/** The message of whatever a processor threw, for the job's `error`. */
+export function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

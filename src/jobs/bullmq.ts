@@ -1,10 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { type Job, Queue, UnrecoverableError, WaitingError, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
-import { type BullJobQueueOptions, bullDefaults, bullJobId, type Envelope, stateOf } from './bullmq-options.js';
+import { type BullJobQueueOptions, bullDefaults, bullJobId, type Envelope, messageOf, stateOf, tell } from './bullmq-options.js';
 import {
   type JobClock,
-  type JobListener,
   type JobQueue,
   JobQueueClosedError,
   JobQueueUnavailableError,
@@ -210,12 +209,17 @@ export class BullJobQueue<Data, Result> implements JobQueue<Data, Result> {
     return worker;
   }
 
-  /** Runs one attempt; at the close deadline it gives the job back to the queue instead. */
+  /**
+   * Runs one attempt; at the close deadline it gives the job back to the queue instead. A job
+   * fetched after that is given back at once: giving one back wakes this worker's own blocking
+   * fetch, which BullMQ does not stop from moving the job to active again while it closes.
+   */
   private async run(
     job: Job<Envelope<Data>, Result>,
     token: string | undefined,
     signal: AbortSignal | undefined,
   ): Promise<Result> {
+    if (this.aborted.signal.aborted) return this.handBack(job, token);
     const stop = signal ? AbortSignal.any([signal, this.aborted.signal]) : this.aborted.signal;
     const { id, data } = job.data;
     const work = this.options.processor(data, { id, signal: stop, attempt: job.attemptsStarted });
@@ -228,14 +232,19 @@ export class BullJobQueue<Data, Result> implements JobQueue<Data, Result> {
       const outcome = await Promise.race([work, closed]);
       if (outcome !== 'closed') return outcome;
       work.catch(() => {}); // its signal is aborted; whatever it does now is not recorded
-      await job.moveToWait(token);
-      throw new WaitingError();
+      return await this.handBack(job, token);
     } catch (error) {
       if (error instanceof PermanentJobError) throw new UnrecoverableError(messageOf(error));
       throw error;
     } finally {
       this.aborted.signal.removeEventListener('abort', giveBack);
     }
+  }
+
+  /** Moves the job back to wait, for any replica; BullMQ then leaves it alone (`WaitingError`). */
+  private async handBack(job: Job<Envelope<Data>, Result>, token: string | undefined): Promise<never> {
+    await job.moveToWait(token);
+    throw new WaitingError();
   }
 
   private async shutdown(deadlineMs: number): Promise<void> {
@@ -283,18 +292,4 @@ interface Commands<Data, Result> {
   readonly client: Redis;
   readonly queue: Queue<Envelope<Data>, Result>;
   failed: boolean;
-}
-
-/** Tells the listener, whatever it does: a counter that throws must not break a job. */
-function tell(listener: JobListener | undefined, event: Parameters<JobListener>[0]): void {
-  try {
-    listener?.(event);
-  } catch {
-    // A metrics hook is not allowed to fail a job.
-  }
-}
-
-/** The message of whatever a processor threw, for the job's `error`. */
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

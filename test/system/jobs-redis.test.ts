@@ -299,3 +299,42 @@ t.test('a replica runs at most `concurrency` jobs at once', { skip }, async (t) 
   );
   t.equal(most, 2, 'two at a time, never more');
 });
+
+t.test(
+  'a job given back at close is not run again by the closing replica: it waits in the queue, its processor ran once',
+  { skip },
+  async (t) => {
+    // The race (issue 40's CI): giving a job back wakes the replica's own blocking fetch, which BullMQ
+    // does not stop before it moves the job to active again. The second run must hand it back at once.
+    for (let round = 0; round < 10; round++) {
+      const prefix = prefixFor(t);
+      const inside = deferred<void>();
+      let runs = 0;
+      const q = new BullJobQueue<string, string>({
+        url: REDIS_URL,
+        concurrency: 2,
+        ttlSeconds: 60,
+        prefix,
+        processor: (_data, { signal }) => {
+          runs++;
+          inside.resolve();
+          return new Promise<string>((_, reject) => {
+            if (signal.aborted) reject(signal.reason);
+            signal.addEventListener('abort', () => reject(signal.reason), { once: true });
+          });
+        },
+      });
+      await q.add('given-back', 'd');
+      await inside.promise;
+      await q.close(0);
+      const client = new Redis(REDIS_URL);
+      const where = {
+        wait: await client.llen(`${prefix}:jobs:wait`),
+        active: await client.llen(`${prefix}:jobs:active`),
+        delayed: await client.zcard(`${prefix}:jobs:delayed`),
+      };
+      await client.quit();
+      t.same({ runs, ...where }, { runs: 1, wait: 1, active: 0, delayed: 0 }, `round ${round}: back in wait, run once`);
+    }
+  },
+);
