@@ -78,41 +78,61 @@ function oneByteText(bytes: Buffer): string | undefined {
   return Buffer.concat(pieces).toString('latin1');
 }
 
+const own = Object.prototype.hasOwnProperty;
+
 /**
- * What `sjson` looks for before it scans a parsed body for forbidden keys, found more cheaply: each
- * of its two patterns matches only where the text holds the key as written or an escape of an
- * ASCII letter or underscore (`\u005…`, `\u006…`, `\u007…`).
+ * Whether a parsed value holds what `sjson` refuses (`protoAction` and `constructorAction`
+ * `error`): an object with its own `__proto__` key, or a `constructor` key whose value is an
+ * object with its own `prototype` key. sjson walks the value only where a search of the text finds
+ * such a key; the walk itself (each object once, with a stack) costs a tenth of that search.
  */
-function suspect(bytes: Buffer): boolean {
-  if (bytes.includes('"__proto__"') || bytes.includes('"constructor"')) return true;
-  // Searched natively; each `\u00` found is looked at once (no pass goes back).
-  for (let at = bytes.indexOf('\\u00'); at >= 0; at = bytes.indexOf('\\u00', at + 4)) {
-    const digit = bytes[at + 4];
-    if (digit !== undefined && digit >= 0x35 && digit <= 0x37) return true;
+function forbidden(root: unknown): boolean {
+  if (root === null || typeof root !== 'object') return false;
+  const stack: object[] = [root];
+  for (let node = stack.pop(); node !== undefined; node = stack.pop()) {
+    if (own.call(node, '__proto__')) return true;
+    if (own.call(node, 'constructor')) {
+      const c = (node as { constructor: unknown }).constructor;
+      if (c !== null && typeof c === 'object' && own.call(c, 'prototype')) return true;
+    }
+    if (Array.isArray(node)) {
+      for (let i = 0; i < node.length; i++) {
+        const value: unknown = node[i];
+        if (value !== null && typeof value === 'object') stack.push(value);
+      }
+      continue;
+    }
+    for (const key in node) {
+      const value: unknown = (node as Record<string, unknown>)[key];
+      if (value !== null && typeof value === 'object') stack.push(value);
+    }
   }
   return false;
 }
 
 /**
  * A JSON body from its bytes, the value and every refusal the same as `parseJsonBody` of its UTF-8
- * text: parsed as a one-byte string (`oneByteText`) with `sjson`'s checks where they may apply; on
- * any failure, or where the one-byte text is not sure, parsed by `parseJsonBody` itself (whose
+ * text: parsed as a one-byte string (`oneByteText`), then walked for the keys `sjson` refuses; on
+ * any failure or such a key, or where the one-byte text is not sure, parsed by `parseJsonBody` itself (whose
  * refusal names the error as the text has it). Its histories' messages are tagged as there.
  */
 export function parseJsonBytes(bytes: Buffer): unknown {
   const text = oneByteText(bytes);
-  if (text !== undefined && !suspect(bytes)) {
+  if (text !== undefined) {
     let parsed: unknown;
     try {
       parsed = JSON.parse(text);
     } catch {
-      // Refused below, as the UTF-8 text has it.
+      // Refused as the UTF-8 text has it.
       return parseJsonBody(bytes.toString('utf8'), bytes);
     }
-    // Tagged from the bytes, as `parseJsonBody` tags them.
-    tagHistories(bytes, parsed);
-    return parsed;
+    if (!forbidden(parsed)) {
+      // Tagged from the bytes, as `parseJsonBody` tags them.
+      tagHistories(bytes, parsed);
+      return parsed;
+    }
   }
+  // Refused (or parsed, where the one-byte text is not sure) as `parseJsonBody` of the UTF-8 text.
   return parseJsonBody(bytes.toString('utf8'), bytes);
 }
 

@@ -63,6 +63,14 @@ t.test('bodies with non-ASCII text, escapes, backslashes, BOMs and forbidden key
     '{"constructor":{"prototype":{"x":1}}}',
     '{"a":"é","constructor":{"prototype":1}}',
     '{"constructor":"é"}',
+    '{"a":[1,{"b":[{"__proto__":null}]}]}',
+    '[{"constructor":{"prototype":null}}]',
+    '{"constructor":{"prototype":1,"x":"é"}}',
+    '{"constructor":null,"prototype":{}}',
+    '{"constructor":[{"prototype":1}]}',
+    '{"a":{"constructor":{"x":{"prototype":1}}}}',
+    '{"\\u0063onstructor":{"\\u0070rototype":1}}',
+    '{"a":"__proto__","b":"constructor"}',
     '{"a":"\\u0041"}',
     `{"a":"${'x'.repeat(5000)}é${'y'.repeat(5000)}ü"}`,
     `{"a":"${'x'.repeat(4095)}éé"}`,
@@ -96,6 +104,22 @@ t.test('any JSON value, and any text of JSON-ish characters, parses or is refuse
     fc.property(fc.uint8Array({ maxLength: 30 }), (raw) =>
       same(Buffer.concat([Buffer.from('{"a":"'), Buffer.from(raw), Buffer.from('"}')])),
     ),
+    { numRuns: 2000 },
+  );
+  // Objects whose keys are often the forbidden ones, at any depth, in arrays or not.
+  const key = fc.constantFrom('__proto__', 'constructor', 'prototype', 'a', '\\u005f_proto__', 'constructo\\u0072');
+  const { tree } = fc.letrec<{ tree: string }>((tie) => ({
+    tree: fc.oneof(
+      { depthSize: 'small', withCrossShrink: true },
+      fc.constantFrom('1', 'null', '"x"', '"é"'),
+      fc.array(tie('tree'), { maxLength: 3 }).map((items) => `[${items.join(',')}]`),
+      fc
+        .array(fc.tuple(key, tie('tree')), { maxLength: 3 })
+        .map((pairs) => `{${pairs.map(([k, v]) => `"${k}":${v}`).join(',')}}`),
+    ),
+  }));
+  fc.assert(
+    fc.property(tree, (text) => same(Buffer.from(text))),
     { numRuns: 2000 },
   );
   t.pass('no difference');
