@@ -1,4 +1,6 @@
+import { bodyTagOf } from '../tokens/content-tag.js';
 import { derived } from '../tokens/derived.js';
+import { Generations } from '../tokens/generations.js';
 import { LOOKUP_MAX_CHARS, sha256Hex } from './address.js';
 import type { FormatAdapter } from './format.js';
 import { clearableArg } from './vocabulary.js';
@@ -50,6 +52,42 @@ function ranked(identity: string, rank: number): Binding {
   return `${identity}#${rank}`;
 }
 
+/** A message's sites as `bindings` reads them: each call's slot, id and identity, each result's slot and call id. */
+interface Sites {
+  readonly calls: readonly (readonly [slot: number, id: string, identity: string])[];
+  readonly results: readonly (readonly [slot: number, callId: string])[];
+}
+
+/** What one entry of `sitesByTag` costs beyond its strings (the arrays and the map's bookkeeping). */
+const SITES_OVERHEAD = 96;
+
+/**
+ * A message's sites by its tag and format (`content-tag.ts`: equal tags are equal messages): a
+ * message that came in before is read again only by its tag, not its calls' arguments parsed,
+ * digested and stringified again. Content alone (no secret, no scope): shared by every caller, as
+ * the token counts are. 8 MiB per thread, least recently used out by halves.
+ */
+const sitesByTag = new Generations<Sites>(8 * 1024 * 1024, (key, sites) => {
+  let chars = key.length;
+  for (const [, id, identity] of sites.calls) chars += id.length + identity.length + 8;
+  for (const [, callId] of sites.results) chars += callId.length + 8;
+  return 2 * chars + SITES_OVERHEAD;
+});
+
+/** The sites of one message, found by its tag when it has one (`Sites`). */
+function sitesOf(format: FormatAdapter, message: unknown): Sites {
+  const tag = bodyTagOf(message);
+  const key = tag === undefined ? undefined : `${format.name}\0${tag}`;
+  const known = key === undefined ? undefined : sitesByTag.get(key);
+  if (known !== undefined) return known;
+  const sites: Sites = {
+    calls: format.callSites(message).map((c) => [c.slot, c.id, callIdentity(c.id, c.name, c.args)] as const),
+    results: format.resultSites(message).map((r) => [r.slot, r.callId] as const),
+  };
+  if (key !== undefined) sitesByTag.set(key, sites);
+  return sites;
+}
+
 /** The bindings of every call and result site of a history, by message index and slot. */
 export interface Bindings {
   call(index: number, slot: number): Binding | undefined;
@@ -74,16 +112,20 @@ export function bindings(format: FormatAdapter, messages: readonly unknown[]): B
     return rank;
   };
   messages.forEach((message, index) => {
-    for (const c of format.callSites(message)) {
-      const identity = callIdentity(c.id, c.name, c.args);
-      const rank = next(identity);
-      const binding = ranked(identity, rank);
-      calls.set(key(index, c.slot), binding);
-      latest.set(c.id, binding);
+    const sites = sitesOf(format, message);
+    for (const [slot, id, identity] of sites.calls) {
+      const binding = ranked(identity, next(identity));
+      calls.set(key(index, slot), binding);
+      latest.set(id, binding);
     }
-    for (const r of format.resultSites(message)) {
-      const orphan = callIdentity(r.callId, null, undefined);
-      results.set(key(index, r.slot), latest.get(r.callId) ?? ranked(orphan, next(orphan)));
+    for (const [slot, callId] of sites.results) {
+      const bound = latest.get(callId);
+      if (bound !== undefined) {
+        results.set(key(index, slot), bound);
+        continue;
+      }
+      const orphan = callIdentity(callId, null, undefined);
+      results.set(key(index, slot), ranked(orphan, next(orphan)));
     }
   });
   return {

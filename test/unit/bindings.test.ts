@@ -1,0 +1,53 @@
+import t from 'tap';
+import { formatByName } from '../../src/formats/registry.js';
+import { bindings } from '../../src/history/bindings.js';
+import type { FormatAdapter } from '../../src/history/format.js';
+import { parseJsonBytes } from '../../src/service/request-body.js';
+import { bodyTagOf } from '../../src/tokens/content-tag.js';
+import { loadCorpus } from '../support/corpus.js';
+
+/** Every call and result binding of a history, by index and slot, in order. */
+function all(format: FormatAdapter, messages: unknown[]): string[] {
+  const bound = bindings(format, messages);
+  const out: string[] = [];
+  messages.forEach((message, index) => {
+    for (const c of format.callSites(message)) out.push(`call ${index}:${c.slot} ${bound.call(index, c.slot)}`);
+    for (const r of format.resultSites(message)) out.push(`result ${index}:${r.slot} ${bound.result(index, r.slot)}`);
+  });
+  return out;
+}
+
+/** The messages as a request body brings them: tagged by their bytes (`content-tag.ts`). */
+const tagged = (messages: unknown[]) =>
+  (parseJsonBytes(Buffer.from(JSON.stringify({ messages }))) as { messages: unknown[] }).messages;
+
+t.test('bindings of tagged messages (found by their tags the second time) are those of the same messages untagged', async (t) => {
+  for (const transcript of loadCorpus()) {
+    const format = formatByName(transcript.format) as FormatAdapter;
+    const plain = structuredClone(transcript.messages);
+    const expected = all(format, plain);
+    const first = tagged(transcript.messages);
+    t.ok(
+      first.every((m) => bodyTagOf(m) !== undefined),
+      `${transcript.file}: tagged`,
+    );
+    t.same(all(format, first), expected, `${transcript.file}: first call`);
+    t.same(all(format, tagged(transcript.messages)), expected, `${transcript.file}: again, from the cache`);
+  }
+});
+
+t.test('a call repeated exactly (the same tag twice) is ranked once per occurrence; an orphan result too', async (t) => {
+  const format = formatByName('openai-chat') as FormatAdapter;
+  const call = {
+    role: 'assistant',
+    content: null,
+    tool_calls: [{ id: 'c1', type: 'function', function: { name: 'read', arguments: '{"path":"a.py"}' } }],
+  };
+  const result = { role: 'tool', tool_call_id: 'c1', content: 'x = 1' };
+  const orphan = { role: 'tool', tool_call_id: 'zz', content: 'lost' };
+  const messages = [{ role: 'user', content: 'go' }, call, result, call, result, orphan, orphan];
+  const expected = all(format, structuredClone(messages));
+  t.equal(new Set(expected.map((b) => b.split(' ')[2])).size, 4, 'two calls, two orphans: four bindings');
+  t.same(all(format, tagged(messages)), expected, 'tagged');
+  t.same(all(format, tagged(messages)), expected, 'tagged again');
+});
