@@ -16,6 +16,13 @@ export function parseJsonBody(body: string, bytes?: Uint8Array): unknown {
   return parsed;
 }
 
+/** The refusal of a body holding a key `sjson` refuses (`__proto__`, `constructor.prototype`). */
+const forbiddenKey = () =>
+  new CompactorError(
+    'CMP_ERR_REQUEST_FORBIDDEN_KEY',
+    'the body contains __proto__ or constructor.prototype keys, which are refused',
+  );
+
 function parseJson(body: string): unknown {
   if (body.length === 0 || body.trim().length === 0) {
     throw new CompactorError('CMP_ERR_REQUEST_EMPTY_BODY', 'the body is empty; send a JSON object');
@@ -24,12 +31,7 @@ function parseJson(body: string): unknown {
     return sjson.parse(body, null, { protoAction: 'error', constructorAction: 'error' });
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
-    if (/prototype/i.test(message)) {
-      throw new CompactorError(
-        'CMP_ERR_REQUEST_FORBIDDEN_KEY',
-        'the body contains __proto__ or constructor.prototype keys, which are refused',
-      );
-    }
+    if (/prototype/i.test(message)) throw forbiddenKey();
     if (error instanceof RangeError)
       throw new CompactorError('CMP_ERR_REQUEST_TOO_DEEP', 'the body is nested too deeply to parse');
     throw new CompactorError('CMP_ERR_REQUEST_INVALID_JSON', `the body is not valid JSON (${message.slice(0, 120)})`);
@@ -112,9 +114,10 @@ function forbidden(root: unknown): boolean {
 
 /**
  * A JSON body from its bytes, the value and every refusal the same as `parseJsonBody` of its UTF-8
- * text: parsed as a one-byte string (`oneByteText`), then walked for the keys `sjson` refuses; on
- * any failure or such a key, or where the one-byte text is not sure, parsed by `parseJsonBody` itself (whose
- * refusal names the error as the text has it). Its histories' messages are tagged as there.
+ * text: parsed as a one-byte string (`oneByteText`), then walked for the keys `sjson` refuses (a
+ * body holding one is refused as sjson refuses it); on a parse failure, or where the one-byte text
+ * is not sure, parsed by `parseJsonBody` itself (whose refusal names the error as the text has
+ * it). Its histories' messages are tagged as there.
  */
 export function parseJsonBytes(bytes: Buffer): unknown {
   const text = oneByteText(bytes);
@@ -126,13 +129,13 @@ export function parseJsonBytes(bytes: Buffer): unknown {
       // Refused as the UTF-8 text has it.
       return parseJsonBody(bytes.toString('utf8'), bytes);
     }
-    if (!forbidden(parsed)) {
-      // Tagged from the bytes, as `parseJsonBody` tags them.
-      tagHistories(bytes, parsed);
-      return parsed;
-    }
+    // Refused at once, as sjson refuses it: valid JSON, so its refusal could be nothing else (not parsed twice).
+    if (forbidden(parsed)) throw forbiddenKey();
+    // Tagged from the bytes, as `parseJsonBody` tags them.
+    tagHistories(bytes, parsed);
+    return parsed;
   }
-  // Refused (or parsed, where the one-byte text is not sure) as `parseJsonBody` of the UTF-8 text.
+  // Where the one-byte text is not sure: as `parseJsonBody` of the UTF-8 text.
   return parseJsonBody(bytes.toString('utf8'), bytes);
 }
 
