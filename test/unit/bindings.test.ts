@@ -51,3 +51,49 @@ t.test('a call repeated exactly (the same tag twice) is ranked once per occurren
   t.same(all(format, tagged(messages)), expected, 'tagged');
   t.same(all(format, tagged(messages)), expected, 'tagged again');
 });
+
+t.test('Responses and Gemini histories: repeats, orphans, calls without ids, tagged and cached alike', async (t) => {
+  const responsesCall = { type: 'function_call', call_id: 'c1', name: 'read', arguments: '{"path":"a.py"}' };
+  const responsesOut = { type: 'function_call_output', call_id: 'c1', output: 'x = 1' };
+  const custom = { type: 'custom_tool_call', call_id: 'k1', name: 'apply_patch', input: '*** Begin Patch' };
+  const customOut = { type: 'custom_tool_call_output', call_id: 'k1', output: 'done' };
+  const lost = { type: 'function_call_output', call_id: 'zz', output: 'lost' };
+  const geminiCall = { role: 'model', parts: [{ functionCall: { name: 'read', args: { path: 'a.py' } } }] };
+  const geminiOut = { role: 'user', parts: [{ functionResponse: { name: 'read', response: { text: 'x = 1' } } }] };
+  const withIds = {
+    role: 'model',
+    parts: [{ functionCall: { id: 'f1', name: 'ls', args: {} } }, { functionCall: { id: 'f2', name: 'ls', args: {} } }],
+  };
+  const withIdsOut = {
+    role: 'user',
+    parts: [
+      { functionResponse: { id: 'f1', name: 'ls', response: {} } },
+      { functionResponse: { id: 'f2', name: 'ls', response: {} } },
+    ],
+  };
+  const cases: [string, unknown[]][] = [
+    [
+      'openai-responses',
+      [{ role: 'user', content: 'go' }, responsesCall, responsesOut, responsesCall, responsesOut, custom, customOut, lost, lost],
+    ],
+    ['gemini', [{ role: 'user', parts: [{ text: 'go' }] }, geminiCall, geminiOut, geminiCall, geminiOut, withIds, withIdsOut]],
+  ];
+  // The same bytes read by two formats: each finds its own sites, not the other's.
+  const chat = formatByName('openai-chat') as FormatAdapter;
+  const chatCall = {
+    role: 'assistant',
+    content: null,
+    tool_calls: [{ id: 'c9', type: 'function', function: { name: 'read', arguments: '{}' } }],
+  };
+  t.equal(all(chat, tagged([chatCall])).length, 1, 'a Chat Completions call, bound (and cached) as Chat');
+  const responses = formatByName('openai-responses') as FormatAdapter;
+  t.equal(bindings(responses, tagged([chatCall])).call(0, 0), undefined, 'the same bytes as Responses: no call of its reading');
+  for (const [name, messages] of cases) {
+    const format = formatByName(name) as FormatAdapter;
+    t.same(format.parse(structuredClone(messages)).warnings, [], `${name}: a history the format reads without warnings`);
+    const expected = all(format, structuredClone(messages));
+    t.ok(expected.length >= 8, `${name}: ${expected.length} sites bound`);
+    t.same(all(format, tagged(messages)), expected, `${name}: tagged`);
+    t.same(all(format, tagged(messages)), expected, `${name}: tagged again, from the cache`);
+  }
+});
