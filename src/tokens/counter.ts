@@ -2,6 +2,7 @@ import { hash } from 'node:crypto';
 import { createRequire } from 'node:module';
 import type { FormatAdapter } from '../history/format.js';
 import { checkDepth } from '../history/limits.js';
+import { type Slots, slotOf, withSlot } from './by-tag.js';
 import { bodyTagOf } from './content-tag.js';
 import { Generations } from './generations.js';
 import type { Encoding, ModelProfile } from './models.js';
@@ -137,18 +138,44 @@ const MAX_PREFIXES = 1024;
  * (28 characters) or the text itself when shorter than 48, so the count bound is a bound in bytes:
  * 200,000 entries, the default, hold about 30 MiB per thread once full (two generations of
  * plain maps, `generations.ts`). Keys built whole for each entry (a template of five pieces) cost 410 bytes each:
- * 87 MiB per thread.
+ * 87 MiB per thread. A message that came in tagged is kept under its tag alone (the string it
+ * carries), its counts under up to four (profile, format) selectors (`by-tag.ts`): found without
+ * a key joined and hashed for the lookup.
  */
 export class TokenCounter {
-  private readonly cache: Generations<number> | undefined;
+  /** Counts by key (a text's, always holding `|`), and tagged messages' by their tag (`by-tag.ts`: base64, never `|`). */
+  private readonly cache: Generations<number | Slots<number>> | undefined;
   /** The shared prefix of each (profile, format, media) key, by itself. */
   private readonly prefixes = new Map<string, string>();
+  /** The selector of a tagged message's count, by profile id then format name: one string each, made once. */
+  private readonly selectors = new Map<string, Map<string, string>>();
   private hits = 0;
   private misses = 0;
 
   /** @param cacheEntries how many message counts to keep; 0 disables the cache. */
   constructor(cacheEntries: number) {
-    this.cache = cacheEntries > 0 ? new Generations<number>(cacheEntries) : undefined;
+    this.cache = cacheEntries > 0 ? new Generations<number | Slots<number>>(cacheEntries) : undefined;
+  }
+
+  /** A count found under a text's key (never a tag's: those hold no `|`). */
+  private known(key: string): number | undefined {
+    const found = this.cache?.get(key);
+    return typeof found === 'number' ? found : undefined;
+  }
+
+  /** What selects a tagged message's count among its tag's slots: its profile and format. */
+  private selector(profile: ModelProfile, format: FormatAdapter): string {
+    let byFormat = this.selectors.get(profile.id);
+    if (byFormat === undefined) {
+      byFormat = new Map();
+      if (this.selectors.size < MAX_PREFIXES) this.selectors.set(profile.id, byFormat);
+    }
+    let selector = byFormat.get(format.name);
+    if (selector === undefined) {
+      selector = `${profile.id}|${format.name}`;
+      byFormat.set(format.name, selector);
+    }
+    return selector;
   }
 
   /** A cache key: the shared string of `prefix` (one per distinct prefix) and `rest`. */
@@ -165,30 +192,31 @@ export class TokenCounter {
   countMessage(format: FormatAdapter, profile: ModelProfile, message: unknown): number {
     // A message tagged by its bytes (`content-tag.ts`) is found by its tag, without reading it.
     const tag = this.cache ? bodyTagOf(message) : undefined;
-    const tagKey = tag === undefined ? '' : this.key(`${profile.id}|${format.name}|#`, tag);
-    if (tag !== undefined) {
-      const known = this.cache?.get(tagKey);
-      if (known !== undefined) {
-        this.hits++;
-        return known;
-      }
+    const selector = tag === undefined ? '' : this.selector(profile, format);
+    const found = tag === undefined ? undefined : this.cache?.get(tag);
+    const slots = typeof found === 'object' ? found : undefined;
+    const byTag = slotOf(slots, selector);
+    if (byTag !== undefined) {
+      this.hits++;
+      return byTag;
     }
     const c = format.countable(message);
     // Keyed on what is counted (cheaper to hash than the message's JSON, and equal messages
     // in other wrappings share it); short texts are their own key.
     const text = c.text.length < 48 ? c.text : hash('sha1', c.text, 'base64');
     const key = this.cache ? this.key(`${profile.id}|${format.name}|${c.images},${c.documents},${c.audio}|`, text) : '';
-    const cached = this.cache?.get(key);
+    const cached = this.known(key);
     if (cached !== undefined) {
       this.hits++;
-      if (tag !== undefined) this.cache?.set(tagKey, cached);
+      if (tag !== undefined) this.cache?.set(tag, withSlot(slots, selector, cached));
       return cached;
     }
     this.misses++;
     const media = c.images * format.media.image + c.documents * format.media.document + c.audio * format.media.audio;
     const total = countText(profile, c.text) + media + format.framing.perMessage;
     // One entry per message: a tagged one is found by its tag from now on.
-    this.cache?.set(tag === undefined ? key : tagKey, total);
+    if (tag === undefined) this.cache?.set(key, total);
+    else this.cache?.set(tag, withSlot(slots, selector, total));
     return total;
   }
 
@@ -199,7 +227,7 @@ export class TokenCounter {
   countPartCached(profile: ModelProfile, named: string | undefined, text: string): number {
     if (!this.cache || named === undefined || text.length < 48) return this.countTextCached(profile, text);
     const key = this.key(`${profile.id}|part#`, named);
-    const cached = this.cache.get(key);
+    const cached = this.known(key);
     if (cached !== undefined) {
       this.hits++;
       return cached;
@@ -214,7 +242,7 @@ export class TokenCounter {
     if (!this.cache || text.length === 0) return countText(profile, text);
     // Short texts are their own key (as in `countMessage`): tokenizing one costs more than the lookup.
     const key = this.key(`${profile.id}|text|`, text.length < 48 ? `=${text}` : hash('sha1', text, 'base64'));
-    const cached = this.cache.get(key);
+    const cached = this.known(key);
     if (cached !== undefined) {
       this.hits++;
       return cached;

@@ -3,6 +3,7 @@ import { CompactorError } from '../../src/errors.js';
 import { formatByName } from '../../src/formats/registry.js';
 import type { FormatAdapter } from '../../src/history/format.js';
 import { checkDepth, MAX_DEPTH } from '../../src/history/limits.js';
+import { parseJsonBytes } from '../../src/service/request-body.js';
 import { parseHistory } from '../../src/service/request-history.js';
 import { countText, MERGE_CACHE_CLEAR_AT, mergeCacheSize, TokenCounter } from '../../src/tokens/counter.js';
 import { resolveModel } from '../../src/tokens/models.js';
@@ -188,4 +189,29 @@ t.test('a request starts with the tokenizer merge cache emptied when an earlier 
   t.ok(filled >= MERGE_CACHE_CLEAR_AT, `within the request the cache works as before (${filled} pieces)`);
   request();
   t.equal(mergeCacheSize('o200k_base'), 0, 'the next request starts with it empty');
+});
+
+t.test('a tagged message is counted once per profile and format, found by its tag, as untagged', async (t) => {
+  const messages = [
+    { role: 'user', content: 'hello world' },
+    { role: 'assistant', content: 'a longer answer '.repeat(30) },
+  ];
+  const tagged = () => (parseJsonBytes(Buffer.from(JSON.stringify({ messages }))) as { messages: unknown[] }).messages;
+  const counter = new TokenCounter(1000);
+  const plain = new TokenCounter(0);
+  const profiles = ['gpt-4o', 'gpt-4', 'claude-sonnet-4-5', 'gemini-2.5-pro', 'o3'].map((m) => resolveModel(m));
+  // More (profile, format) readings than a tag keeps (`MAX_SLOTS`), twice over: each always its own count.
+  for (let round = 0; round < 2; round++) {
+    for (const profile of profiles) {
+      for (const format of [openaiChat, anthropic]) {
+        const expected = plain.countMessages(format, profile, structuredClone(messages));
+        t.same(counter.countMessages(format, profile, tagged()), expected, `${profile.id} ${format.name}, round ${round}`);
+      }
+    }
+  }
+  const before = counter.stats();
+  const again = counter.countMessages(anthropic, profiles[4] as ReturnType<typeof resolveModel>, tagged());
+  t.same(again, plain.countMessages(anthropic, profiles[4] as ReturnType<typeof resolveModel>, structuredClone(messages)));
+  t.equal(counter.stats().hits, before.hits + 2, 'the newest readings are found by the tag');
+  t.equal(counter.stats().misses, before.misses, 'nothing counted again');
 });
