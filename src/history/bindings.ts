@@ -1,3 +1,4 @@
+import { type Slots, slotOf, withSlot } from '../tokens/by-tag.js';
 import { bodyTagOf } from '../tokens/content-tag.js';
 import { derived } from '../tokens/derived.js';
 import { Generations } from '../tokens/generations.js';
@@ -62,29 +63,34 @@ interface Sites {
 const SITES_OVERHEAD = 96;
 
 /**
- * A message's sites by its tag and format (`content-tag.ts`: equal tags are equal messages): a
- * message that came in before is read again only by its tag, not its calls' arguments parsed,
- * digested and stringified again. Content alone (no secret, no scope): shared by every caller, as
- * the token counts are. 8 MiB per thread, least recently used out by halves.
+ * A message's sites by its tag, under its format's name (`content-tag.ts`: equal tags are equal
+ * messages; `by-tag.ts`: found by the tag itself): a message that came in before is read again
+ * only by its tag, not its calls' arguments parsed, digested and stringified again. Content alone
+ * (no secret, no scope): shared by every caller, as the token counts are. 8 MiB per thread, least
+ * recently used out by halves.
  */
-const sitesByTag = new Generations<Sites>(8 * 1024 * 1024, (key, sites) => {
-  let chars = key.length;
-  for (const [, id, identity] of sites.calls) chars += id.length + identity.length + 8;
-  for (const [, callId] of sites.results) chars += callId.length + 8;
-  return 2 * chars + SITES_OVERHEAD;
+const sitesByTag = new Generations<Slots<Sites>>(8 * 1024 * 1024, (tag, slots) => {
+  let chars = tag.length;
+  for (let i = 0; i < slots.length; i += 2) {
+    const sites = slots[i + 1] as Sites;
+    chars += (slots[i] as string).length;
+    for (const [, id, identity] of sites.calls) chars += id.length + identity.length + 8;
+    for (const [, callId] of sites.results) chars += callId.length + 8;
+  }
+  return 2 * chars + SITES_OVERHEAD * (slots.length / 2);
 });
 
 /** The sites of one message, found by its tag when it has one (`Sites`). */
 function sitesOf(format: FormatAdapter, message: unknown): Sites {
   const tag = bodyTagOf(message);
-  const key = tag === undefined ? undefined : `${format.name}\0${tag}`;
-  const known = key === undefined ? undefined : sitesByTag.get(key);
+  const slots = tag === undefined ? undefined : sitesByTag.get(tag);
+  const known = slotOf(slots, format.name);
   if (known !== undefined) return known;
   const sites: Sites = {
     calls: format.callSites(message).map((c) => [c.slot, c.id, callIdentity(c.id, c.name, c.args)] as const),
     results: format.resultSites(message).map((r) => [r.slot, r.callId] as const),
   };
-  if (key !== undefined) sitesByTag.set(key, sites);
+  if (tag !== undefined) sitesByTag.set(tag, withSlot(slots, format.name, sites));
   return sites;
 }
 
@@ -101,11 +107,16 @@ export interface Bindings {
  * Linear in the history (each call's arguments are hashed once).
  */
 export function bindings(format: FormatAdapter, messages: readonly unknown[]): Bindings {
-  const calls = new Map<string, Binding>();
-  const results = new Map<string, Binding>();
+  // By message index, then slot (no key string per site).
+  const calls: (Binding[] | undefined)[] = new Array(messages.length);
+  const results: (Binding[] | undefined)[] = new Array(messages.length);
   const seen = new Map<string, number>();
   const latest = new Map<string, Binding>();
-  const key = (index: number, slot: number) => `${index}:${slot}`;
+  const put = (table: (Binding[] | undefined)[], index: number, slot: number, binding: Binding) => {
+    const bySlot = table[index] ?? [];
+    bySlot[slot] = binding;
+    table[index] = bySlot;
+  };
   const next = (identity: string) => {
     const rank = seen.get(identity) ?? 0;
     seen.set(identity, rank + 1);
@@ -115,21 +126,21 @@ export function bindings(format: FormatAdapter, messages: readonly unknown[]): B
     const sites = sitesOf(format, message);
     for (const [slot, id, identity] of sites.calls) {
       const binding = ranked(identity, next(identity));
-      calls.set(key(index, slot), binding);
+      put(calls, index, slot, binding);
       latest.set(id, binding);
     }
     for (const [slot, callId] of sites.results) {
       const bound = latest.get(callId);
       if (bound !== undefined) {
-        results.set(key(index, slot), bound);
+        put(results, index, slot, bound);
         continue;
       }
       const orphan = callIdentity(callId, null, undefined);
-      results.set(key(index, slot), ranked(orphan, next(orphan)));
+      put(results, index, slot, ranked(orphan, next(orphan)));
     }
   });
   return {
-    call: (index, slot) => calls.get(key(index, slot)),
-    result: (index, slot) => results.get(key(index, slot)),
+    call: (index, slot) => calls[index]?.[slot],
+    result: (index, slot) => results[index]?.[slot],
   };
 }
