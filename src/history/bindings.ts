@@ -4,6 +4,7 @@ import { derived } from '../tokens/derived.js';
 import { Generations } from '../tokens/generations.js';
 import { LOOKUP_MAX_CHARS, sha256Hex } from './address.js';
 import type { FormatAdapter } from './format.js';
+import { mayBeSigned } from './markers.js';
 import { clearableArg } from './vocabulary.js';
 
 /**
@@ -53,10 +54,13 @@ function ranked(identity: string, rank: number): Binding {
   return `${identity}#${rank}`;
 }
 
-/** A message's sites as `bindings` reads them: each call's slot, id and identity, each result's slot and call id. */
+/**
+ * A message's sites as `bindings` reads them: each call's slot, id and identity, each result's
+ * slot, call id and whether its text may hold a signed marker (`mayBeSigned`: read once per message).
+ */
 interface Sites {
   readonly calls: readonly (readonly [slot: number, id: string, identity: string])[];
-  readonly results: readonly (readonly [slot: number, callId: string])[];
+  readonly results: readonly (readonly [slot: number, callId: string, signed: boolean])[];
 }
 
 /** What one entry of `sitesByTag` costs beyond its strings (the arrays and the map's bookkeeping). */
@@ -75,7 +79,7 @@ const sitesByTag = new Generations<Slots<Sites>>(8 * 1024 * 1024, (tag, slots) =
     const sites = slots[i + 1] as Sites;
     chars += (slots[i] as string).length;
     for (const [, id, identity] of sites.calls) chars += id.length + identity.length + 8;
-    for (const [, callId] of sites.results) chars += callId.length + 8;
+    for (const [, callId] of sites.results) chars += callId.length + 12;
   }
   return 2 * chars + SITES_OVERHEAD * (slots.length / 2);
 });
@@ -88,7 +92,7 @@ function sitesOf(format: FormatAdapter, message: unknown): Sites {
   if (known !== undefined) return known;
   const sites: Sites = {
     calls: format.callSites(message).map((c) => [c.slot, c.id, callIdentity(c.id, c.name, c.args)] as const),
-    results: format.resultSites(message).map((r) => [r.slot, r.callId] as const),
+    results: format.resultSites(message).map((r) => [r.slot, r.callId, mayBeSigned(r.text)] as const),
   };
   if (tag !== undefined) sitesByTag.set(tag, withSlot(slots, format.name, sites));
   return sites;
@@ -98,6 +102,8 @@ function sitesOf(format: FormatAdapter, message: unknown): Sites {
 export interface Bindings {
   call(index: number, slot: number): Binding | undefined;
   result(index: number, slot: number): Binding | undefined;
+  /** Whether the result's text may hold a signed marker (`mayBeSigned`); false for no such result. */
+  signed(index: number, slot: number): boolean;
 }
 
 /**
@@ -110,11 +116,13 @@ export function bindings(format: FormatAdapter, messages: readonly unknown[]): B
   // By message index, then slot (no key string per site).
   const calls: (Binding[] | undefined)[] = new Array(messages.length);
   const results: (Binding[] | undefined)[] = new Array(messages.length);
+  const signed: (boolean[] | undefined)[] = new Array(messages.length);
   const seen = new Map<string, number>();
   const latest = new Map<string, Binding>();
-  const put = (table: (Binding[] | undefined)[], index: number, slot: number, binding: Binding) => {
+  // Slots are -1 (the message itself) or an index: kept one up, so that every one is an array index.
+  const put = <T>(table: (T[] | undefined)[], index: number, slot: number, value: T) => {
     const bySlot = table[index] ?? [];
-    bySlot[slot] = binding;
+    bySlot[slot + 1] = value;
     table[index] = bySlot;
   };
   const next = (identity: string) => {
@@ -129,7 +137,8 @@ export function bindings(format: FormatAdapter, messages: readonly unknown[]): B
       put(calls, index, slot, binding);
       latest.set(id, binding);
     }
-    for (const [slot, callId] of sites.results) {
+    for (const [slot, callId, marked] of sites.results) {
+      if (marked) put(signed, index, slot, true);
       const bound = latest.get(callId);
       if (bound !== undefined) {
         put(results, index, slot, bound);
@@ -140,7 +149,8 @@ export function bindings(format: FormatAdapter, messages: readonly unknown[]): B
     }
   });
   return {
-    call: (index, slot) => calls[index]?.[slot],
-    result: (index, slot) => results[index]?.[slot],
+    call: (index, slot) => calls[index]?.[slot + 1],
+    result: (index, slot) => results[index]?.[slot + 1],
+    signed: (index, slot) => signed[index]?.[slot + 1] === true,
   };
 }

@@ -123,6 +123,9 @@ export function placeholderMarker(id: string | null): string {
   return `[compactor:${id ?? 'cleared'}]`;
 }
 
+/** Whether a text may hold a signed marker of ours (none can without this): what every reader checks first. */
+export const mayBeSigned = (text: string): boolean => text.includes(' mac=');
+
 /** A placeholder marker, signed or not (`g`: every one in a text). */
 const PLACEHOLDER = /\[compactor:(art_[0-9a-f]{24}|cleared)( mac=[0-9a-f]{16})?\]/g;
 /** What a text is signed over: its placeholders without their MACs (whoever wrote them). */
@@ -239,7 +242,7 @@ export function markers(secret: string, scope: string, recallTool?: string): Mar
       return Object.fromEntries(Object.entries(args).map(([k, v]) => [k, signed(v)]));
     },
     readPlaceholder(site, binding, text) {
-      if (!text.includes(' mac=')) return undefined;
+      if (!mayBeSigned(text)) return undefined;
       let tag: string | undefined;
       for (const m of text.matchAll(PLACEHOLDER)) {
         const given = m[2]?.slice(5);

@@ -41,7 +41,10 @@ export function resultSites(h: PreparedHistory, o: CompactOptions, markers: Mark
         tool,
         args: call?.args,
         binding,
-        protected: index >= frozenFrom || o.exclude_tools.includes(tool) || !!markers.readPlaceholder('result', binding, r.text),
+        protected:
+          index >= frozenFrom ||
+          o.exclude_tools.includes(tool) ||
+          (bound.signed(index, r.slot) && !!markers.readPlaceholder('result', binding, r.text)),
         kept: false,
       });
     }

@@ -12,7 +12,9 @@ function all(format: FormatAdapter, messages: unknown[]): string[] {
   const out: string[] = [];
   messages.forEach((message, index) => {
     for (const c of format.callSites(message)) out.push(`call ${index}:${c.slot} ${bound.call(index, c.slot)}`);
-    for (const r of format.resultSites(message)) out.push(`result ${index}:${r.slot} ${bound.result(index, r.slot)}`);
+    for (const r of format.resultSites(message)) {
+      out.push(`result ${index}:${r.slot} ${bound.result(index, r.slot)} signed=${bound.signed(index, r.slot)}`);
+    }
   });
   return out;
 }
@@ -44,10 +46,15 @@ t.test('a call repeated exactly (the same tag twice) is ranked once per occurren
     tool_calls: [{ id: 'c1', type: 'function', function: { name: 'read', arguments: '{"path":"a.py"}' } }],
   };
   const result = { role: 'tool', tool_call_id: 'c1', content: 'x = 1' };
-  const orphan = { role: 'tool', tool_call_id: 'zz', content: 'lost' };
+  const orphan = { role: 'tool', tool_call_id: 'zz', content: '[compactor:cleared mac=0123456789abcdef] lost' };
   const messages = [{ role: 'user', content: 'go' }, call, result, call, result, orphan, orphan];
   const expected = all(format, structuredClone(messages));
   t.equal(new Set(expected.map((b) => b.split(' ')[2])).size, 4, 'two calls, two orphans: four bindings');
+  t.same(
+    expected.filter((b) => b.endsWith('signed=true')).map((b) => b.split(' ')[1]),
+    ['5:-1', '6:-1'],
+    'the results holding a signed-looking marker are the ones that may be signed',
+  );
   t.same(all(format, tagged(messages)), expected, 'tagged');
   t.same(all(format, tagged(messages)), expected, 'tagged again');
 });
