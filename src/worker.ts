@@ -6,7 +6,7 @@ import { pino } from 'pino';
 import { Piscina } from 'piscina';
 import type { Config } from './config.js';
 import { CompactorError, type ErrorCode, type FieldError } from './errors.js';
-import { fastSerializerCompiler } from './schemas/encode.js';
+import { fastSerializerCompiler, utf8Bytes } from './schemas/encode.js';
 import type { Compactor } from './service/compactor.js';
 import { createCompactor } from './service/create.js';
 import { OPERATIONS, type OperationUrl, type Report } from './service/operations.js';
@@ -134,7 +134,7 @@ async function perform(task: Task): Promise<TaskResult> {
   });
   const json = serializerOf(task.url)(outcome.value);
   // Large strings get a buffer of their own (not Node's shared pool): it can be moved as it is.
-  const encoded = Buffer.from(json, 'utf8');
+  const encoded = utf8Bytes(json);
   const payload =
     encoded.byteOffset === 0 && encoded.byteLength === encoded.buffer.byteLength ? encoded : new Uint8Array(encoded);
   const { report, prepare, spliced, sources } = outcome;

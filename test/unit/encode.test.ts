@@ -3,7 +3,7 @@ import { serializerCompiler } from 'fastify-type-provider-zod';
 import t from 'tap';
 import { z } from 'zod';
 import { Problem } from '../../src/schemas/common.js';
-import { fastSerializerCompiler } from '../../src/schemas/encode.js';
+import { fastSerializerCompiler, utf8Bytes } from '../../src/schemas/encode.js';
 import { Compactor } from '../../src/service/compactor.js';
 import { OPERATIONS, type OperationUrl } from '../../src/service/operations.js';
 import { MemoryStore } from '../../src/store/memory.js';
@@ -162,4 +162,24 @@ t.test('problems, and schemas the encoders leave to zod, serialize to the same b
   t.equal(outcome(tree.fast, value), outcome(tree.slow, value));
   const bad = { name: 'a', children: [{ name: 'b', children: [{ name: 3 }] }] };
   t.equal(outcome(tree.fast, bad), outcome(tree.slow, bad));
+});
+
+t.test('utf8Bytes gives the UTF-8 bytes of any text, ASCII or not', async (t) => {
+  for (const text of [
+    '',
+    'plain ascii {"a":1}',
+    'é',
+    'ü and ascii',
+    '😀',
+    '\u0080',
+    '\u00ff',
+    '\ud800 lone',
+    `${'x'.repeat(5000)}é`,
+  ]) {
+    t.same(utf8Bytes(text), Buffer.from(text, 'utf8'), JSON.stringify(text.slice(0, 20)));
+  }
+  fc.assert(
+    fc.property(fc.string({ unit: 'binary' }), (text) => utf8Bytes(text).equals(Buffer.from(text, 'utf8'))),
+    { numRuns: 2000 },
+  );
 });
