@@ -136,7 +136,7 @@ const unsigned = (text: string) => (text.includes('[compactor:') ? text.replace(
  * which ones a history holds that do not verify where they are); `cleared` ones name none.
  */
 export function signedPlaceholderIds(text: string): string[] {
-  if (!text.includes(' mac=')) return [];
+  if (!mayBeSigned(text)) return [];
   return [...text.matchAll(PLACEHOLDER)].filter((m) => m[2] !== undefined && m[1] !== 'cleared').map((m) => m[1] as string);
 }
 
@@ -149,7 +149,7 @@ const SIGNED_RANGE = /\[compactor:(?:summary|section-summary|qa-header) (art_[0-
  * another installation secret's) unless their range was missing.
  */
 function signedRangeIds(text: string): string[] {
-  if (!text.includes(' mac=')) return [];
+  if (!mayBeSigned(text)) return [];
   return [...text.matchAll(SIGNED_RANGE)].map((m) => m[1] as string);
 }
 
@@ -175,7 +175,7 @@ const SIGNED = /(\[compactor:[^\]\n]{1,120}?) mac=[0-9a-f]{16}\]/g;
  * becomes `[compactor:art_…]`). A MAC means nothing to a reader and is no fact worth keeping.
  */
 export function withoutMacs(text: string): string {
-  return text.includes(' mac=') ? text.replace(SIGNED, '$1]') : text;
+  return mayBeSigned(text) ? text.replace(SIGNED, '$1]') : text;
 }
 
 /**
