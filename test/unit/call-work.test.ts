@@ -1,11 +1,14 @@
 import t from 'tap';
 import { PriceTable } from '../../src/cost/prices.js';
+import { formatByName } from '../../src/formats/registry.js';
 import { addresser } from '../../src/history/address.js';
+import type { FormatAdapter } from '../../src/history/format.js';
 import { markers } from '../../src/history/markers.js';
 import { applyPlan } from '../../src/history/plan/apply.js';
 import { viewOf } from '../../src/history/plan/view.js';
 import type { Caller } from '../../src/service/artifacts.js';
 import { Compactor } from '../../src/service/compactor.js';
+import { parseJsonBytes } from '../../src/service/request-body.js';
 import { prepareRequest } from '../../src/service/request-history.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import { compactStrategy } from '../../src/strategies/compact.js';
@@ -140,4 +143,36 @@ t.test('a view of an applied plan is made once and shared', async (t) => {
   t.not(viewOf(h, applied, 999), view, 'another occupancy: another view');
   t.equal(viewOf(h, applied, 999).occupancy, 999);
   t.equal(view.messages, applied.messages);
+});
+
+/** The messages as a request body brings them: tagged by their bytes (`content-tag.ts`). */
+const tagged = (messages: unknown[]) =>
+  (parseJsonBytes(Buffer.from(JSON.stringify({ messages }))) as { messages: unknown[] }).messages;
+
+t.test("a fit call parses each view's messages once", async (t) => {
+  const format = formatByName('openai-chat') as FormatAdapter;
+  const parse = format.parse;
+  const parsed: unknown[] = [];
+  format.parse = (messages) => {
+    parsed.push(messages);
+    return parse.call(format, messages);
+  };
+  t.teardown(() => {
+    format.parse = parse;
+  });
+  const compactor = new Compactor(new TokenCounter(10_000), {
+    store: new MemoryStore(),
+    secret: SECRET,
+    summarizer: new ExtractiveSummarizer(),
+  });
+  // Preparing: the next range is planned over the compacted view `measure` made.
+  const prepared = { entries: [], byDefault: true, settled: async () => false };
+  const o = FitOptions.parse({ target_tokens: 2000 });
+  const out = await compactor.run(fitStrategy, { messages: tagged(fresh(30)), model: 'gpt-4o' }, o, {
+    caller: countingCaller('views'),
+    prepared,
+  });
+  t.ok(out.extra.prepared?.id, 'the next range asked for');
+  t.ok(parsed.length >= 2, `views were made (${parsed.length} parses)`);
+  t.equal(new Set(parsed).size, parsed.length, 'no message list parsed twice');
 });

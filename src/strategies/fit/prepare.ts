@@ -1,10 +1,9 @@
-import { applyPlan } from '../../history/plan/apply.js';
 import { viewOf } from '../../history/plan/view.js';
 import type { PreparedHistory } from '../../history/prepared.js';
 import { compactStrategy } from '../compact.js';
 import type { SummarizeOptions } from '../summarize/options.js';
 import { type PreparedEntry, preparedIn, rollingRange } from '../summarize/prepared.js';
-import type { FitContext, FitRequest, Measured, NextRange } from './context.js';
+import { type FitContext, type FitRequest, type Measured, measured, type NextRange } from './context.js';
 import type { Spliceable } from './decide.js';
 import { fitCompactOptions, summarizeOptions } from './options.js';
 import type { Pipeline } from './pipeline.js';
@@ -71,12 +70,16 @@ export async function nextRange(r: FitRequest, out: Output, compaction?: Measure
 /** The history a run leaves, and its occupancy. */
 type Output = Pick<Pipeline, 'view' | 'occupancy'>;
 
-/** `out` after the compaction stage, and the originals it offloads to the server. */
+/**
+ * `out` after the compaction stage, and the originals it offloads to the server. The view is the
+ * one `measure` made of the same compaction (`viewOf` finds it by the occupancy it leaves): the
+ * messages are not parsed again.
+ */
 async function compacted(r: FitRequest, { view, occupancy }: Output, compaction?: Measured<unknown>) {
-  const out = compaction?.result ?? (await compactStrategy.run(view, fitCompactOptions(r.o, r.target), r.ctx));
-  if (!out.plan || out.reason) return { view, early: [] };
-  // The compaction planned over `out` was applied to it when it was measured: not again.
-  const applied = compaction?.applied ?? applyPlan(view, out.plan, r.count);
+  const m = compaction ?? measured(r, view, await compactStrategy.run(view, fitCompactOptions(r.o, r.target), r.ctx));
+  const out = m.result;
+  if (!out.plan || out.reason || !m.applied) return { view, early: [] };
+  const applied = m.applied;
   const early = out.plan.artifacts
     .filter((a) => a.store === 'server')
     .map((a) => ({
@@ -89,7 +92,7 @@ async function compacted(r: FitRequest, { view, occupancy }: Output, compaction?
         return a.json;
       },
     }));
-  return { view: viewOf(view, applied, occupancy), early };
+  return { view: viewOf(view, applied, occupancy - m.freed), early };
 }
 
 /**
