@@ -78,6 +78,12 @@ export interface Markers {
    * artifact plainly. Reading accepts every wording, whatever this is.
    */
   readonly recallTool: string | undefined;
+  /**
+   * A name of this signer's key (a digest of it, 32 hex digits: it tells nothing of the key): two
+   * signers with one name write the same markers, whatever their recall tool. What a cache of
+   * signed texts is keyed by, so that no caller finds another's.
+   */
+  readonly name: string;
   /** The same caller's signer, its hints naming `tool` (undefined: plain). */
   withRecallTool(tool: string | undefined): Markers;
 }
@@ -214,6 +220,7 @@ export function markers(secret: string, scope: string, recallTool?: string): Mar
   };
   return {
     recallTool,
+    name: keyName,
     withRecallTool: (tool) => markers(secret, scope, tool),
     summary(id, placement, covers, body) {
       const claims = `${idOf(id)} ${placement} covers=${covers}`;

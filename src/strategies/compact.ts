@@ -12,8 +12,9 @@ import { evaluatePlan } from '../history/plan/evaluate.js';
 import type { ArtifactRef } from '../history/plan/types.js';
 import type { ActionKind, Warning } from '../history/types.js';
 import { clearableArg } from '../history/vocabulary.js';
-import { tagOf } from '../tokens/content-tag.js';
+import { bodyTagOf, tagOf } from '../tokens/content-tag.js';
 import { CompactOptions } from './compact-options.js';
+import { keepOutcome, knownOutcome, outcomeSelector } from './compact-outcomes.js';
 import { headAndTail, INPUT_PLACEHOLDER, placeholderFor, recallNote as recall, render } from './compact-rules.js';
 import { newerCopy, type ResultSiteInfo, resultSites } from './compact-sites.js';
 import { clearThinking } from './compact-thinking.js';
@@ -60,12 +61,28 @@ class Compaction {
     return t;
   }
 
-  /** Replaces a result by `text` (its placeholder signed for this call), its original offloaded (or cleared, with store none). */
+  /**
+   * Replaces a result by `text` (its placeholder signed for this call), its original offloaded (or
+   * cleared, with store none). In a message that came in tagged and is not edited yet, the signed
+   * text and the edited message's tag are those of the same replacement on an earlier call
+   * (`compact-outcomes.ts`), when there was one.
+   */
   replace(s: ResultSiteInfo, kind: OriginalKind, text: (id: string | null, tokens: number) => string): void {
-    const original = this.draft.original(s.index, 'result', s.slot, { kind, tool: s.tool, tokens: this.sizeOf(s) });
+    const { draft: w, ctx } = this;
+    const original = w.original(s.index, 'result', s.slot, { kind, tool: s.tool, tokens: this.sizeOf(s) });
     const action: ActionKind = kind === 'tool_result_truncated' ? 'truncate' : original.id ? 'offload' : 'clear';
-    const signed = this.ctx.markers.placeholder('result', s.binding, original.id, text(original.id, original.spec.tokens));
-    if (this.draft.replaceResult(s.index, s.slot, signed, action, original)) this.done.add(s);
+    const unsigned = text(original.id, original.spec.tokens);
+    const tag = w.untouched(s.index) ? bodyTagOf(this.h.messages[s.index]) : undefined;
+    const selector =
+      tag === undefined
+        ? ''
+        : outcomeSelector(ctx.markers.name, this.h.format.name, s.slot, s.binding, action, original.id, unsigned);
+    const known = tag === undefined ? undefined : knownOutcome(tag, selector);
+    const signed = known?.signed ?? ctx.markers.placeholder('result', s.binding, original.id, unsigned);
+    if (!w.replaceResult(s.index, s.slot, signed, action, original, known?.tag)) return;
+    this.done.add(s);
+    const made = tag !== undefined && known === undefined ? w.tagAt(s.index) : undefined;
+    if (tag !== undefined && made !== undefined) keepOutcome(tag, selector, { signed, tag: made });
   }
 
   /** Whether a result may still be replaced whole. */

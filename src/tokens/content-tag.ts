@@ -244,6 +244,15 @@ export function tagDerived(value: unknown, made: () => string): void {
   }
 }
 
+/**
+ * Tags `value` by `tag`, the tag `tagDerived` named an earlier value made the same way (from the
+ * same tagged inputs and the same rest): found again by what it is made from rather than hashed
+ * again. The caller answers for that: `tag` must be what `tagOf` would derive. Never re-tags.
+ */
+export function tagKnown(value: unknown, tag: string): void {
+  if (typeof value === 'object' && value !== null && (value as Tagged)[DERIVE] === undefined) setTag(value, tag);
+}
+
 /** The tag of a message parsed from a request body, or derived from tagged ones (undefined for others). */
 export function tagOf(message: unknown): string | undefined {
   if (typeof message !== 'object' || message === null) return undefined;

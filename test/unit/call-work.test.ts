@@ -3,6 +3,7 @@ import { PriceTable } from '../../src/cost/prices.js';
 import { formatByName } from '../../src/formats/registry.js';
 import { addresser } from '../../src/history/address.js';
 import type { FormatAdapter } from '../../src/history/format.js';
+import type { Markers } from '../../src/history/markers.js';
 import { markers } from '../../src/history/markers.js';
 import { applyPlan } from '../../src/history/plan/apply.js';
 import { viewOf } from '../../src/history/plan/view.js';
@@ -148,6 +149,50 @@ t.test('a view of an applied plan is made once and shared', async (t) => {
 /** The messages as a request body brings them: tagged by their bytes (`content-tag.ts`). */
 const tagged = (messages: unknown[]) =>
   (parseJsonBytes(Buffer.from(JSON.stringify({ messages }))) as { messages: unknown[] }).messages;
+
+/** A caller whose signer counts the placeholders it signs. */
+function signingCaller(scope: string): Caller & { signed: () => number } {
+  let signed = 0;
+  const counting = (own: Markers): Markers => ({
+    ...own,
+    name: own.name,
+    recallTool: own.recallTool,
+    withRecallTool: (tool) => counting(own.withRecallTool(tool)),
+    placeholder(site, binding, id, text) {
+      signed++;
+      return own.placeholder(site, binding, id, text);
+    },
+  });
+  return { scope, markers: counting(markers(SECRET, scope)), address: addresser(SECRET, scope), signed: () => signed };
+}
+
+t.test('a second call over the same tagged results signs no placeholder again, and answers the same', async (t) => {
+  const compactor = new Compactor(new TokenCounter(10_000), { store: new MemoryStore(), secret: SECRET });
+  const o = CompactOptions.parse({ keep_tool_uses: 2, min_tokens: 10 });
+  const run = (messages: unknown[], caller: Caller) =>
+    compactor.run(compactStrategy, { messages, model: 'gpt-4o' }, o, { caller });
+  const plain = await run(fresh(16), signingCaller('outcome-a'));
+  const a = signingCaller('outcome-a');
+  const first = await run(tagged(fresh(16)), a);
+  const signedFirst = a.signed();
+  t.ok(signedFirst >= 10, `the first tagged call signed its placeholders (${signedFirst})`);
+  t.same(first.messages, plain.messages, 'tagged or not: the same messages');
+  t.same(first.extra.artifacts, plain.extra.artifacts, 'the same originals');
+  const second = await run(tagged(fresh(16)), a);
+  t.equal(a.signed(), signedFirst, 'the same results again: none signed again');
+  t.same(second.messages, first.messages, 'the same messages');
+  t.same(second.tokens, first.tokens, 'counted the same');
+  // The conversation grown by two calls: only the results newly compacted are signed.
+  const grown = await run(tagged(fresh(18)), a);
+  t.equal(a.signed() - signedFirst, 2, 'grown by two calls: two results signed');
+  t.same(grown.messages, (await run(fresh(18), signingCaller('outcome-a'))).messages, 'as untagged');
+  // Another caller (another key) finds nothing of the first's: its own MACs.
+  const b = signingCaller('outcome-b');
+  const other = await run(tagged(fresh(16)), b);
+  t.equal(b.signed(), signedFirst, 'another caller signs its own');
+  t.not(JSON.stringify(other.messages), JSON.stringify(first.messages), 'with its own key');
+  t.same(other.messages, (await run(fresh(16), signingCaller('outcome-b'))).messages, 'as untagged');
+});
 
 t.test("a fit call parses each view's messages once", async (t) => {
   const format = formatByName('openai-chat') as FormatAdapter;

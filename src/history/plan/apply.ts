@@ -1,4 +1,4 @@
-import { hasTag, tagDerived, tagOf } from '../../tokens/content-tag.js';
+import { hasTag, tagDerived, tagKnown, tagOf } from '../../tokens/content-tag.js';
 import type { FormatAdapter } from '../format.js';
 import type { Action, ActionKind, Item } from '../types.js';
 import type { ArtifactRef, Edit, Entry, Insert, Offload, OriginalSpec, Plan } from './types.js';
@@ -42,12 +42,14 @@ function actionOf(edit: Edit): ActionKind {
 
 /**
  * One edit rendered through the adapter, on the message as the earlier edits left it; tagged by
- * what it was made from when the message came in tagged (`tokens/content-tag.ts`).
+ * what it was made from when the message came in tagged (`tokens/content-tag.ts`), or by `known`:
+ * the tag that naming gave the same edit of the same message before (`tagKnown`).
  */
-export function renderEdit(format: FormatAdapter, original: unknown, current: unknown, edit: Edit): unknown {
+export function renderEdit(format: FormatAdapter, original: unknown, current: unknown, edit: Edit, known?: string): unknown {
   const rendered = render(format, original, current, edit);
   if (rendered !== current && hasTag(original) && hasTag(current)) {
-    tagDerived(rendered, () => `${format.name}\0${tagOf(original)}\0${tagOf(current)}\0${JSON.stringify(edit)}`);
+    if (known !== undefined) tagKnown(rendered, known);
+    else tagDerived(rendered, () => `${format.name}\0${tagOf(original)}\0${tagOf(current)}\0${JSON.stringify(edit)}`);
   }
   return rendered;
 }

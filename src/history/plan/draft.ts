@@ -90,9 +90,23 @@ export class Draft {
     return { id: this.store === 'none' ? null : id, spec };
   }
 
-  /** Replaces a tool result's text, if that makes the message smaller. Returns whether it did. */
-  replaceResult(index: number, slot: number, text: string, action: ActionKind, original: Pending): boolean {
-    return this.propose(index, { op: 'unit', unit: { kind: 'result', slot, text }, action, artifactId: original.id }, original);
+  /** Whether message `index` is still the one that came in (nothing edited in it yet). */
+  untouched(index: number): boolean {
+    return this.current[index] === this.h.messages[index];
+  }
+
+  /** The tag of message `index` as the draft has it now (`tagOf`: derived once it was edited). */
+  tagAt(index: number): string | undefined {
+    return tagOf(this.current[index]);
+  }
+
+  /**
+   * Replaces a tool result's text, if that makes the message smaller. Returns whether it did.
+   * `tag`: what the edited message is named (`tagKnown`), found by the caller for this very edit.
+   */
+  replaceResult(index: number, slot: number, text: string, action: ActionKind, original: Pending, tag?: string): boolean {
+    const edit: Edit = { op: 'unit', unit: { kind: 'result', slot, text }, action, artifactId: original.id };
+    return this.propose(index, edit, original, tag);
   }
 
   /** Replaces a tool call's arguments, if that makes the message smaller. Returns whether it did. */
@@ -122,8 +136,9 @@ export class Draft {
     if (original.id) this.originals.push(original.spec);
   }
 
-  private propose(index: number, edit: Edit, original: Pending): boolean {
-    return this.commit(index, renderEdit(this.h.format, this.h.messages[index], this.current[index], edit), edit, original);
+  private propose(index: number, edit: Edit, original: Pending, tag?: string): boolean {
+    const rendered = renderEdit(this.h.format, this.h.messages[index], this.current[index], edit, tag);
+    return this.commit(index, rendered, edit, original);
   }
 
   private commit(index: number, message: unknown, edit: Edit, original: Pending): boolean {
