@@ -113,15 +113,49 @@ function ownArgument(args: Record<string, unknown> | undefined, name: string): u
   return args !== undefined && Object.hasOwn(args, name) ? args[name] : undefined;
 }
 
+/** One `{…}` of a template as written, and its alternatives in order (`tool`, `id`, `tokens`, `args.<name>`, a quoted fallback). */
+interface Hole {
+  readonly whole: string;
+  readonly alts: readonly string[];
+}
+/** A template read once: its text between holes, and its holes (`parts[i]`, then `holes[i]`, …, then the last part). */
+interface Compiled {
+  readonly parts: readonly string[];
+  readonly holes: readonly Hole[];
+}
+
+/** Templates read before (a few built-in ones and the rules of recent requests), by their text. */
+const compiled = new Map<string, Compiled>();
+const COMPILED_MAX = 256;
+
+function compile(template: string): Compiled {
+  const known = compiled.get(template);
+  if (known) return known;
+  const parts: string[] = [];
+  const holes: Hole[] = [];
+  let from = 0;
+  for (const m of template.matchAll(/\{([^{}]+)\}/g)) {
+    parts.push(template.slice(from, m.index));
+    holes.push({ whole: m[0], alts: (m[1] as string).split('|').map((s) => s.trim()) });
+    from = m.index + m[0].length;
+  }
+  parts.push(template.slice(from));
+  const out = { parts, holes };
+  if (compiled.size >= COMPILED_MAX) compiled.clear();
+  compiled.set(template, out);
+  return out;
+}
+
 /**
  * Fills a template from the call's arguments; missing values take the quoted fallback or `unknown`.
  * `{args.<name>}` reads only the arguments' own properties; a value longer than 200 characters is
- * cut with `...`.
+ * cut with `...`. A hole none of whose alternatives is known stays as it was written.
  */
 export function render(
   template: string,
   vars: { tool: string; id: string | null; tokens: number; args: Record<string, unknown> | undefined },
 ): string {
+  const { parts, holes } = compile(template);
   // An argument named by several placeholders is rendered once (it may be a large object).
   const rendered = new Map<string, string>();
   const argument = (name: string, value: unknown) => {
@@ -131,8 +165,8 @@ export function render(
     rendered.set(name, text);
     return text;
   };
-  return template.replace(/\{([^{}]+)\}/g, (whole, body: string) => {
-    for (const alt of body.split('|').map((s) => s.trim())) {
+  const fill = ({ whole, alts }: Hole): string => {
+    for (const alt of alts) {
       if (alt.startsWith('"') && alt.endsWith('"') && alt.length >= 2) return alt.slice(1, -1);
       if (alt === 'tool') return vars.tool;
       if (alt === 'id') return vars.id ?? 'none';
@@ -145,7 +179,10 @@ export function render(
       return whole;
     }
     return 'unknown';
-  });
+  };
+  let out = parts[0] as string;
+  for (let i = 0; i < holes.length; i++) out += fill(holes[i] as Hole) + (parts[i + 1] as string);
+  return out;
 }
 
 /** The placeholder template for a tool: the request's rule, else a built-in one, else the default. */
