@@ -215,7 +215,27 @@ function renderPlan(h: PlanSource, plan: Plan, count: Count): Applied {
     freed += tokens;
   }
   for (let index = 0; index < actions.length; index++) actions[index] ??= { index, action: 'keep', tokens_freed: 0 };
-  return { messages, counts, sources, entryOf, actions, ...record(plan.artifacts), freed, added, positions };
+  // The artifact list and the originals to write, made when read: a plan applied to be measured
+  // or viewed (most of a fit call's renderings) reads neither.
+  let recorded: ReturnType<typeof record> | undefined;
+  return {
+    messages,
+    counts,
+    sources,
+    entryOf,
+    actions,
+    get artifacts() {
+      recorded ??= record(plan.artifacts);
+      return recorded.artifacts;
+    },
+    get offload() {
+      recorded ??= record(plan.artifacts);
+      return recorded.offload;
+    },
+    freed,
+    added,
+    positions,
+  };
 }
 
 /** The tokens the messages an insert writes would take (rendered here, counted by the caller's tokenizer). */

@@ -17,12 +17,23 @@ export interface Composed {
   readonly entryOfView: readonly number[];
 }
 
+/** The identities made lately, by length (plans are never changed once made: one is shared). */
+const identities = new Map<number, Composed>();
+const IDENTITIES_KEPT = 16;
+
 /** The composition of nothing: every input message kept, each the view's own. */
 export function identity(length: number): Composed {
-  return {
-    plan: { entries: Array.from({ length }, (_, index) => ({ index, edits: [] })), removed: new Map(), artifacts: [] },
-    entryOfView: Array.from({ length }, (_, v) => v),
+  const known = identities.get(length);
+  if (known) return known;
+  // Frozen: a reader that changed it would change every later call's (strict mode throws).
+  const entries = Object.freeze(Array.from({ length }, (_, index) => Object.freeze({ index, edits: Object.freeze([]) })));
+  const made: Composed = {
+    plan: { entries, removed: new Map(), artifacts: Object.freeze([]) },
+    entryOfView: Object.freeze(Array.from({ length }, (_, v) => v)),
   };
+  if (identities.size >= IDENTITIES_KEPT) identities.delete(identities.keys().next().value as number);
+  identities.set(length, made);
+  return made;
 }
 
 /**

@@ -26,8 +26,12 @@ export interface OriginalSpec {
   readonly store: StorePolicy;
 }
 
-/** `a` recorded at another message index; its JSON read through, not made (a spread would make it). */
+/**
+ * `a` recorded at another message index; its JSON read through, not made (a spread would make it).
+ * At its own index, `a` itself (specs are never changed once made).
+ */
 export function atIndex(a: OriginalSpec, message_index: number): OriginalSpec {
+  if (message_index === a.message_index) return a;
   return {
     id: a.id,
     sha256: a.sha256,
