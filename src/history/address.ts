@@ -14,6 +14,12 @@ export interface Addresser {
   (json: string): Address;
   /** The address of content whose SHA-256 (hex) is already known (found by its content tag, not hashed again). */
   ofDigest(sha256: string): Address;
+  /**
+   * A name of this addresser's key (a digest of it: it tells nothing of the key): two addressers
+   * with one name give every content the same id. What a cache of ids is keyed by, so that no
+   * caller finds another's.
+   */
+  readonly keyName: string;
 }
 
 /** The scope of every caller when no API keys are configured: one tenant. */
@@ -69,5 +75,5 @@ export function addresser(secret: string, scope: string): Addresser {
     );
     return { id, sha256 };
   };
-  return Object.assign((json: string) => ofDigest(sha256Hex(json)), { ofDigest });
+  return Object.assign((json: string) => ofDigest(sha256Hex(json)), { ofDigest, keyName: tag });
 }

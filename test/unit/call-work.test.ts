@@ -75,7 +75,7 @@ function countingCaller(scope: string): Caller & { ranges: string[] } {
         if (json.startsWith('{"messages":[')) ranges.push(json);
         return address(json);
       },
-      { ofDigest: address.ofDigest },
+      { ofDigest: address.ofDigest, keyName: address.keyName },
     ),
   };
 }

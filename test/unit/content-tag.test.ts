@@ -81,6 +81,7 @@ t.test('a second call with the same prefix stringifies no original of it, and an
         named++;
         return address.ofDigest(sha256);
       },
+      keyName: address.keyName,
     },
   );
   const compactor = new Compactor(new TokenCounter(1000), {
@@ -96,6 +97,9 @@ t.test('a second call with the same prefix stringifies no original of it, and an
   const first = await run();
   t.ok(named >= 10, `the first call names each cleared original by its tag (${named})`);
   t.equal(stringified, 0, 'and hashes each by its tag, not by a second JSON');
+  const namedFirst = named;
+  t.same(await run(), first, 'a second call: the same answer');
+  t.equal(named, namedFirst, 'its originals found by their tags: none named again');
   const untagged = await compactor.run(compactStrategy, { messages: JSON.parse(text).messages, model: 'gpt-4o' }, o, { caller });
   t.ok(stringified >= 10, 'messages not parsed from a body are stringified and hashed');
   t.same(untagged.messages, first.messages, 'tagged or not: the same answer');

@@ -1,9 +1,10 @@
-import { taggedSha256, tagOf } from '../../tokens/content-tag.js';
+import { tagOf } from '../../tokens/content-tag.js';
 import type { Addresser } from '../address.js';
 import type { OriginalKind } from '../artifact-kinds.js';
 import type { UnitKind } from '../format.js';
 import type { ActionKind } from '../types.js';
 import { type Count, type PlanSource, renderEdit } from './apply.js';
+import { partAddress } from './part-address.js';
 import type { Edit, Entry, Memo, OriginalSpec, Plan, Removal, StorePolicy } from './types.js';
 
 /** An original about to be offloaded: its id (null with `store: none`: nothing is kept) and what to record. */
@@ -71,9 +72,7 @@ export class Draft {
     };
     const tag = tagOf(message);
     const { id, sha256 } =
-      tag === undefined
-        ? this.address(text())
-        : this.address.ofDigest(taggedSha256(`${tag}\0${this.h.format.name}\0${kind}\0${slot}`, text));
+      tag === undefined ? this.address(text()) : partAddress(this.address, tag, this.h.format.name, kind, slot, text);
     const spec: OriginalSpec = {
       id,
       sha256,
