@@ -54,8 +54,7 @@ class Compaction {
     if (t === undefined) {
       // A result of a message that came in is found by the message's tag (its text not hashed again).
       const tag = tagOf(this.h.messages[s.index]);
-      const named = tag === undefined ? undefined : `${tag}\0${this.h.format.name}\0${s.slot}`;
-      t = this.ctx.counter.countPartCached(this.ctx.profile, named, s.text);
+      t = this.ctx.counter.countPartOfTag(this.ctx.profile, this.h.format, tag, s.slot, s.text);
       this.sizes.set(s, t);
     }
     return t;

@@ -221,6 +221,28 @@ export class TokenCounter {
   }
 
   /**
+   * Tokens of the text at `slot` of a tagged message (`tag`), kept under the tag beside the
+   * message's own count (`by-tag.ts`: found by the tag itself, no key joined and hashed); a part
+   * past the second of a message (a tag keeps four selectors) or of an untagged one as
+   * `countPartCached`.
+   */
+  countPartOfTag(profile: ModelProfile, format: FormatAdapter, tag: string | undefined, slot: number, text: string): number {
+    const named = tag === undefined ? undefined : `${tag}\0${format.name}\0${slot}`;
+    if (!this.cache || tag === undefined || slot > 1 || text.length < 48) return this.countPartCached(profile, named, text);
+    const selector = `${this.selector(profile, format)}|#${slot}`;
+    const found = this.cache.get(tag);
+    const slots = typeof found === 'object' ? found : undefined;
+    const known = slotOf(slots, selector);
+    if (known !== undefined) {
+      this.hits++;
+      return known;
+    }
+    const n = this.countTextCached(profile, text);
+    this.cache.set(tag, withSlot(slots, selector, n));
+    return n;
+  }
+
+  /**
    * Tokens of a text taken from a tagged message (`named`: the message's tag and what selects the
    * text in it), found by that name without reading the text; untagged (`named` undefined), by the text.
    */

@@ -5,6 +5,7 @@ import type { FormatAdapter } from '../../src/history/format.js';
 import { checkDepth, MAX_DEPTH } from '../../src/history/limits.js';
 import { parseJsonBytes } from '../../src/service/request-body.js';
 import { parseHistory } from '../../src/service/request-history.js';
+import { bodyTagOf } from '../../src/tokens/content-tag.js';
 import { countText, MERGE_CACHE_CLEAR_AT, mergeCacheSize, TokenCounter } from '../../src/tokens/counter.js';
 import { resolveModel } from '../../src/tokens/models.js';
 import { occupancyFromUsage, reportedTotal } from '../../src/tokens/occupancy.js';
@@ -214,4 +215,37 @@ t.test('a tagged message is counted once per profile and format, found by its ta
   t.same(again, plain.countMessages(anthropic, profiles[4] as ReturnType<typeof resolveModel>, structuredClone(messages)));
   t.equal(counter.stats().hits, before.hits + 2, 'the newest readings are found by the tag');
   t.equal(counter.stats().misses, before.misses, 'nothing counted again');
+});
+
+t.test("a tagged message's parts are counted as their texts, found by the tag beside its count", async (t) => {
+  const messages = [{ role: 'tool', tool_call_id: 'c1', content: 'output line\n'.repeat(40) }];
+  const tagged = () => (parseJsonBytes(Buffer.from(JSON.stringify({ messages }))) as { messages: unknown[] }).messages;
+  const counter = new TokenCounter(1000);
+  const plain = new TokenCounter(0);
+  const profile = resolveModel('gpt-4o');
+  const text = 'output line\n'.repeat(40);
+  const tag = bodyTagOf(tagged()[0]);
+  t.ok(tag, 'tagged');
+  const expected = plain.countTextCached(profile, text);
+  // The message's own count, then its parts at slots -1 to 3 (past the second: joined keys), twice.
+  t.same(
+    counter.countMessages(openaiChat, profile, tagged()),
+    plain.countMessages(openaiChat, profile, structuredClone(messages)),
+  );
+  for (let round = 0; round < 2; round++) {
+    for (const slot of [-1, 0, 1, 2, 3]) {
+      t.equal(counter.countPartOfTag(profile, openaiChat, tag, slot, text), expected, `slot ${slot}, round ${round}`);
+    }
+  }
+  const before = counter.stats();
+  for (const slot of [-1, 0, 1, 2, 3]) counter.countPartOfTag(profile, openaiChat, tag, slot, text);
+  t.equal(counter.stats().hits, before.hits + 5, 'each found again');
+  t.equal(counter.stats().misses, before.misses, 'none counted again');
+  t.equal(counter.countMessages(openaiChat, profile, tagged())[0], counter.countMessage(openaiChat, profile, tagged()[0]));
+  const hits = counter.stats().hits;
+  counter.countMessage(openaiChat, profile, tagged()[0]);
+  t.equal(counter.stats().hits, hits + 1, "the message's own count still found by its tag beside its parts");
+  // Untagged: counted by the text.
+  t.equal(counter.countPartOfTag(profile, openaiChat, undefined, 0, text), expected);
+  t.equal(counter.countPartOfTag(profile, openaiChat, tag, 0, 'short'), plain.countTextCached(profile, 'short'));
 });
