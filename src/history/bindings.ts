@@ -59,7 +59,8 @@ function ranked(identity: string, rank: number): Binding {
  * slot, call id and whether its text may hold a signed marker (`mayBeSigned`: read once per message).
  */
 interface Sites {
-  readonly calls: readonly (readonly [slot: number, id: string, identity: string])[];
+  /** Each call's slot, id, identity, and its binding as the first of its kind (most calls are: one string kept). */
+  readonly calls: readonly (readonly [slot: number, id: string, identity: string, first: Binding])[];
   readonly results: readonly (readonly [slot: number, callId: string, signed: boolean])[];
 }
 
@@ -78,7 +79,7 @@ const sitesByTag = new Generations<Slots<Sites>>(8 * 1024 * 1024, (tag, slots) =
   for (let i = 0; i < slots.length; i += 2) {
     const sites = slots[i + 1] as Sites;
     chars += (slots[i] as string).length;
-    for (const [, id, identity] of sites.calls) chars += id.length + identity.length + 8;
+    for (const [, id, identity, first] of sites.calls) chars += id.length + identity.length + first.length + 8;
     for (const [, callId] of sites.results) chars += callId.length + 12;
   }
   return 2 * chars + SITES_OVERHEAD * (slots.length / 2);
@@ -91,7 +92,10 @@ function sitesOf(format: FormatAdapter, message: unknown): Sites {
   const known = slotOf(slots, format.name);
   if (known !== undefined) return known;
   const sites: Sites = {
-    calls: format.callSites(message).map((c) => [c.slot, c.id, callIdentity(c.id, c.name, c.args)] as const),
+    calls: format.callSites(message).map((c) => {
+      const identity = callIdentity(c.id, c.name, c.args);
+      return [c.slot, c.id, identity, ranked(identity, 0)] as const;
+    }),
     results: format.resultSites(message).map((r) => [r.slot, r.callId, mayBeSigned(r.text)] as const),
   };
   if (tag !== undefined) sitesByTag.set(tag, withSlot(slots, format.name, sites));
@@ -132,8 +136,9 @@ export function bindings(format: FormatAdapter, messages: readonly unknown[]): B
   };
   messages.forEach((message, index) => {
     const sites = sitesOf(format, message);
-    for (const [slot, id, identity] of sites.calls) {
-      const binding = ranked(identity, next(identity));
+    for (const [slot, id, identity, first] of sites.calls) {
+      const rank = next(identity);
+      const binding = rank === 0 ? first : ranked(identity, rank);
       put(calls, index, slot, binding);
       latest.set(id, binding);
     }
