@@ -3,7 +3,7 @@ import { sha256Hex } from '../../history/address.js';
 import type { Summarizer, SummaryPlan } from '../../summarizers/types.js';
 import type { PreparedHistory } from '../types.js';
 import type { SummaryOptions } from './options.js';
-import { rangeToolNames, summaryRequest } from './range.js';
+import { outsideToolNames, summaryRequest } from './range.js';
 import type { RangeArtifact } from './range-artifact.js';
 
 /** Plans kept per summarizer: small values (a few calls each), by how many. */
@@ -15,8 +15,9 @@ const plans = new WeakMap<Summarizer, LRUCache<string, SummaryPlan>>();
  * range read as transcript entries, each rendered and counted (about a tenth of a fit call on the
  * load benchmark's history, on every call that prices a summary). What it reads is named by the
  * key: the range's content (`ranged`, whose id is the caller's own, so no two callers share a
- * plan), the format, each message's role, results and the tools those answer (a call may lie
- * before the range), the earlier summary and the options that shape the request; a later call
+ * plan: its messages' roles and results with it), the format, the tools its results answer that
+ * it does not say (`outsideToolNames`: calls made before the range), the earlier summary and the
+ * options that shape the request; a later call
  * over the same range finds it. A copy is returned (the caller's to keep).
  */
 export function plannedSummary(
@@ -33,9 +34,10 @@ export function plannedSummary(
     plans.set(summarizer, kept);
   }
   const shape = [o.summarizer, o.max_input_tokens, o.trail_tokens > 0];
-  const read = indexes.map((i) => `${h.items[i]?.role}:${h.items[i]?.results.length}`);
+  // The messages' roles and results are their content's (`ranged`, under the format); the tools
+  // their results answer, the content's too but for calls made before the range.
   const key = sha256Hex(
-    JSON.stringify([h.format.name, ranged.own, ranged.sha256, previous, shape, read, rangeToolNames(h, indexes)]),
+    JSON.stringify([h.format.name, ranged.own, ranged.sha256, previous, shape, outsideToolNames(h, indexes)]),
   );
   let plan = kept.get(key);
   if (!plan) {

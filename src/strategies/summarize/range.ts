@@ -56,6 +56,29 @@ function toolName(h: PreparedHistory, callId: string, at: number): string {
   return found < 0 ? 'tool' : (entry.names[found] as string);
 }
 
+/**
+ * What of the tools a range's results answer its own messages do not say: for each result whose
+ * call lies before the range, its call id and tool, in order. In a range of consecutive messages
+ * a result answered by a call inside it is named by that call (the latest with its id), which the
+ * range's content holds; only the others are looked up. Any other range: every result's tool
+ * (`rangeToolNames`).
+ */
+export function outsideToolNames(h: PreparedHistory, indexes: readonly number[]): string[] {
+  const first = indexes[0] ?? 0;
+  if (indexes.length > 0 && (indexes[indexes.length - 1] as number) - first !== indexes.length - 1) {
+    return rangeToolNames(h, indexes);
+  }
+  const made = new Set<string>();
+  const out: string[] = [];
+  for (const i of indexes) {
+    const item = h.items[i];
+    if (!item) continue;
+    for (const id of item.calls) made.add(id);
+    for (const id of item.results) if (!made.has(id)) out.push(id, toolName(h, id, i));
+  }
+  return out;
+}
+
 /** The tools the results of a range answer, in order (what `rangeEntries` names them by: a call may lie before the range). */
 export function rangeToolNames(h: PreparedHistory, indexes: readonly number[]): string[] {
   const names: string[] = [];
