@@ -22,8 +22,10 @@ export interface Applied {
   readonly sources: number[];
   /** For each output message, the plan entry that produced it. */
   readonly entryOf: number[];
-  /** One per input message: what happened to it and the tokens it freed. */
+  /** One per input message: what happened to it and the tokens it freed (made when first read). */
   readonly actions: Action[];
+  /** The input messages edited or removed, ascending (those whose action is not `keep`). */
+  readonly edited: readonly number[];
   readonly artifacts: ArtifactRef[];
   /** Originals to persist (`store: server`), each once. */
   readonly offload: Offload[];
@@ -166,8 +168,9 @@ export function applyPlan(h: PlanSource, plan: Plan, count: Count): Applied {
 const applied = new WeakMap<Plan, { h: PlanSource; count: Count; applied: Applied }>();
 
 function renderPlan(h: PlanSource, plan: Plan, count: Count): Applied {
-  // Filled by the entries and removals; any message neither names is kept (filled at the end).
-  const actions: Action[] = new Array(h.messages.length);
+  // The actions of the messages edited or removed, by index; every other one is kept (the whole
+  // list is made when read: most renderings are measured, and only what changed is read there).
+  const changed: Action[] = new Array(h.messages.length);
   const messages: unknown[] = [];
   const counts: number[] = [];
   const sources: number[] = [];
@@ -179,14 +182,13 @@ function renderPlan(h: PlanSource, plan: Plan, count: Count): Applied {
     if ('index' in entry && entry.edits.length === 0) {
       // Kept as it came (most entries): no rendering, nothing freed.
       const index = entry.index;
-      actions[index] = { index, action: 'keep', tokens_freed: 0 };
       messages.push(h.messages[index]);
       counts.push(h.counts[index] as number);
       sources.push(index);
       entryOf.push(e);
     } else if ('index' in entry) {
       const out = renderEntry(h, plan, entry, count);
-      actions[entry.index] = out.action;
+      changed[entry.index] = out.action;
       freed += out.action.tokens_freed;
       added += out.added;
       messages.push(out.message);
@@ -211,10 +213,15 @@ function renderPlan(h: PlanSource, plan: Plan, count: Count): Applied {
     const tokens = h.counts[index] as number;
     const action: Action = { index, action: removal.action, tokens_freed: tokens };
     if (removal.artifactId) action.artifact_id = removal.artifactId;
-    actions[index] = action;
+    changed[index] = action;
     freed += tokens;
   }
-  for (let index = 0; index < actions.length; index++) actions[index] ??= { index, action: 'keep', tokens_freed: 0 };
+  const edited: number[] = [];
+  for (let index = 0; index < changed.length; index++) {
+    const action = changed[index];
+    if (action !== undefined && action.action !== 'keep') edited.push(index);
+  }
+  let actions: Action[] | undefined;
   // The artifact list and the originals to write, made when read: a plan applied to be measured
   // or viewed (most of a fit call's renderings) reads neither.
   let recorded: ReturnType<typeof record> | undefined;
@@ -223,7 +230,16 @@ function renderPlan(h: PlanSource, plan: Plan, count: Count): Applied {
     counts,
     sources,
     entryOf,
-    actions,
+    get actions() {
+      if (actions === undefined) {
+        actions = new Array(changed.length);
+        for (let index = 0; index < changed.length; index++) {
+          actions[index] = changed[index] ?? { index, action: 'keep', tokens_freed: 0 };
+        }
+      }
+      return actions;
+    },
+    edited,
     get artifacts() {
       recorded ??= record(plan.artifacts);
       return recorded.artifacts;

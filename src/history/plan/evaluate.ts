@@ -33,7 +33,7 @@ export interface Evaluation {
 
 /** Measures a plan from its rendering over the history it was made for (`applyPlan`'s result). */
 export function evaluatePlan(plan: Plan, applied: Applied): Evaluation {
-  const edited = applied.actions.filter((a) => a.action !== 'keep').map((a) => a.index);
+  const { edited } = applied;
   let firstChange = 0;
   let unchangedPrefixTokens = 0;
   for (const entry of plan.entries) {
