@@ -76,3 +76,23 @@ t.test('a range with a gap lists every result', async (t) => {
   t.same(outsideToolNames(h, [2, 3, 4]), ['a', 'read'], "the first result's call lies before");
   t.same(outsideToolNames(h, [1, 2, 4]), rangeToolNames(h, [1, 2, 4]), 'a gap: every result named');
 });
+
+t.test(
+  'a Responses call that is no call site (apply_patch_call) leaves its output named from before the range: listed',
+  async (t) => {
+    const counter = new TokenCounter(1000);
+    const messages = (tool: string) => [
+      { role: 'user', content: 'go' },
+      { type: 'function_call', call_id: 'c1', name: tool, arguments: '{}' },
+      { type: 'function_call_output', call_id: 'c1', output: 'x' },
+      { role: 'user', content: 'next' },
+      { type: 'apply_patch_call', call_id: 'c1', status: 'completed', operation: { type: 'update_file', path: 'a', diff: '' } },
+      { type: 'apply_patch_call_output', call_id: 'c1', output: 'done' },
+    ];
+    for (const tool of ['read_file', 'grep']) {
+      const h = prepareRequest({ messages: messages(tool), format: 'openai-responses' }, counter);
+      t.same(rangeToolNames(h, [3, 4, 5]), [tool], `${tool}: the output is named by the call before the range`);
+      t.same(outsideToolNames(h, [3, 4, 5]), ['c1', tool], `${tool}: so it is listed`);
+    }
+  },
+);

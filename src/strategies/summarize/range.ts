@@ -59,9 +59,12 @@ function toolName(h: PreparedHistory, callId: string, at: number): string {
 /**
  * What of the tools a range's results answer its own messages do not say: for each result whose
  * call lies before the range, its call id and tool, in order. In a range of consecutive messages
- * a result answered by a call inside it is named by that call (the latest with its id), which the
- * range's content holds; only the others are looked up. Any other range: every result's tool
- * (`rangeToolNames`).
+ * a result answered by a call site inside it is named by that call (the latest with its id, as
+ * `toolName` finds it), which the range's content holds; only the others are looked up. Calls
+ * and results are read as `toolName` and `rangeEntries` read them (the format's sites: a
+ * Responses `apply_patch_call` is a call of its item, but no call site, so its output is named by
+ * a function call before it); calls only in messages whose item makes any. Any other range:
+ * every result's tool (`rangeToolNames`).
  */
 export function outsideToolNames(h: PreparedHistory, indexes: readonly number[]): string[] {
   const first = indexes[0] ?? 0;
@@ -72,9 +75,11 @@ export function outsideToolNames(h: PreparedHistory, indexes: readonly number[])
   const out: string[] = [];
   for (const i of indexes) {
     const item = h.items[i];
-    if (!item) continue;
-    for (const id of item.calls) made.add(id);
-    for (const id of item.results) if (!made.has(id)) out.push(id, toolName(h, id, i));
+    const message = h.messages[i];
+    if (item === undefined) continue;
+    // A call site the item does not list is only looked up (its result listed): the key says more, never less.
+    if (item.calls.length > 0) for (const c of h.format.callSites(message)) made.add(c.id);
+    for (const r of h.format.resultSites(message)) if (!made.has(r.callId)) out.push(r.callId, toolName(h, r.callId, i));
   }
   return out;
 }
