@@ -87,7 +87,12 @@ export async function handle(ctx: ProxyContext, provider: Provider, request: Fas
   const load = new ProxyLoad(ctx.app, reply);
   if (!load.announce(headerValue(request.headers, 'content-length'))) return send(incoming, undefined, 'load');
   const read = await readBody(incoming, ctx.config.COMPACTOR_BODY_LIMIT, load.admit);
-  if ('overflow' in read) return send(read.overflow, undefined, read.why);
+  if ('overflow' in read) {
+    // Forwarded unread: what it took is given back once the provider has taken the whole body (what
+    // was read of it is no longer held, and it is never parsed), not when the answer ends.
+    read.overflow.once('end', () => load.release()).once('close', () => load.release());
+    return send(read.overflow, undefined, read.why);
+  }
   const raw = read.whole;
   if (headerValue(request.headers, 'x-compactor-bypass') === '1') return send(raw, undefined, 'client');
   const json = objectOf(raw);

@@ -7,7 +7,8 @@ import { requestWeight } from '../plugins/load/admission.js';
  * `/v1` request is: its body bytes plus what its messages and objects cost once parsed, counted
  * as the bytes arrive (`BodyShape`). A call the bound has no room for is not refused: it goes
  * upstream unreduced and unparsed (`bypass; reason=load`), its body streamed through. What was
- * taken is given back when the answer ends or the client leaves.
+ * taken is given back when the answer ends or the client leaves, or, for a body streamed through
+ * unread, once the provider has taken it whole (its answer holds nothing of it).
  */
 export class ProxyLoad {
   private readonly shape = new BodyShape();

@@ -185,6 +185,67 @@ t.test(
   },
 );
 
+t.test('#2: a body streamed through unread for load gives its weight back once sent, not when its answer ends', async (t) => {
+  const mib = 1024 * 1024;
+  let open: () => void = () => undefined;
+  const gate = new Promise<void>((resolve) => {
+    open = resolve;
+  });
+  let calls = 0;
+  // The first two model calls are answered only once the gate opens; any later one at once.
+  const scenario: Scenario = async () => {
+    calls++;
+    if (calls <= 2) await gate;
+    return { text: 'done' };
+  };
+  const { app, base, port, fake } = await stand(
+    t,
+    { COMPACTOR_BODY_LIMIT: String(8 * mib), COMPACTOR_MAX_INFLIGHT_BYTES: String(8 * mib) },
+    scenario,
+  );
+  const inflight = async () => inflightOf((await app.inject({ method: 'GET', url: '/metrics' })).body);
+  const reached = async (n: number) => {
+    for (let i = 0; i < 3000 && fake.modelRequests().length < n; i++) await new Promise((r) => setTimeout(r, 10));
+    return fake.modelRequests().length;
+  };
+  const post = (body: string, key: string) =>
+    fetch(`${base}/anthropic/v1/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': key, 'anthropic-version': '2023-06-01' },
+      body,
+    }).then(async (res) => ({ status: res.status, x: res.headers.get('x-compactor') ?? '', text: await res.text() }));
+  // A call handled as usual, its answer held: it keeps its weight (about 3 MiB) until the answer ends.
+  const held = post(heavyBody(3 * mib, 'held'), 'sk-ant-held');
+  t.equal(await reached(1), 1, 'the first call reached the provider');
+  const base3 = await inflight();
+  t.ok(base3 > 3 * mib && base3 < 4 * mib, `its weight held (${base3})`);
+  // Chunked, larger than the room left: it takes room as it arrives, runs out, and goes on unread.
+  const big = heavyBody(7 * mib, 'big');
+  const streamed = chunked(port, big, 'sk-ant-big');
+  t.equal(await reached(2), 2, 'the big body reached the provider whole');
+  let now = await inflight();
+  for (let i = 0; i < 500 && now > base3; i++) {
+    await new Promise((r) => setTimeout(r, 10));
+    now = await inflight();
+  }
+  t.equal(now, base3, 'its answer still pending, nothing of the unread body is weighed');
+  // A call that fits the room left is handled as usual meanwhile.
+  const small = await post(heavyBody(mib, 'small'), 'sk-ant-small');
+  t.equal(small.status, 200);
+  t.not(small.x, 'bypass; reason=load', `handled, not bypassed (${small.x})`);
+  open();
+  const [first, second] = await Promise.all([held, streamed]);
+  t.equal(first.status, 200);
+  t.not(first.x, 'bypass; reason=load', 'the first handled as usual');
+  t.equal(second.status, 200, 'the big call answered');
+  t.equal(second.x, 'bypass; reason=load', 'having gone on unread');
+  t.ok(
+    fake.modelRequests().some((r) => r.raw.toString('utf8') === big),
+    'byte for byte',
+  );
+  t.equal(await inflight(), 0, 'every weight given back');
+});
+
 /** A POST whose body goes in chunks without a content-length. */
 function chunked(port: number, body: string, key: string) {
   return new Promise<{ status: number; x: string; text: string }>((resolve, reject) => {
