@@ -1,7 +1,6 @@
-import { type Slots, slotOf, withSlot } from '../tokens/by-tag.js';
+import { ByTag } from '../tokens/by-tag.js';
 import { bodyTagOf } from '../tokens/content-tag.js';
 import { derived } from '../tokens/derived.js';
-import { Generations } from '../tokens/generations.js';
 import { LOOKUP_MAX_CHARS, sha256Hex } from './address.js';
 import type { FormatAdapter } from './format.js';
 import { mayBeSigned } from './markers.js';
@@ -64,8 +63,13 @@ interface Sites {
   readonly results: readonly (readonly [slot: number, callId: string, signed: boolean])[];
 }
 
-/** What one entry of `sitesByTag` costs beyond its strings (the arrays and the map's bookkeeping). */
-const SITES_OVERHEAD = 96;
+/** The characters of a message's sites (`ByTag`'s measure; a few for each number and flag). */
+function siteChars(sites: Sites): number {
+  let chars = 0;
+  for (const [, id, identity, first] of sites.calls) chars += id.length + identity.length + first.length + 8;
+  for (const [, callId] of sites.results) chars += callId.length + 12;
+  return chars;
+}
 
 /**
  * A message's sites by its tag, under its format's name (`content-tag.ts`: equal tags are equal
@@ -74,22 +78,12 @@ const SITES_OVERHEAD = 96;
  * (no secret, no scope): shared by every caller, as the token counts are. 8 MiB per thread, least
  * recently used out by halves.
  */
-const sitesByTag = new Generations<Slots<Sites>>(8 * 1024 * 1024, (tag, slots) => {
-  let chars = tag.length;
-  for (let i = 0; i < slots.length; i += 2) {
-    const sites = slots[i + 1] as Sites;
-    chars += (slots[i] as string).length;
-    for (const [, id, identity, first] of sites.calls) chars += id.length + identity.length + first.length + 8;
-    for (const [, callId] of sites.results) chars += callId.length + 12;
-  }
-  return 2 * chars + SITES_OVERHEAD * (slots.length / 2);
-});
+const sitesByTag = new ByTag<Sites>(8 * 1024 * 1024, siteChars, 96);
 
 /** The sites of one message, found by its tag when it has one (`Sites`). */
 function sitesOf(format: FormatAdapter, message: unknown): Sites {
   const tag = bodyTagOf(message);
-  const slots = tag === undefined ? undefined : sitesByTag.get(tag);
-  const known = slotOf(slots, format.name);
+  const known = tag === undefined ? undefined : sitesByTag.get(tag, format.name);
   if (known !== undefined) return known;
   const sites: Sites = {
     calls: format.callSites(message).map((c) => {
@@ -98,7 +92,7 @@ function sitesOf(format: FormatAdapter, message: unknown): Sites {
     }),
     results: format.resultSites(message).map((r) => [r.slot, r.callId, mayBeSigned(r.text)] as const),
   };
-  if (tag !== undefined) sitesByTag.set(tag, withSlot(slots, format.name, sites));
+  if (tag !== undefined) sitesByTag.set(tag, format.name, sites);
   return sites;
 }
 

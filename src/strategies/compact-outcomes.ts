@@ -1,5 +1,4 @@
-import { type Slots, slotOf, withSlot } from '../tokens/by-tag.js';
-import { Generations } from '../tokens/generations.js';
+import { ByTag } from '../tokens/by-tag.js';
 
 /**
  * What replacing one tool result of a message that came in tagged came to (issue 40's "compaction
@@ -14,22 +13,12 @@ export interface Outcome {
   readonly tag: string;
 }
 
-/** What one entry of `outcomes` costs beyond its strings (the list and the map's bookkeeping). */
-const OUTCOME_OVERHEAD = 96;
-
 /**
  * Outcomes by the tag of the message edited (`by-tag.ts`: found by the tag itself), each under its
  * selector (`outcomeSelector`). 16 MiB per thread, least recently used out by halves: about 10,000
  * placeholders of the usual size.
  */
-const outcomes = new Generations<Slots<Outcome>>(16 * 1024 * 1024, (tag, slots) => {
-  let chars = tag.length;
-  for (let i = 0; i < slots.length; i += 2) {
-    const o = slots[i + 1] as Outcome;
-    chars += (slots[i] as string).length + o.signed.length + o.tag.length;
-  }
-  return 2 * chars + OUTCOME_OVERHEAD * (slots.length / 2);
-});
+const outcomes = new ByTag<Outcome>(16 * 1024 * 1024, (o) => o.signed.length + o.tag.length, 96);
 
 /**
  * Everything an outcome is a function of, besides the message edited (its tag) when nothing else
@@ -53,10 +42,10 @@ export function outcomeSelector(
 
 /** The outcome kept for `selector` over the message tagged `tag`, if any. */
 export function knownOutcome(tag: string, selector: string): Outcome | undefined {
-  return slotOf(outcomes.get(tag), selector);
+  return outcomes.get(tag, selector);
 }
 
 /** Keeps an outcome for the next call over the same message. */
 export function keepOutcome(tag: string, selector: string, outcome: Outcome): void {
-  outcomes.set(tag, withSlot(outcomes.get(tag), selector, outcome));
+  outcomes.set(tag, selector, outcome);
 }

@@ -1,3 +1,5 @@
+import { Generations } from './generations.js';
+
 /**
  * Values a cache keeps for one tagged message (`content-tag.ts`), each under a selector: the few
  * ways the message is read (a profile and a format, a format). Kept in the cache under the tag
@@ -31,4 +33,32 @@ export function withSlot<V>(slots: Slots<V> | undefined, selector: string, value
   if (out.length >= 2 * MAX_SLOTS) out.splice(0, out.length - 2 * (MAX_SLOTS - 1));
   out.push(selector, value);
   return out.slice();
+}
+
+/**
+ * Values by tag and selector (`Slots` under the tag), bounded in bytes: what a value costs is its
+ * strings' characters (`charsOf`, two bytes each, as the tag's and the selector's) and `overhead`
+ * bytes for the rest of an entry (the list and the map's bookkeeping). Least recently used out by
+ * halves (`Generations`).
+ */
+export class ByTag<V> {
+  private readonly cache: Generations<Slots<V>>;
+
+  constructor(maxBytes: number, charsOf: (value: V) => number, overhead: number) {
+    this.cache = new Generations<Slots<V>>(maxBytes, (tag, slots) => {
+      let chars = tag.length;
+      for (let i = 0; i < slots.length; i += 2) chars += (slots[i] as string).length + charsOf(slots[i + 1] as V);
+      return 2 * chars + overhead * (slots.length / 2);
+    });
+  }
+
+  /** The value kept for `selector` under `tag`, if any. */
+  get(tag: string, selector: string): V | undefined {
+    return slotOf(this.cache.get(tag), selector);
+  }
+
+  /** Keeps `value` for `selector` under `tag` (the tag's oldest selector out past `MAX_SLOTS`). */
+  set(tag: string, selector: string, value: V): void {
+    this.cache.set(tag, withSlot(this.cache.get(tag), selector, value));
+  }
 }

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import t from 'tap';
-import { MAX_SLOTS, type Slots, slotOf, withSlot } from '../../src/tokens/by-tag.js';
+import { ByTag, MAX_SLOTS, type Slots, slotOf, withSlot } from '../../src/tokens/by-tag.js';
 
 t.test('slots keep the newest value of the newest MAX_SLOTS selectors, and never change a list in place', async (t) => {
   fc.assert(
@@ -25,4 +25,21 @@ t.test('slots keep the newest value of the newest MAX_SLOTS selectors, and never
     { numRuns: 500 },
   );
   t.equal(slotOf(undefined, 'a'), undefined);
+});
+
+t.test('ByTag finds each value under its tag and selector, within its bytes, the oldest tags out first', async (t) => {
+  // Each entry: a 4-character tag and 2 selectors of 1 character, values of 10 characters: (4 + 2 × 11) × 2 + 2 × 8 = 68 bytes.
+  const cache = new ByTag<string>(68 * 10, (v) => v.length, 8);
+  for (let i = 0; i < 5; i++) {
+    cache.set(`t${String(i).padStart(3, '0')}`, 'a', `a-${i}`.padEnd(10, '.'));
+    cache.set(`t${String(i).padStart(3, '0')}`, 'b', `b-${i}`.padEnd(10, '.'));
+  }
+  t.equal(cache.get('t003', 'a'), 'a-3'.padEnd(10, '.'));
+  t.equal(cache.get('t003', 'b'), 'b-3'.padEnd(10, '.'));
+  t.equal(cache.get('t003', 'c'), undefined, 'another selector: nothing');
+  t.equal(cache.get('t009', 'a'), undefined, 'another tag: nothing');
+  // Past the bound the least recently used tags leave, by halves.
+  for (let i = 5; i < 40; i++) cache.set(`t${String(i).padStart(3, '0')}`, 'a', `a-${i}`.padEnd(10, '.'));
+  t.equal(cache.get('t000', 'a'), undefined, 'an old tag left');
+  t.equal(cache.get('t039', 'a'), 'a-39'.padEnd(10, '.'), 'the newest kept');
 });

@@ -1,10 +1,6 @@
-import { type Slots, slotOf, withSlot } from '../../tokens/by-tag.js';
+import { ByTag } from '../../tokens/by-tag.js';
 import { taggedSha256 } from '../../tokens/content-tag.js';
-import { Generations } from '../../tokens/generations.js';
 import type { Address, Addresser } from '../address.js';
-
-/** What one entry of `byTag` costs beyond its strings (the list, the address and the map's bookkeeping). */
-const ENTRY_OVERHEAD = 120;
 
 /**
  * The addresses of the parts of tagged messages (a tool result, a call's arguments, the message
@@ -13,14 +9,7 @@ const ENTRY_OVERHEAD = 120;
  * caller's addresser (`Addresser.keyName`: never shared between callers), the format, the unit and
  * its slot. 8 MiB per thread, least recently used out by halves.
  */
-const byTag = new Generations<Slots<Address>>(8 * 1024 * 1024, (tag, slots) => {
-  let chars = tag.length;
-  for (let i = 0; i < slots.length; i += 2) {
-    const a = slots[i + 1] as Address;
-    chars += (slots[i] as string).length + a.id.length + a.sha256.length;
-  }
-  return 2 * chars + ENTRY_OVERHEAD * (slots.length / 2);
-});
+const byTag = new ByTag<Address>(8 * 1024 * 1024, (a) => a.id.length + a.sha256.length, 120);
 
 /**
  * The address of a part of the message tagged `tag` (`json` makes its JSON, read only if the
@@ -30,10 +19,9 @@ const byTag = new Generations<Slots<Address>>(8 * 1024 * 1024, (tag, slots) => {
  */
 export function partAddress(address: Addresser, tag: string, format: string, kind: string, slot: number, json: () => string) {
   const selector = `${address.keyName}\0${format}\0${kind}\0${slot}`;
-  const slots = byTag.get(tag);
-  const known = slotOf(slots, selector);
+  const known = byTag.get(tag, selector);
   if (known !== undefined) return known;
   const made = address.ofDigest(taggedSha256(`${tag}\0${format}\0${kind}\0${slot}`, json));
-  byTag.set(tag, withSlot(slots, selector, made));
+  byTag.set(tag, selector, made);
   return made;
 }
