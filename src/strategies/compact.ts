@@ -80,8 +80,9 @@ class Compaction {
     const signed = known?.signed ?? ctx.markers.placeholder('result', s.binding, original.id, unsigned);
     if (!w.replaceResult(s.index, s.slot, signed, action, original, known?.tag)) return;
     this.done.add(s);
-    const made = tag !== undefined && known === undefined ? w.tagAt(s.index) : undefined;
-    if (tag !== undefined && made !== undefined) keepOutcome(tag, selector, { signed, tag: made });
+    if (tag === undefined || known !== undefined) return;
+    const made = w.tagAt(s.index);
+    if (made !== undefined) keepOutcome(tag, selector, { signed, tag: made });
   }
 
   /** Whether a result may still be replaced whole. */

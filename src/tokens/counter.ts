@@ -163,6 +163,12 @@ export class TokenCounter {
     return typeof found === 'number' ? found : undefined;
   }
 
+  /** The counts kept under a tag (`by-tag.ts`), if any. */
+  private tagged(tag: string): Slots<number> | undefined {
+    const found = this.cache?.get(tag);
+    return typeof found === 'object' ? found : undefined;
+  }
+
   /** What selects a tagged message's count among its tag's slots: its profile and format. */
   private selector(profile: ModelProfile, format: FormatAdapter): string {
     let byFormat = this.selectors.get(profile.id);
@@ -193,8 +199,7 @@ export class TokenCounter {
     // A message tagged by its bytes (`content-tag.ts`) is found by its tag, without reading it.
     const tag = this.cache ? bodyTagOf(message) : undefined;
     const selector = tag === undefined ? '' : this.selector(profile, format);
-    const found = tag === undefined ? undefined : this.cache?.get(tag);
-    const slots = typeof found === 'object' ? found : undefined;
+    const slots = tag === undefined ? undefined : this.tagged(tag);
     const byTag = slotOf(slots, selector);
     if (byTag !== undefined) {
       this.hits++;
@@ -227,11 +232,11 @@ export class TokenCounter {
    * `countPartCached`.
    */
   countPartOfTag(profile: ModelProfile, format: FormatAdapter, tag: string | undefined, slot: number, text: string): number {
-    const named = tag === undefined ? undefined : `${tag}\0${format.name}\0${slot}`;
-    if (!this.cache || tag === undefined || slot > 1 || text.length < 48) return this.countPartCached(profile, named, text);
+    if (!this.cache || tag === undefined || slot > 1 || text.length < 48) {
+      return this.countPartCached(profile, tag === undefined ? undefined : `${tag}\0${format.name}\0${slot}`, text);
+    }
     const selector = `${this.selector(profile, format)}|#${slot}`;
-    const found = this.cache.get(tag);
-    const slots = typeof found === 'object' ? found : undefined;
+    const slots = this.tagged(tag);
     const known = slotOf(slots, selector);
     if (known !== undefined) {
       this.hits++;
@@ -246,7 +251,7 @@ export class TokenCounter {
    * Tokens of a text taken from a tagged message (`named`: the message's tag and what selects the
    * text in it), found by that name without reading the text; untagged (`named` undefined), by the text.
    */
-  countPartCached(profile: ModelProfile, named: string | undefined, text: string): number {
+  private countPartCached(profile: ModelProfile, named: string | undefined, text: string): number {
     if (!this.cache || named === undefined || text.length < 48) return this.countTextCached(profile, text);
     const key = this.key(`${profile.id}|part#`, named);
     const cached = this.known(key);
