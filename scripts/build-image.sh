@@ -136,7 +136,13 @@ buildah_build() {
   cache=$(npm config get cache 2>/dev/null || true)
   local volume=()
   [ -n "$cache" ] && mkdir -p "$cache" && volume=(--volume "$cache:/root/.npm")
-  "${B[@]}" bud --isolation chroot --pull=never --format docker "${volume[@]}" -t "$TAG" .
+  # npm ci extracts every package at once and, from a warm cache, can run out of file descriptors
+  # (EMFILE; seen once in CI, under a hard limit of 20000 that a container's root cannot raise): a
+  # build that fails is tried once more, saying so, before the check fails.
+  local bud=("${B[@]}" bud --isolation chroot --pull=never --format docker "${volume[@]}" -t "$TAG" .)
+  "${bud[@]}" && return
+  log "the build failed; trying it once more"
+  "${bud[@]}"
 }
 
 # A field of an image's Docker config (buildah inspect's JSON; its templates lack `json`); empty
