@@ -7,6 +7,7 @@ import { STRATEGIES } from '../strategies/registry.js';
 import type { PreparedContext, PrepareRequest } from '../strategies/types.js';
 import type { Compactor } from './compactor.js';
 import { OPERATIONS } from './operations.js';
+import { parseJsonBytes } from './request-body.js';
 import {
   type Job,
   type PreparedSummaries,
@@ -27,8 +28,12 @@ interface Entry {
   billed: boolean;
   readonly created: number;
   error?: string;
-  /** The job's `/v1/summarize` body as JSON until it settles (held once, here), then undefined. */
-  body: string | undefined;
+  /**
+   * The job's `/v1/summarize` body as JSON bytes until it settles (held once, here), then
+   * undefined. Parsed from the bytes, its messages are tagged by them (`content-tag.ts`) as a
+   * request's are: the job finds the counts the calls that sent those messages made.
+   */
+  body: Buffer | undefined;
 }
 
 /**
@@ -104,9 +109,9 @@ export class Preparer implements PreparedSummaries {
     const key = `${scope}\0${request.id}`;
     if (this.entries.has(key) || this.closing) return;
     const { body, ...range } = request;
-    const text = JSON.stringify(body);
-    const bytes = Buffer.byteLength(text);
-    const entry: Entry = { scope, range, state: 'started', usage: undefined, billed: false, created: Date.now(), body: text };
+    const json = Buffer.from(JSON.stringify(body));
+    const bytes = json.length;
+    const entry: Entry = { scope, range, state: 'started', usage: undefined, billed: false, created: Date.now(), body: json };
     this.entries.set(key, entry);
     this.bound(scope);
     if (!this.makeRoom(bytes)) {
@@ -173,13 +178,14 @@ export class Preparer implements PreparedSummaries {
    */
   private async make(key: string, entry: Entry, attempt: number): Promise<void> {
     this.unwait(key);
-    const text = entry.body;
-    if (text === undefined || this.entries.get(key) !== entry || this.closing) return;
+    const json = entry.body;
+    if (json === undefined || this.entries.get(key) !== entry || this.closing) return;
     entry.state = 'running';
     const controller = new AbortController();
     this.running.add(controller);
     try {
-      const usage = await summarizeFor(this.compactor, { scope: entry.scope, body: JSON.parse(text) }, controller.signal);
+      const body = parseJsonBytes(json) as Record<string, unknown>;
+      const usage = await summarizeFor(this.compactor, { scope: entry.scope, body }, controller.signal);
       Object.assign(entry, { state: 'ready', usage, body: undefined, error: undefined });
       this.options.onEvent?.('prepared', tokensOf(usage));
       this.settles.emit(key, true);

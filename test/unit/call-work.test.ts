@@ -9,6 +9,7 @@ import { applyPlan } from '../../src/history/plan/apply.js';
 import { viewOf } from '../../src/history/plan/view.js';
 import type { Caller } from '../../src/service/artifacts.js';
 import { Compactor } from '../../src/service/compactor.js';
+import { Preparer } from '../../src/service/prepare.js';
 import { parseJsonBytes } from '../../src/service/request-body.js';
 import { prepareRequest } from '../../src/service/request-history.js';
 import { MemoryStore } from '../../src/store/memory.js';
@@ -16,6 +17,7 @@ import { compactStrategy } from '../../src/strategies/compact.js';
 import { CompactOptions } from '../../src/strategies/compact-options.js';
 import { FitOptions, fitStrategy } from '../../src/strategies/fit/index.js';
 import { SummarizeOptions, summarizeStrategy } from '../../src/strategies/summarize/index.js';
+import type { PrepareRequest } from '../../src/strategies/types.js';
 import { ExtractiveSummarizer } from '../../src/summarizers/extractive.js';
 import type { SummaryPlan, SummaryRequest } from '../../src/summarizers/types.js';
 import { TokenCounter } from '../../src/tokens/counter.js';
@@ -220,4 +222,30 @@ t.test("a fit call parses each view's messages once", async (t) => {
   t.ok(out.extra.prepared?.id, 'the next range asked for');
   t.ok(parsed.length >= 2, `views were made (${parsed.length} parses)`);
   t.equal(new Set(parsed).size, parsed.length, 'no message list parsed twice');
+});
+
+t.test("a prepared summary's job counts none of the messages the fit that asked for it counted", async (t) => {
+  const counter = new TokenCounter(10_000);
+  const compactor = new Compactor(counter, { store: new MemoryStore(), secret: SECRET, summarizer: new ExtractiveSummarizer() });
+  const prepared = { entries: [], byDefault: true, settled: async () => false };
+  const o = FitOptions.parse({ target_tokens: 2000 });
+  const out = await compactor.run(fitStrategy, { messages: tagged(fresh(30)), model: 'gpt-4o' }, o, {
+    caller: countingCaller('jobs'),
+    prepared,
+  });
+  const asked = (out.after as { prepare?: PrepareRequest }).prepare;
+  if (!asked) throw new Error('the fit asked for no summary');
+  const body = asked.body as { messages: unknown[]; model?: string };
+  t.equal(body.model, 'gpt-4o', "the job counts as the fit's caller does");
+  const preparer = new Preparer(compactor, { concurrency: 1, byDefault: true });
+  t.teardown(() => preparer.close(0));
+  const before = counter.stats().misses;
+  preparer.add('jobs', asked);
+  for (let i = 0; i < 1000 && (await preparer.view('jobs', asked.id))?.state !== 'ready'; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+  t.equal((await preparer.view('jobs', asked.id))?.state, 'ready', 'the job made its summary');
+  // What the job wrote (its summary) is new; the range it read came in with the fit's call.
+  const missed = counter.stats().misses - before;
+  t.ok(missed <= 2, `the job counted ${missed} message(s) anew, of the ${body.messages.length} it read`);
 });

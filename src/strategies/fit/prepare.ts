@@ -161,9 +161,15 @@ export async function withPrepare(c: FitContext, acc: Pipeline, result: FitResul
   const { view, early, range, known } = next;
   const prepared = { id: range.id, state: known?.state ?? ('started' as const), covers: { from: range.from, to: range.to } };
   if (known) return { ...result, extra: (applied, billed) => ({ ...extra(applied, billed), prepared }) };
+  // Counted as this call counts (the caller's model and window): the job finds this call's token
+  // counts of the range's messages, and this call's next one finds the count of the summary it writes.
+  const model = c.ctx.cost.model;
+  const window = c.ctx.profile.contextWindow;
   const body = {
     messages: view.messages,
     format: c.h.format.name,
+    ...(model !== undefined ? { model } : {}),
+    ...(window !== undefined ? { context_window: window } : {}),
     ...c.o.summarize,
     mode: 'rolling',
     keep: { messages: view.messages.length - range.to },
