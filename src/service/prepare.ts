@@ -7,7 +7,6 @@ import { STRATEGIES } from '../strategies/registry.js';
 import type { PreparedContext, PrepareRequest } from '../strategies/types.js';
 import type { Compactor } from './compactor.js';
 import { OPERATIONS } from './operations.js';
-import { parseJsonBytes } from './request-body.js';
 import {
   type Job,
   type PreparedSummaries,
@@ -17,6 +16,7 @@ import {
   tokensOf,
   type Usage,
 } from './prepared-summaries.js';
+import { parseJsonBytes } from './request-body.js';
 import { settledBy, settleSignals } from './settle.js';
 
 interface Entry {
