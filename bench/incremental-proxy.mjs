@@ -11,7 +11,10 @@
 // that parses the body and returns it: what any process that reads and forwards it pays), and the
 // proxy's own with `x-compactor-bypass: 1` (read, forward, stream back; no state, no fit). Then
 // the slope of CPU per call against history size (least squares, ms per 100 KB) and the totals.
-// Run: npm run build && node bench/incremental-proxy.mjs [runs=1] [window_tokens=48000]
+// Warm-up (`warm`): `grow` (the default), another session's conversation grown the same way (100
+// calls), then a pause for the summaries it prepared: a proxy that has served a session, its code
+// compiled; `light`, five calls of a short conversation (the figures before round 7).
+// Run: npm run build && node bench/incremental-proxy.mjs [runs=1] [window_tokens=48000] [warm=grow|light]
 // Env: CPU_PROFILE_DIR: the proxy runs with --cpu-prof there (read shares, not milliseconds).
 
 import { cpuMs, loadAverage } from './lib/cpu.mjs';
@@ -23,6 +26,8 @@ import { fmt, median } from './lib/stats.mjs';
 
 const RUNS = Number(process.argv[2] ?? 1);
 const WINDOW = Number(process.argv[3] ?? 48_000);
+const WARM = process.argv[4] ?? 'grow';
+if (WARM !== 'grow' && WARM !== 'light') throw new Error(`warm: grow or light, not ${WARM}`);
 const MODEL = 'bench-agent-model';
 // About 3.3 KB a step: 108 steps, the first call ending on step 9's result.
 const { body: full, headers } = claudeCodeRequest({ bytes: 400_000, session: 'incremental', model: MODEL });
@@ -30,16 +35,24 @@ const { body: full, headers } = claudeCodeRequest({ bytes: 400_000, session: 'in
 const first = 9;
 const steps = (full.messages.length - 1) / 2;
 if (steps < first + 99) throw new Error(`the conversation has only ${steps} steps`);
-const bodies = Array.from({ length: 100 }, (_, i) => {
-  const messages = full.messages.slice(0, 1 + 2 * (first + i)).map((m) => ({ ...m, content: m.content.map((b) => ({ ...b })) }));
-  for (const m of messages) for (const b of m.content) delete b.cache_control;
-  // The moving cache breakpoint on the newest result, as Claude Code sends it.
-  messages.at(-1).content.at(-1).cache_control = { type: 'ephemeral' };
-  return Buffer.from(JSON.stringify({ ...full, messages }));
-});
+/** The 100 calls of a conversation, each ending on one step's result more. */
+const grow = (whole) =>
+  Array.from({ length: 100 }, (_, i) => {
+    const messages = whole.messages
+      .slice(0, 1 + 2 * (first + i))
+      .map((m) => ({ ...m, content: m.content.map((b) => ({ ...b })) }));
+    for (const m of messages) for (const b of m.content) delete b.cache_control;
+    // The moving cache breakpoint on the newest result, as Claude Code sends it.
+    messages.at(-1).content.at(-1).cache_control = { type: 'ephemeral' };
+    return Buffer.from(JSON.stringify({ ...whole, messages }));
+  });
+const bodies = grow(full);
 // Warm-up: another session's shorter conversation, so that nothing of this one is known before the run.
 const warm = claudeCodeRequest({ bytes: 60_000, session: 'warm-up', model: MODEL });
 const warmBody = Buffer.from(JSON.stringify(warm.body));
+// A warm-up that grows: another session's conversation, as long as this one.
+const warmGrown = claudeCodeRequest({ bytes: 400_000, session: 'warm-up-grown', model: MODEL });
+const warmGrowing = WARM === 'grow' ? grow(warmGrown.body) : [];
 
 /** CPU per call of `server` for each body, in order (ms), and the x-compactor outcomes. */
 async function perCall(server, url, h) {
@@ -70,7 +83,7 @@ function slope(xs, ys) {
 
 const kb = bodies.map((b) => b.length / 1024);
 console.log(
-  `# Incremental proxy: ${new Date().toISOString()}, node ${process.version}, ${RUNS} run(s), window ${WINDOW} tokens, ${fmt(kb[0])} → ${fmt(kb[99])} KB, load average ${loadAverage()}`,
+  `# Incremental proxy: ${new Date().toISOString()}, node ${process.version}, ${RUNS} run(s), window ${WINDOW} tokens, warm-up ${WARM}, ${fmt(kb[0])} → ${fmt(kb[99])} KB, load average ${loadAverage()}`,
 );
 const rows = [];
 for (let run = 0; run < RUNS; run++) {
@@ -93,6 +106,12 @@ for (let run = 0; run < RUNS; run++) {
     await timed(url, warm.headers, warmBody);
     await timed(floor.url, { 'content-type': 'application/json' }, warmBody);
   }
+  for (const body of warmGrowing) {
+    await timed(url, warmGrown.headers, body);
+    await timed(floor.url, { 'content-type': 'application/json' }, body);
+  }
+  // The summaries the warm-up asked to prepare are made before the measured run starts.
+  if (WARM === 'grow') await new Promise((resolve) => setTimeout(resolve, 2000));
   const ours = await perCall(proxy, url, headers);
   const base = await perCall(floor, floor.url, { 'content-type': 'application/json' });
   // The proxy's own cost without reduction (read, forward, stream back), on the same bodies after.
