@@ -1,4 +1,4 @@
-import { scanFacts } from './fact-scan.js';
+import { scanFactsOnce } from './fact-memo.js';
 import { Trail } from './trail.js';
 import { callTrail } from './trail-calls.js';
 import type { TranscriptEntry } from './types.js';
@@ -91,7 +91,7 @@ export function constraintsOf(text: string, each: (sentence: string) => void): v
  * fact found goes to `onFact` too when given (the guard's ranking reads the same pass).
  */
 function mentions(text: string, trail: Trail, onFact: ((fact: string) => void) | undefined): void {
-  scanFacts(
+  scanFactsOnce(
     text,
     (fact) => {
       onFact?.(fact);

@@ -3,7 +3,7 @@ import { referencedIds, restoreOffloaded } from '../../history/expand.js';
 import { withoutMacs } from '../../history/markers.js';
 import type { Item } from '../../history/types.js';
 import { SUMMARY_REQUEST } from '../../history/vocabulary.js';
-import { scanFacts } from '../../summarizers/fact-scan.js';
+import { scanFactsOnce } from '../../summarizers/fact-memo.js';
 import { FactRanker } from '../../summarizers/facts.js';
 import { trailOf } from '../../summarizers/trail.js';
 import { buildTrail } from '../../summarizers/trail-text.js';
@@ -213,10 +213,10 @@ export function summaryRequest(
   // same pass over the range that builds the trail. Both read the range as it was before
   // compaction (`originals`); the summarizer reads it as it is.
   const ranker = new FactRanker(on ? (f) => !f.includes('/') : undefined);
-  scanFacts(earlier.prose ?? '', ranker.emit);
+  scanFactsOnce(earlier.prose ?? '', ranker.emit);
   const read = on && originals && originals.size > 0 ? rangeEntries(h, indexes, originals) : entries;
   const trail = on ? buildTrail(read, earlier.trail, ranker.emit) : undefined;
-  if (!on) for (const e of entries) for (const text of [e.text, ...e.calls.map((c) => c.args)]) scanFacts(text, ranker.emit);
+  if (!on) for (const e of entries) for (const text of [e.text, ...e.calls.map((c) => c.args)]) scanFactsOnce(text, ranker.emit);
   const ranked = ranker.result(40);
   const words = foldWords(split?.list ?? NO_WORDS, typedIn(h, indexes, rangeId));
   return {
