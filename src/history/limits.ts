@@ -4,28 +4,42 @@ import { CompactorError } from '../errors.js';
 export const MAX_DEPTH = 128;
 
 /**
+ * The walk's two stacks, kept between calls and never shrunk (a walk is synchronous and never
+ * nested): no array is made or grown per message. A slot is emptied as it is taken, so nothing
+ * walked is held after the walk.
+ */
+const nodes: (object | undefined)[] = [];
+const depths: number[] = [];
+
+/**
  * Rejects a value nested deeper than `MAX_DEPTH` with a 400, before anything recursive (the
  * response serializer, `JSON.stringify` of unknown parts) can overflow the stack on it. Walks
- * objects and arrays only, never the characters of strings: cheap on real messages.
+ * objects and arrays only, never the characters of strings: cheap on real messages. `path` names
+ * the value in the error, `index` its place in the list `path` names (`messages[3]`: joined only then).
  */
-export function checkDepth(value: unknown, path: string): void {
+export function checkDepth(value: unknown, path: string, index?: number): void {
   if (typeof value !== 'object' || value === null) return;
-  // Two parallel stacks and a keyed walk: no pair or values array made per node.
-  const nodes: object[] = [value];
-  const depths: number[] = [1];
-  while (nodes.length > 0) {
-    const node = nodes.pop() as object;
-    const depth = depths.pop() as number;
+  nodes[0] = value;
+  depths[0] = 1;
+  let top = 1;
+  while (top > 0) {
+    top--;
+    const node = nodes[top] as object;
+    const depth = depths[top] as number;
+    nodes[top] = undefined;
     if (depth > MAX_DEPTH) {
-      throw new CompactorError('CMP_ERR_REQUEST_TOO_DEEP', `${path}: nested more than ${MAX_DEPTH} levels deep`, [
-        { path, message: `nested more than ${MAX_DEPTH} levels deep` },
+      nodes.fill(undefined, 0, top);
+      const where = index === undefined ? path : `${path}[${index}]`;
+      throw new CompactorError('CMP_ERR_REQUEST_TOO_DEEP', `${where}: nested more than ${MAX_DEPTH} levels deep`, [
+        { path: where, message: `nested more than ${MAX_DEPTH} levels deep` },
       ]);
     }
     if (Array.isArray(node)) {
-      for (const child of node) {
+      for (let i = 0; i < node.length; i++) {
+        const child: unknown = node[i];
         if (typeof child === 'object' && child !== null) {
-          nodes.push(child);
-          depths.push(depth + 1);
+          nodes[top] = child;
+          depths[top++] = depth + 1;
         }
       }
       continue;
@@ -34,8 +48,8 @@ export function checkDepth(value: unknown, path: string): void {
     for (const key in record) {
       const child = record[key];
       if (typeof child === 'object' && child !== null && Object.hasOwn(record, key)) {
-        nodes.push(child);
-        depths.push(depth + 1);
+        nodes[top] = child;
+        depths[top++] = depth + 1;
       }
     }
   }

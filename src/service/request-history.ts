@@ -39,9 +39,7 @@ export function parseHistory(req: Pick<HistoryInput, 'messages' | 'format'>): {
   const format = req.format ? formatByName(req.format) : detectFormat(req.messages);
   if (!format) throw fieldError('CMP_ERR_REQUEST_VALIDATION', 'format', `unknown format ${JSON.stringify(req.format)}`);
   // Nothing else walks a message recursively before the response is serialized: guard it here.
-  req.messages.forEach((m, i) => {
-    checkDepth(m, `messages[${i}]`);
-  });
+  for (let i = 0; i < req.messages.length; i++) checkDepth(req.messages[i], 'messages', i);
   const { items, warnings } = format.parse(req.messages);
   return { format, items, warnings };
 }

@@ -139,6 +139,18 @@ t.test('deep nesting is a 400, not a crash', async (t) => {
   let ok: unknown = 'x';
   for (let i = 0; i < MAX_DEPTH - 1; i++) ok = [ok];
   t.doesNotThrow(() => checkDepth(ok, 'x'), 'provider-sized nesting passes');
+  // A place in a list is named only when it fails; the walk after a failure starts clean.
+  const wide = { role: 'user', content: [{ a: [{ b: {} }] }, { c: deep }] };
+  const inList = t.throws(() => checkDepth(wide, 'messages', 7));
+  t.match((inList as CompactorError).errors, [{ path: 'messages[7]' }]);
+  t.doesNotThrow(
+    () => checkDepth({ role: 'user', content: [{ a: [{ b: {} }] }] }, 'messages', 8),
+    'a shallow message after it passes',
+  );
+  let edge: unknown = 'x';
+  for (let i = 0; i < MAX_DEPTH; i++) edge = [edge];
+  t.doesNotThrow(() => checkDepth(edge, 'x'), 'exactly MAX_DEPTH levels pass');
+  t.throws(() => checkDepth([edge], 'x'), 'one more does not');
 });
 
 t.test('reported usage of every provider', async (t) => {
