@@ -61,6 +61,7 @@ export type TaskResult =
       /** What fit asked to prepare and spliced in: the main thread's preparer acts on them. */
       prepare?: PrepareRequest | undefined;
       spliced?: string | undefined;
+      splicedAt?: number | undefined;
       /** For each output message, its input message or -1 (strategies; the proxy reads it). */
       sources?: number[] | undefined;
       elapsedMs: number;
@@ -137,8 +138,8 @@ async function perform(task: Task): Promise<TaskResult> {
   const encoded = utf8Bytes(json);
   const payload =
     encoded.byteOffset === 0 && encoded.byteLength === encoded.buffer.byteLength ? encoded : new Uint8Array(encoded);
-  const { report, prepare, spliced, sources } = outcome;
-  return { ok: true, payload, report, prepare, spliced, ...(sources ? { sources } : {}), elapsedMs: 0, evicted: 0 };
+  const { report, prepare, spliced, splicedAt, sources } = outcome;
+  return { ok: true, payload, report, prepare, spliced, splicedAt, ...(sources ? { sources } : {}), elapsedMs: 0, evicted: 0 };
 }
 
 /** A result whose payload is moved to the main thread, not copied (piscina's transferable protocol). */

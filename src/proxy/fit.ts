@@ -52,6 +52,7 @@ async function onWorker(run: FitRun, bytes: Buffer, prepared: PreparedContext | 
     ...(result.report ? { report: result.report } : {}),
     ...(result.prepare ? { prepare: result.prepare } : {}),
     ...(result.spliced ? { spliced: result.spliced } : {}),
+    ...(result.splicedAt !== undefined ? { splicedAt: result.splicedAt } : {}),
     ...(result.sources ? { sources: result.sources } : {}),
   };
 }

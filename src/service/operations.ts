@@ -70,6 +70,8 @@ export interface Outcome {
   /** A summary fit asks to prepare off the request path, and the prepared one it spliced in. */
   prepare?: PrepareRequest;
   spliced?: string;
+  /** With `spliced`: the length of the history it was spliced into. */
+  splicedAt?: number;
   /** For each output message, its input message or -1 (`StrategyResponse.sources`); strategies only. */
   sources?: number[];
 }

@@ -26,6 +26,8 @@ interface Entry {
   usage: Usage | undefined;
   /** Whether a response has billed its usage (it is billed once). */
   billed: boolean;
+  /** The shortest history a fit spliced it into (`PreparedEntry.splicedAt`). */
+  splicedAt: number | undefined;
   readonly created: number;
   error?: string;
   /**
@@ -88,7 +90,12 @@ export class Preparer implements PreparedSummaries {
     const entries: PreparedContext['entries'][number][] = [];
     for (const e of this.entries.values()) {
       if (e.scope !== scope) continue;
-      entries.push({ ...e.range, state: e.state, ...(e.usage && !e.billed ? { usage: e.usage } : {}) });
+      entries.push({
+        ...e.range,
+        state: e.state,
+        ...(e.usage && !e.billed ? { usage: e.usage } : {}),
+        ...(e.splicedAt !== undefined ? { splicedAt: e.splicedAt } : {}),
+      });
     }
     const settled = (id: string, ms: number, signal?: AbortSignal) => this.settled(scope, id, ms, signal);
     return { entries, byDefault: this.options.byDefault, settled };
@@ -111,7 +118,16 @@ export class Preparer implements PreparedSummaries {
     const { body, ...range } = request;
     const json = Buffer.from(JSON.stringify(body));
     const bytes = json.length;
-    const entry: Entry = { scope, range, state: 'started', usage: undefined, billed: false, created: Date.now(), body: json };
+    const entry: Entry = {
+      scope,
+      range,
+      state: 'started',
+      usage: undefined,
+      billed: false,
+      splicedAt: undefined,
+      created: Date.now(),
+      body: json,
+    };
     this.entries.set(key, entry);
     this.bound(scope);
     if (!this.makeRoom(bytes)) {
@@ -122,18 +138,19 @@ export class Preparer implements PreparedSummaries {
   }
 
   async after(scope: string, outcome: PrepareOutcome): Promise<Warning[]> {
-    if (outcome.spliced) this.spliced(scope, outcome.spliced);
+    if (outcome.spliced) this.spliced(scope, outcome.spliced, outcome.splicedAt);
     if (outcome.prepare) this.add(scope, outcome.prepare);
     return [];
   }
 
-  /** A response spliced `id` in: counted, and billed there if it was not billed already. */
-  spliced(scope: string, id: string): void {
+  /** A response spliced `id` in (into a history of `length` messages): counted, and billed there if it was not billed already. */
+  spliced(scope: string, id: string, length?: number): void {
     const entry = this.entries.get(`${scope}\0${id}`);
     if (!entry) return;
     if (!entry.billed) this.options.onEvent?.('spliced', tokensOf(entry.usage));
     entry.billed = true;
     entry.state = 'spliced';
+    if (length !== undefined) entry.splicedAt = Math.min(entry.splicedAt ?? length, length);
   }
 
   async view(scope: string, id: string): Promise<PreparedView | undefined> {

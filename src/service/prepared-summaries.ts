@@ -37,6 +37,8 @@ export type PrepareEvent = 'prepared' | 'spliced' | 'wasted' | 'failed' | 'dropp
 export interface PrepareOutcome {
   prepare?: PrepareRequest | undefined;
   spliced?: string | undefined;
+  /** With `spliced`: the length of the history it was spliced into (`PreparedEntry.splicedAt`). */
+  splicedAt?: number | undefined;
 }
 
 /**

@@ -70,6 +70,12 @@ export interface PreparedRange {
 /** A prepared range as a later request sees it: ready when its summary is in the summary cache. */
 export interface PreparedEntry extends PreparedRange {
   readonly state: 'started' | 'running' | 'ready' | 'failed' | 'spliced';
+  /**
+   * The shortest history (in messages) a fit spliced it into, where known (the embedded preparer
+   * records it): a longer history that still holds the range is its client's whole history, sent
+   * again without the answer adopted.
+   */
+  readonly splicedAt?: number;
 }
 
 /**

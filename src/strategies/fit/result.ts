@@ -15,6 +15,8 @@ export interface FitResult extends StrategyResult<FitExtra> {
   prepare?: PrepareRequest;
   /** The prepared summary this result spliced in: its id, for the service to count and bill once. */
   spliced?: string;
+  /** With `spliced`: the length of the history it was spliced into (`PreparedEntry.splicedAt`). */
+  splicedAt?: number;
 }
 
 /** How a fit ended: its decision and the occupancy to call again at; without a plan, why and at what cost. */
