@@ -50,6 +50,53 @@ for (const workers of ['0', '1']) {
   });
 }
 
+for (const workers of ['0', '1']) {
+  t.test(
+    `workers=${workers}: a client that keeps its whole history gets the spliced summary again, and the next one prepared off the request path`,
+    async (t) => {
+      const { app, server } = await buildWithLlm(t, { COMPACTOR_WORKER_MIN_BYTES: workers === '1' ? '1' : '262144' });
+      // Policy cost, preparing at its default: the agent sends its whole history every call, never fit's answer.
+      const body = (m: unknown[]) => fitBody(m, { policy: 'cost', prepare: { enabled: true } });
+      let history: unknown[] = [SYSTEM, ...conversation(12)];
+      let step = 12;
+      const grow = () => {
+        history = [...history, ...conversation(1, step)];
+        step++;
+        return fit(app, body(history));
+      };
+      let r = await fit(app, body(history));
+      while (!r.json.prepared && step < 40) r = await grow();
+      const first = r.json.prepared?.id;
+      t.ok(first, 'a summary is asked for once the history nears the target');
+      t.equal((await settled(app, first)).state, 'ready');
+      const answers = [];
+      for (let i = 0; i < 8; i++) answers.push((await grow()).json);
+      // Until a later summary is ready, then one more call splices it (a generous deadline: local HTTP).
+      const deadline = Date.now() + 60_000;
+      while (answers.at(-1).prepared?.id === first && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        answers.push((await grow()).json);
+      }
+      t.ok(
+        answers.every((a) => a.applied && a.prepared?.state === 'spliced'),
+        `every call splices a prepared summary (${answers.map((a) => a.reason ?? 'applied').join(', ')})`,
+      );
+      t.ok(
+        answers.every((a) => a.usage.calls === (a.usage.prepared?.calls ?? 0)),
+        'no summarizer call on the request path',
+      );
+      const ids = answers.map((a) => a.prepared.id);
+      t.equal(ids[0], first, 'the first is spliced again');
+      t.not(ids.at(-1), first, 'and a later one, prepared meanwhile, replaces it');
+      for (let i = 1; i < answers.length; i++) {
+        if (ids[i] !== ids[i - 1]) continue;
+        t.same(answers[i].messages.slice(0, 3), answers[i - 1].messages.slice(0, 3), `call ${i}: the head and the summary kept`);
+      }
+      t.ok(server.requests.length < answers.length, `fewer summaries (${server.requests.length}) than calls (${answers.length})`);
+    },
+  );
+}
+
 t.test('a splice that leaves the history above the target is folded on the request path, not windowed', async (t) => {
   const { app, server } = await buildWithLlm(t);
   const first = [SYSTEM, ...conversation(12, 0, true)];

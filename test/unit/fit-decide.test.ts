@@ -44,6 +44,7 @@ const base: Measurements = {
   candidates: [],
   pending: false,
   ready: undefined,
+  resent: false,
 };
 
 /** The decision's kind, and for a deferral its reason and the candidates it reports. */
@@ -75,6 +76,11 @@ const TABLE: [string, Partial<Measurements>, string][] = [
     'the summary being prepared is waited for',
     { candidates: [compact(1), summary(2)], pending: true, ready: READY },
     'defer summary_being_prepared [compact,summarize]',
+  ],
+  [
+    'a summary spliced into a shorter history sent again is spliced again while the next is made',
+    { candidates: [compact(1), summary(2)], pending: true, ready: READY, resent: true },
+    'splice',
   ],
   ['pending matters only when the summary is best', { candidates: [compact(2), summary(1)], pending: true }, 'compact'],
   [

@@ -16,7 +16,7 @@ import type { Measurements } from './decide.js';
 import { type FitOptions, limitOf, targetOf } from './options.js';
 
 /** One fit request, resolved once (target, limit, cost model: see `Measurements`); nothing changes it. */
-export interface FitRequest extends Omit<Measurements, 'candidates' | 'pending' | 'ready'> {
+export interface FitRequest extends Omit<Measurements, 'candidates' | 'pending' | 'ready' | 'resent'> {
   readonly h: PreparedHistory;
   readonly o: FitOptions;
   readonly ctx: StrategyContext;

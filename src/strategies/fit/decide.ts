@@ -30,6 +30,11 @@ export interface Measurements {
   readonly pending: boolean;
   /** A prepared summary ready to splice into what compaction leaves. */
   readonly ready: Spliceable | undefined;
+  /**
+   * The ready summary was spliced by an earlier call into a shorter history (`resent`): this
+   * client keeps its whole history and adopts no answer, so splicing it again keeps its prefix.
+   */
+  readonly resent: boolean;
 }
 
 /** Nothing changes: why, when to call again, and the candidates considered (each reported as a stage not applied). */
@@ -70,7 +75,9 @@ export function decide(m: Measurements): Decision {
   const best = bestOf(m.candidates.filter((c) => worthIt(c.estimate, m.model)));
   if (!best) return deferral(m, m.candidates, 'does_not_pay');
   if (best.kind === 'compact') return { kind: 'compact' };
-  if (m.pending) return deferral(m, m.candidates, 'summary_being_prepared');
+  // While a summary is being made the call waits for it; a client that keeps its whole history
+  // gets again the one it was given (`resent`), its prefix kept, until the next is ready.
+  if (m.pending && !m.resent) return deferral(m, m.candidates, 'summary_being_prepared');
   const compact = m.candidates[0];
   const compactPays = compact?.kind === 'compact' && worthIt(compact.estimate, m.model);
   // The summary that paid failed, and compaction alone does not pay: nothing changes.

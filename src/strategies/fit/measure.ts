@@ -9,9 +9,9 @@ import { summarizeStrategy } from '../summarize/index.js';
 import { type FitContext, type FitRequest, type Measured, measured } from './context.js';
 import { type Candidate, payingAt, type Spliceable } from './decide.js';
 import { fitCompactOptions, summarizeOptions } from './options.js';
-import { beingPrepared, nextRange, spliceable } from './prepare.js';
+import { beingPrepared, nextRange, resent, spliceable } from './prepare.js';
 
-const UNPRICED = { candidates: [], pending: false, ready: undefined };
+const UNPRICED = { candidates: [], pending: false, ready: undefined, resent: false };
 
 /**
  * What `decide` needs (STRATEGIES.md, "Cost"), under policy cost below the limit only: compaction
@@ -34,7 +34,17 @@ export async function measure(r: FitRequest): Promise<FitContext> {
   const known = next?.known?.state;
   const pending = being || (next !== undefined && (known === undefined || known === 'started' || known === 'running'));
   const candidates = summary ? [...compact, summary] : compact;
-  return { ...r, candidates, pending, ready, compaction, summaryDueAt: await dueAt(r, compaction, ready, summary), next };
+  const again = ready !== undefined && resent(ready.entry, r.h);
+  return {
+    ...r,
+    candidates,
+    pending,
+    ready,
+    resent: again,
+    compaction,
+    summaryDueAt: await dueAt(r, compaction, ready, summary),
+    next,
+  };
 }
 
 /** A dry-run summary over what compaction leaves, composed with it and priced (a prepared one's bill is sunk). */

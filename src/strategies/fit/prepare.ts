@@ -26,6 +26,16 @@ export const PREPARE_MARGIN_CALLS = 1;
 const GROWTH_CALLS = 4;
 
 /**
+ * Whether `entry` was spliced by an earlier call into a shorter history than `h`, which still holds
+ * its range: the client keeps its whole history and sends it again, adopting no answer (an agent
+ * that adopts one never sends a spliced range again). Known where the preparer records where it
+ * was spliced (the embedded one; with Redis, never).
+ */
+export function resent(entry: PreparedEntry, h: PreparedHistory): boolean {
+  return entry.state === 'spliced' && entry.splicedAt !== undefined && h.messages.length > entry.splicedAt;
+}
+
+/**
  * A summary the caller is already preparing for this conversation, its range still held
  * byte-identical by `view`: while it is made, fit neither starts another nor makes its own.
  */
@@ -61,7 +71,10 @@ export async function spliceable(r: FitRequest, view: PreparedHistory, o: Summar
 export async function nextRange(r: FitRequest, out: Output, compaction?: Measured<unknown>): Promise<NextRange | undefined> {
   const o = summarizeOptions(r.o);
   const seen = r.policy === 'tokens' ? { view: out.view, early: [] } : await compacted(r, out, compaction);
-  const held = preparedIn(seen.view, o, r.ctx, r.ctx.prepared?.entries ?? [], ['started', 'running', 'ready']);
+  // One spliced for a client that keeps its whole history (`resent`) is held too: it is spliced
+  // again, not prepared anew (the next one is asked for by `afterSplice`).
+  const entries = (r.ctx.prepared?.entries ?? []).filter((e) => e.state !== 'spliced' || resent(e, r.h));
+  const held = preparedIn(seen.view, o, r.ctx, entries, ['started', 'running', 'ready', 'spliced']);
   const range = held?.entry ?? rollingRange(seen.view, o, r.ctx);
   if (!range) return undefined;
   return { ...seen, range, known: r.ctx.prepared?.entries.find((e) => e.id === range.id) };
@@ -141,7 +154,10 @@ function due(c: FitContext, acc: Pipeline): boolean {
 
 /**
  * After the stages: no summary written or spliced and one soon due, the range it would cover in the
- * output is asked for off the request path (`prepare`: its `/v1/summarize` body); a splice is reported.
+ * output is asked for off the request path (`prepare`: its `/v1/summarize` body); a splice is
+ * reported (with the length of the history it went into), and after one for a client that keeps
+ * its whole history, the next summary is asked for when the reduced history nears the target
+ * (`afterSplice`).
  */
 export async function withPrepare(c: FitContext, acc: Pipeline, result: FitResult): Promise<FitResult> {
   if (!c.preparing) return result;
@@ -149,7 +165,14 @@ export async function withPrepare(c: FitContext, acc: Pipeline, result: FitResul
   const extra = result.extra;
   if (spliced) {
     const prepared = { id: spliced.id, state: 'spliced' as const, covers: { from: spliced.from, to: spliced.to } };
-    return { ...result, spliced: spliced.id, extra: (applied, billed) => ({ ...extra(applied, billed), prepared }) };
+    const reported: FitResult = {
+      ...result,
+      spliced: spliced.id,
+      splicedAt: c.h.messages.length,
+      extra: (applied, billed) => ({ ...extra(applied, billed), prepared }),
+    };
+    const next = await afterSplice(c, acc, spliced);
+    return next ? asked(c, reported, next) : reported;
   }
   // A stand-in (`summarizer_wait: never`) is folded by the next summary: that one is prepared now.
   const standin = acc.warnings.some((w) => w.code === STANDIN_WARNING);
@@ -158,9 +181,44 @@ export async function withPrepare(c: FitContext, acc: Pipeline, result: FitResul
   const untouched = acc.view === c.h;
   const next = (untouched && c.next) || (await nextRange(c, acc, untouched ? c.compaction : undefined));
   if (!next) return result;
-  const { view, early, range, known } = next;
-  const prepared = { id: range.id, state: known?.state ?? ('started' as const), covers: { from: range.from, to: range.to } };
-  if (known) return { ...result, extra: (applied, billed) => ({ ...extra(applied, billed), prepared }) };
+  const prepared = {
+    id: next.range.id,
+    state: next.known?.state ?? ('started' as const),
+    covers: { from: next.range.from, to: next.range.to },
+  };
+  const reported: FitResult = { ...result, extra: (applied, billed) => ({ ...extra(applied, billed), prepared }) };
+  return next.known ? reported : asked(c, reported, next);
+}
+
+/**
+ * For a client that keeps its whole history (`resent`: it sent again a range spliced into a
+ * shorter history), the range of its next summary once the reduced history nears the target
+ * (`prepare.at` of the target, by default within `prepareHeadroom` of it): the range a rolling
+ * summary would cover now in the input as compaction leaves it, unless one as long is held or
+ * known already. A client that adopts the answer never sends a spliced range again: its next
+ * summary is asked for over the history it sends, as before.
+ */
+async function afterSplice(c: FitContext, acc: Pipeline, spliced: PreparedEntry): Promise<NextRange | undefined> {
+  if (!resent(spliced, c.h)) return undefined;
+  const at = c.o.prepare?.at;
+  let near: boolean;
+  if (at?.tokens !== undefined) near = acc.occupancy >= at.tokens;
+  else if (at?.fraction !== undefined) near = acc.occupancy >= Math.floor(at.fraction * c.target);
+  else near = c.target - acc.occupancy < prepareHeadroom(c.h);
+  if (!near) return undefined;
+  const seen = await compacted(c, { view: c.h, occupancy: c.h.occupancy }, c.compaction);
+  const o = summarizeOptions(c.o);
+  const entries = c.ctx.prepared?.entries ?? [];
+  const longer = preparedIn(seen.view, o, c.ctx, entries, ['started', 'running', 'ready'])?.entry;
+  if (longer && longer.to > spliced.to) return undefined;
+  const range = rollingRange(seen.view, o, c.ctx);
+  if (!range || range.to <= spliced.to || entries.some((e) => e.id === range.id)) return undefined;
+  return { ...seen, range, known: undefined };
+}
+
+/** `result` asking for `next`'s summary off the request path: its `/v1/summarize` body, and the originals it reads stored now. */
+function asked(c: FitContext, result: FitResult, next: NextRange): FitResult {
+  const { view, early, range } = next;
   // Counted as this call counts (the caller's model and window): the job finds this call's token
   // counts of the range's messages, and this call's next one finds the count of the summary it writes.
   const model = c.ctx.cost.model;
@@ -180,6 +238,5 @@ export async function withPrepare(c: FitContext, acc: Pipeline, result: FitResul
     prepare: { ...range, body },
     // The originals the next call's compaction will offload, stored now: the summary's trail reads them.
     bestEffort: [...(result.bestEffort ?? []), ...early],
-    extra: (applied, billed) => ({ ...extra(applied, billed), prepared }),
   };
 }
