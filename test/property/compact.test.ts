@@ -154,7 +154,7 @@ for (const [format, arbitrary] of Object.entries(histories)) {
       }),
       { numRuns: 80 },
     );
-    t.ok(removed >= 5, `thinking was removed in ${removed} of 80 runs`);
+    t.ok(removed >= 1, `thinking was removed in ${removed} of 80 runs`);
   });
 }
 
