@@ -18,7 +18,7 @@ import { detectFormat } from '../dist/formats/detect.js';
 import { checkDepth } from '../dist/history/limits.js';
 import { Compactor, TokenCounter, windowStrategy } from '../dist/index.js';
 import { STRATEGY_SCHEMAS } from '../dist/schemas/strategies.js';
-import { countText } from '../dist/tokens/counter.js';
+import { countText } from '../dist/tokens/encoders.js';
 import { resolveModel } from '../dist/tokens/models.js';
 import { CORPUS_DIR } from './lib/corpus.mjs';
 import { generateHistory, nextAssistantMessage } from './lib/generate.mjs';

@@ -3,7 +3,7 @@ import pTimeout from 'p-timeout';
 import { buildApp, createLogger } from './app.js';
 import { type Config, ConfigError, loadConfig, redactUrl } from './config.js';
 import { StoreBootError } from './store/boot.js';
-import { loadEncoders } from './tokens/counter.js';
+import { loadEncoders } from './tokens/encoders.js';
 
 /** sysexits: a configuration error. */
 const EX_CONFIG = 78;

@@ -17,7 +17,7 @@ import { openStore } from './store/index.js';
 import { RemoteStore } from './store/remote.js';
 import type { ArtifactStore } from './store/types.js';
 import type { PreparedContext, PrepareRequest } from './strategies/types.js';
-import { loadEncoders, relieveEncoders } from './tokens/counter.js';
+import { loadEncoders, relieveEncoders } from './tokens/encoders.js';
 
 /** What the main thread gives every worker when the pool starts. */
 export interface WorkerInit {

@@ -8,7 +8,8 @@ import { checkDepth } from '../history/limits.js';
 import { type PreparedHistory, prepareHistory } from '../history/prepared.js';
 import type { Item, Warning } from '../history/types.js';
 import type { HistoryRequest } from '../schemas/common.js';
-import { relieveEncoders, type TokenCounter } from '../tokens/counter.js';
+import type { TokenCounter } from '../tokens/counter.js';
+import { relieveEncoders } from '../tokens/encoders.js';
 import { type ModelProfile, resolveModel } from '../tokens/models.js';
 import { checkUsage, occupancyFromUsage } from '../tokens/occupancy.js';
 

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { MERGE_CACHE_CLEAR_AT, mergeCacheSize } from '../../src/tokens/counter.js';
+import { MERGE_CACHE_CLEAR_AT, mergeCacheSize } from '../../src/tokens/encoders.js';
 import { build } from '../support/app.js';
 
 /**

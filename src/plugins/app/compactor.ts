@@ -7,7 +7,7 @@ import type { Compactor } from '../../service/compactor.js';
 import { createCompactor } from '../../service/create.js';
 import { bootStep, openWritableStore } from '../../store/boot.js';
 import type { ArtifactStore } from '../../store/types.js';
-import { relieveEncoders } from '../../tokens/counter.js';
+import { relieveEncoders } from '../../tokens/encoders.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
